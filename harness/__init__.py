@@ -1,0 +1,7 @@
+"""benchforge scoring harness.
+
+Pure Python (no Django): this package is copied into every frozen release and must run
+anywhere with `python -m harness`. Provider SDKs (openai, zhipuai) are imported lazily.
+"""
+
+__version__ = "0.1.0"
