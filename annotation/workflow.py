@@ -1,0 +1,48 @@
+"""The one transition table of an Item's life (DESIGN.md). Services call `check_transition`
+before changing a status; an illegal move raises IllegalTransition (a 409 with a message)."""
+
+from benchforge.errors import IllegalTransition
+
+DRAFT = "draft"
+ANSWERED = "answered"
+IN_REVIEW = "in_review"
+REVISION = "revision"
+ACCEPTED = "accepted"
+REWRITTEN = "rewritten"
+QC_PASSED = "qc_passed"
+QC_FLAGGED = "qc_flagged"
+RELEASED = "released"
+
+STATUS_CHOICES = [
+    (DRAFT, "Draft"),
+    (ANSWERED, "Answered"),
+    (IN_REVIEW, "In review"),
+    (REVISION, "Needs revision"),
+    (ACCEPTED, "Accepted"),
+    (REWRITTEN, "Rewritten"),
+    (QC_PASSED, "QC passed"),
+    (QC_FLAGGED, "QC flagged"),
+    (RELEASED, "Released"),
+]
+STATUS_LABELS = dict(STATUS_CHOICES)
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    DRAFT: frozenset({ANSWERED}),
+    ANSWERED: frozenset({DRAFT, IN_REVIEW}),
+    IN_REVIEW: frozenset({REVISION, ACCEPTED}),
+    REVISION: frozenset({ANSWERED}),
+    ACCEPTED: frozenset({REWRITTEN, QC_PASSED, QC_FLAGGED, REVISION}),
+    REWRITTEN: frozenset({QC_PASSED, QC_FLAGGED}),
+    QC_PASSED: frozenset({RELEASED, QC_FLAGGED}),
+    QC_FLAGGED: frozenset({QC_PASSED, REVISION}),
+    RELEASED: frozenset(),
+}
+
+
+def check_transition(current: str, target: str) -> None:
+    if target not in TRANSITIONS.get(current, frozenset()):
+        allowed = sorted(STATUS_LABELS[s] for s in TRANSITIONS.get(current, ()))
+        hint = f" From '{STATUS_LABELS.get(current, current)}' it can go to: {', '.join(allowed)}." if allowed else ""
+        raise IllegalTransition(
+            f"An item cannot move from '{STATUS_LABELS.get(current, current)}' to '{STATUS_LABELS.get(target, target)}'.{hint}"
+        )

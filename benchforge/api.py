@@ -1,0 +1,39 @@
+"""API plumbing shared by every app: error format, token login, who-am-I."""
+
+from django.urls import path
+from rest_framework import serializers
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.response import Response
+from rest_framework.views import APIView, exception_handler as drf_exception_handler
+
+from .errors import DomainError
+from .roles import user_role
+
+
+def exception_handler(exc, context):
+    """Errors are JSON with a `detail` a person can act on; domain errors keep their status."""
+    if isinstance(exc, DomainError):
+        return Response({"detail": exc.message, "code": exc.code, **exc.extra}, status=exc.status)
+    return drf_exception_handler(exc, context)
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.CharField(allow_null=True)
+
+
+class Me(APIView):
+    serializer_class = MeSerializer
+
+    def get(self, request):
+        return Response({"username": request.user.username, "role": user_role(request.user)})
+
+
+class ObtainToken(ObtainAuthToken):
+    """POST username and password; returns the API token to send as `Authorization: Token <key>`."""
+
+
+urlpatterns = [
+    path("auth/token/", ObtainToken.as_view(), name="api-token"),
+    path("me/", Me.as_view(), name="api-me"),
+]

@@ -1,0 +1,166 @@
+"""Shared fixtures: users per role, a benchmark, clients, external services, the browser.
+
+Tests that need a service (Postgres, Redis + Celery worker, Chromium, Label Studio) call
+`require(...)`: on a developer machine without it they skip with a loud reason; under CI
+(CI=true) a missing service is a failure, never a silent skip.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+# Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run
+# "inside" it unless told it is safe (it is: the loop only drives the browser).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def require(available: bool, what: str) -> None:
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"CI=true but {what} is not available: CI must provide it.")
+    pytest.skip(f"SKIPPED LOUDLY: {what} is not available on this machine (CI runs this test).")
+
+
+def shared_fixture(*parts: str) -> Path:
+    path = SHARED_FIXTURES.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared fixture {path} is absent (this clone has no ../shared)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.MEDIA_ROOT.mkdir()
+
+
+PASSWORD = "correct-horse-battery"
+
+
+@pytest.fixture
+def make_user(db):
+    from benchforge.services import create_or_update_user
+
+    counter = {"n": 0}
+
+    def make(role: str, username: str | None = None, benchmarks=()):
+        counter["n"] += 1
+        user, _ = create_or_update_user(username or f"{role}{counter['n']}", role, password=PASSWORD, benchmarks=benchmarks)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def benchmark(db):
+    from curation.services import load_preset
+
+    return load_preset("alignmmbench", slug="demo")
+
+
+@pytest.fixture
+def annotator(make_user, benchmark):
+    return make_user("annotator", "anna", benchmarks=[benchmark])
+
+
+@pytest.fixture
+def reviewer(make_user, benchmark):
+    return make_user("reviewer", "rita", benchmarks=[benchmark])
+
+
+@pytest.fixture
+def researcher(make_user):
+    return make_user("researcher", "ross")
+
+
+@pytest.fixture
+def client_for(client):
+    from django.test import Client
+
+    def make(user):
+        c = Client()
+        c.force_login(user)
+        return c
+
+    return make
+
+
+@pytest.fixture
+def api_for(db):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    def make(user):
+        c = APIClient()
+        c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+        return c
+
+    return make
+
+
+@pytest.fixture
+def fake_llm():
+    from tests.fakes.llm_server import FakeLLMServer
+
+    with FakeLLMServer() as server:
+        yield server
+
+
+# ---------------------------------------------------------------- browser (Playwright + Debian chromium)
+
+def chromium_path() -> str | None:
+    candidate = os.environ.get("BENCHFORGE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    return candidate if candidate and Path(candidate).exists() else None
+
+
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    path = chromium_path()
+    require(path is not None, "Debian chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        # executable_path: never let Playwright download a browser of its own.
+        browser = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser_page(browser, live_server):
+    context = browser.new_context(base_url=live_server.url)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def login_as(browser_page):
+    """Log a user in through the real login form."""
+
+    def login(user, password: str = PASSWORD):
+        page = browser_page
+        page.context.clear_cookies()
+        page.goto("/accounts/login/")
+        page.fill("input[name=username]", user.username)
+        page.fill("input[name=password]", password)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        return page
+
+    return login
