@@ -1,0 +1,87 @@
+"""Near-duplicate hash index (curation.neardup)."""
+
+import numpy as np
+import pytest
+
+from curation.imaging import hamming, to_signed
+from curation.neardup import HashIndex, IndexRegistry, pairs_within
+
+
+def flip(value, *bits):
+    for bit in bits:
+        value ^= 1 << bit
+    return to_signed(value)
+
+
+def brute_force(ids, hashes, probe, radius):
+    hits = [(hamming(h, probe), i) for i, h in zip(ids, hashes) if hamming(h, probe) <= radius]
+    return sorted(hits)
+
+
+def test_query_matches_brute_force_on_random_hashes():
+    rng = np.random.default_rng(0)
+    hashes = [to_signed(int(x)) for x in rng.integers(0, 2**63, 3000, dtype=np.uint64) * 2 + 1]
+    ids = list(range(10, 3010))
+    index = HashIndex(capacity=4)  # forces several growths
+    index.add_many(ids, hashes)
+    probes = [flip(hashes[5], 0, 17, 63), flip(hashes[2000], 3), int(hashes[7])]
+    for probe in probes:
+        for radius in (0, 3, 20, 28):
+            got_ids, got_d = index.query(probe, radius)
+            assert list(zip(got_d.tolist(), got_ids.tolist())) == brute_force(ids, hashes, probe, radius)
+
+
+def test_signed_and_unsigned_inputs_are_the_same_bits():
+    index = HashIndex()
+    index.add(1, -1)  # all 64 bits set, as stored in a signed BIGINT
+    ids, dist = index.query(0xFFFF_FFFF_FFFF_FFFE, 1)
+    assert ids.tolist() == [1] and dist.tolist() == [1]
+
+
+def test_remove_and_replace_keep_the_index_consistent():
+    index = HashIndex(capacity=2)
+    index.add_many([1, 2, 3], [0b1, 0b11, 0b111])
+    assert index.remove(1) and not index.remove(1)
+    assert 1 not in index and len(index) == 2
+    ids, _ = index.query(0, 64)
+    assert sorted(ids.tolist()) == [2, 3]
+    index.add(3, 0)  # replace, not duplicate
+    ids, dist = index.query(0, 0)
+    assert ids.tolist() == [3] and dist.tolist() == [0] and len(index) == 2
+    ids, _ = index.query(0b11, 0, exclude=2)
+    assert ids.tolist() == []
+
+
+def test_empty_index_and_bad_input():
+    assert HashIndex().query(123, 10)[0].size == 0
+    with pytest.raises(ValueError):
+        HashIndex().add_many([1, 2], [3])
+
+
+def test_pairs_within_finds_each_close_pair_once():
+    base = 0x0F0F_F0F0_1234_5678
+    ids = [1, 2, 3, 4]
+    hashes = [to_signed(base), flip(base, 1, 2), flip(base, 40), to_signed(~base)]
+    pairs = pairs_within(ids, hashes, 3)
+    assert sorted(pairs) == [(1, 2, 2), (1, 3, 1), (2, 3, 3)]
+    assert pairs_within(ids, hashes, 0) == []
+
+
+def test_registry_builds_lazily_and_picks_up_new_rows():
+    rows = {"b1": [(1, 0), (2, 0b1111)]}
+    calls = []
+
+    def loader(key, after_id):
+        calls.append((key, after_id))
+        fresh = [r for r in rows[key] if r[0] > after_id]
+        return [r[0] for r in fresh], [r[1] for r in fresh]
+
+    registry = IndexRegistry(loader)
+    assert registry.get("b1").query(0, 0)[0].tolist() == [1]
+    rows["b1"].append((7, 1))
+    index = registry.get("b1")
+    assert index.query(0, 1)[0].tolist() == [1, 7]
+    assert calls == [("b1", 0), ("b1", 2)]
+    registry.forget("b1")
+    registry.get("b1")
+    assert calls[-1] == ("b1", 0)
