@@ -159,7 +159,7 @@ def login_as(browser_page):
         page.goto("/accounts/login/")
         page.fill("input[name=username]", user.username)
         page.fill("input[name=password]", password)
-        page.click("button[type=submit]")
+        page.click("main button[type=submit]")
         page.wait_for_load_state()
         return page
 

@@ -1,0 +1,43 @@
+# Two commands: `make run` (set up + serve the demo) and `make test` (set up + test suite).
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: run test bench setup migrate demo worker clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "benchforge needs Python 3.11, found " + sys.version.split()[0]'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+migrate: setup
+	$(BIN)/python manage.py migrate --noinput
+
+demo: migrate
+	$(BIN)/python manage.py seed_demo
+
+run: demo
+	@echo "benchforge on http://$(HOST):$(PORT)/  (log in with a demo account printed above)"
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Performance checks print their numbers; they are not part of `make test`.
+bench: setup
+	@set -e; for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script; done
+
+# A worker for the scaled runtime: needs CELERY_BROKER_URL (and DATABASE_URL shared with the web).
+worker: setup
+	$(BIN)/celery -A benchforge worker --loglevel=INFO
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -1,0 +1,67 @@
+"""Each role logs in through the real login form in headless Chromium and sees only what it may."""
+
+import pytest
+
+from curation.services import load_preset
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def world(make_user):
+    demo = load_preset("alignmmbench", slug="demo")
+    load_preset("mmbench", slug="private")
+    return {
+        "annotator": make_user("annotator", "anna", benchmarks=[demo]),
+        "reviewer": make_user("reviewer", "rita", benchmarks=[demo]),
+        "researcher": make_user("researcher", "ross"),
+    }
+
+
+def test_wrong_password_is_refused_with_a_message(browser_page, world):
+    page = browser_page
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", "anna")
+    page.fill("input[name=password]", "not-it")
+    page.click("main button[type=submit]")
+    assert "Wrong username or password" in page.content()
+    assert page.url.endswith("/accounts/login/")
+
+
+@pytest.mark.parametrize("role", ["annotator", "reviewer"])
+def test_annotators_and_reviewers_see_their_benchmark_but_cannot_manage(login_as, world, role):
+    page = login_as(world[role])
+    assert page.locator(".role").inner_text() == role
+    links = page.locator("#benchmarks a").all_inner_texts()
+    assert links == ["AlignMMBench"]  # the private MMBench benchmark is not listed
+    assert page.locator("text=New benchmark").count() == 0
+    page.click("text=AlignMMBench")
+    assert page.locator("#stage-counts tr[data-task]").count() == 13
+    assert page.locator("nav >> text=Settings").count() == 0
+    page.click("nav >> text=Taxonomy")
+    assert page.locator("#preset-form").count() == 0 and page.locator("a.task-edit").count() == 0
+    assert page.goto("/benchmarks/new/").status == 403
+    assert page.goto("/b/private/").status == 404
+
+
+def test_researcher_creates_a_benchmark_from_a_preset_and_edits_a_task(login_as, world):
+    page = login_as(world["researcher"])
+    assert sorted(page.locator("#benchmarks a").all_inner_texts()) == ["AlignMMBench", "MMBench"]
+    page.click("text=New benchmark")
+    page.fill("input[name=name]", "Touch test")
+    page.select_option("select[name=preset]", "touchstone")
+    page.click("main button[type=submit]")
+    assert page.locator("#stage-counts tr[data-task]").count() == 27
+    page.click("nav >> text=Taxonomy")
+    page.click("#task-email-writing a.task-edit")
+    page.fill("input[name=quota]", "55")
+    page.click("main button[type=submit]")
+    assert "Saved task" in page.content()
+    assert page.locator("#task-email-writing td.num").inner_text() == "55"
+
+
+def test_logout_ends_the_session(login_as, world):
+    page = login_as(world["annotator"])
+    page.click("text=Log out")
+    page.goto("/")
+    assert "/accounts/login/" in page.url
