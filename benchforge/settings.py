@@ -124,9 +124,11 @@ BENCHFORGE_MAX_UPLOAD_BYTES = int(os.environ.get("BENCHFORGE_MAX_UPLOAD_BYTES", 
 BENCHFORGE_MODELS = Path(os.environ.get("BENCHFORGE_MODELS", BASE_DIR / "models.toml"))
 BENCHFORGE_LLM_CACHE = Path(os.environ.get("BENCHFORGE_LLM_CACHE", VAR_DIR / "llm-cache.sqlite3"))
 
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+# No broker: tasks run eagerly in-process; "memory://" keeps Celery from ever dialling its
+# default AMQP address by accident.
+CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -51,12 +51,13 @@ def celery_worker_process(transactional_db, tmp_path):
     )
     from benchforge.celery import app
 
-    saved = {k: app.conf[k] for k in ("task_always_eager", "broker_url", "task_default_queue")}
-    app.conf.update(task_always_eager=False, broker_url=REDIS_URL, task_default_queue=queue)
+    app.conf.task_always_eager = False
     try:
-        yield queue
+        # An explicit connection: the app's own broker setting stays what the settings say.
+        with app.connection_for_write(REDIS_URL) as conn:
+            yield {"queue": queue, "connection": conn}
     finally:
-        app.conf.update(saved)
+        app.conf.task_always_eager = True
         proc.terminate()
         try:
             proc.wait(timeout=20)
@@ -74,7 +75,7 @@ def test_worker_runs_a_preset_load_as_a_tracked_job(celery_worker_process, resea
     from jobs.models import Job
 
     benchmark = create_benchmark(name="Remote", user=researcher)
-    result = load_preset_task.apply_async(args=["mllm-bench", benchmark.pk, researcher.pk], queue=celery_worker_process)
+    result = load_preset_task.apply_async(args=["mllm-bench", benchmark.pk, researcher.pk], **celery_worker_process)
     assert not isinstance(result, EagerResult)  # queued on Redis for the worker, not run here
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
