@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
 
 
 class Benchmark(models.Model):
@@ -69,3 +70,119 @@ class Task(models.Model):
 
     def __str__(self):
         return self.name
+
+
+# ---- images, screening, contamination (hash values: signed 64-bit, see curation.imaging) ----
+
+
+class Image(models.Model):
+    """One distinct picture in a benchmark. The file is content-addressed by SHA-256, so the
+    same bytes are stored once on disk; the same MD5 exists at most once per benchmark."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        REJECTED = "rejected", "Rejected"
+
+    class RejectReason(models.TextChoices):
+        UNIDENTIFIABLE = "unidentifiable", "Unidentifiable objects or text"
+        PRIVACY = "privacy", "Personal privacy"
+        OFFENSIVE = "offensive", "Offensive content"
+        SIMILAR = "similar", "Similar to an image already included"
+        LOW_QUALITY = "low_quality", "Low quality"
+        OTHER = "other", "Other (see note)"
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="images")
+    file = models.FileField(max_length=200, help_text="images/aa/bb/<sha256>.<ext> under MEDIA_ROOT")
+    thumbnail = models.FileField(max_length=200, blank=True)
+    original_name = models.CharField(max_length=255, blank=True)
+    sha256 = models.CharField(max_length=64, db_index=True)
+    md5 = models.CharField(max_length=32)
+    phash = models.BigIntegerField()
+    dhash = models.BigIntegerField()
+    width = models.PositiveIntegerField()
+    height = models.PositiveIntegerField()
+    format = models.CharField(max_length=8)
+    file_size = models.PositiveIntegerField()
+    animated = models.BooleanField(default=False)
+
+    source = models.CharField(max_length=1000, blank=True, help_text="Where the image came from (URL, photographer, dataset).")
+    license = models.CharField(max_length=200, blank=True)
+    collected_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    collected_at = models.DateTimeField(default=timezone.now)
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    tasks = models.ManyToManyField(Task, blank=True, related_name="images")
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    reject_reason = models.CharField(max_length=20, choices=RejectReason.choices, blank=True)
+    reject_note = models.TextField(blank=True)
+    screened_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    screened_at = models.DateTimeField(null=True, blank=True)
+
+    low_resolution = models.BooleanField(default=False)
+    near_duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates")
+    near_duplicate_distance = models.PositiveSmallIntegerField(null=True, blank=True, help_text="pHash bits apart")
+    near_duplicate_resolved = models.BooleanField(default=False, help_text="A person kept it after seeing the pair.")
+    contaminated = models.BooleanField(default=False, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["benchmark", "md5"], name="unique_image_md5_per_benchmark")]
+        indexes = [models.Index(fields=["benchmark", "status"])]
+
+    def __str__(self):
+        return f"image #{self.pk} {self.sha256[:12]}"
+
+    @property
+    def needs_near_dup_review(self) -> bool:
+        return self.near_duplicate_of_id is not None and not self.near_duplicate_resolved
+
+
+class KnownImageSet(models.Model):
+    """Images that must not enter a benchmark (an SFT dataset, a prior benchmark...),
+    known by MD5 and/or pHash. Sets apply to every benchmark."""
+
+    class Kind(models.TextChoices):
+        SFT = "sft", "SFT / training dataset"
+        BENCHMARK = "benchmark", "Prior benchmark"
+        OTHER = "other", "Other"
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.OTHER)
+    description = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class KnownHash(models.Model):
+    known_set = models.ForeignKey(KnownImageSet, on_delete=models.CASCADE, related_name="hashes")
+    md5 = models.CharField(max_length=32, blank=True, db_index=True)
+    phash = models.BigIntegerField(null=True, blank=True)
+    label = models.CharField(max_length=500, blank=True, help_text="Id or file name in the original set.")
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=~models.Q(md5="") | models.Q(phash__isnull=False), name="known_hash_has_a_hash")]
+
+
+class ContaminationMatch(models.Model):
+    class Kind(models.TextChoices):
+        MD5 = "md5", "Same bytes (MD5)"
+        PHASH = "phash", "Perceptual hash"
+
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="contamination_matches")
+    known_set = models.ForeignKey(KnownImageSet, on_delete=models.CASCADE, related_name="matches")
+    known_hash = models.ForeignKey(KnownHash, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    distance = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["image_id", "distance"]
+        constraints = [models.UniqueConstraint(fields=["image", "known_set"], name="one_match_per_image_and_set")]

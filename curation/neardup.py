@@ -142,32 +142,38 @@ def pairs_within(
 
 
 Loader = Callable[[Hashable, int], tuple[Iterable[int], Iterable[int]]]
+Fingerprint = Callable[[Hashable, int], Hashable]
 
 
 class IndexRegistry:
     """Lazily built indexes, one per key (e.g. (benchmark_id, "phash")), kept per process.
 
     ``loader(key, after_id)`` returns (ids, hashes) of rows with id > after_id, so each use
-    first picks up rows other processes added since. Rows deleted elsewhere may linger here:
-    callers re-read matched ids from the database, which drops them.
+    first picks up rows other processes added since. ``fingerprint(key, last_id)`` describes
+    the rows already loaded (e.g. their count and newest timestamp): when it changes, rows were
+    deleted or replaced and the index is rebuilt from scratch.
     """
 
-    def __init__(self, loader: Loader):
+    def __init__(self, loader: Loader, fingerprint: Fingerprint | None = None):
         self._loader = loader
-        self._indexes: dict[Hashable, tuple[HashIndex, int]] = {}
+        self._fingerprint = fingerprint
+        self._indexes: dict[Hashable, tuple[HashIndex, int, Hashable]] = {}
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> HashIndex:
         with self._lock:
-            index, last_id = self._indexes.get(key, (None, 0))
+            index, last_id, seen = self._indexes.get(key, (None, 0, None))
+            if index is not None and self._fingerprint is not None and self._fingerprint(key, last_id) != seen:
+                index = None
             if index is None:
-                index = HashIndex()
+                index, last_id = HashIndex(), 0
             ids, hashes = self._loader(key, last_id)
-            ids_arr = np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.int64)
+            ids_arr = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64)
             if len(ids_arr):
-                index.add_many(ids_arr, list(hashes) if not isinstance(hashes, np.ndarray) else hashes)
+                index.add_many(ids_arr, hashes if isinstance(hashes, np.ndarray) else list(hashes))
                 last_id = max(last_id, int(ids_arr.max()))
-            self._indexes[key] = (index, last_id)
+            seen = self._fingerprint(key, last_id) if self._fingerprint is not None else None
+            self._indexes[key] = (index, last_id, seen)
             return index
 
     def forget(self, key: Hashable | None = None) -> None:

@@ -21,3 +21,10 @@ def load_preset_task(preset: str, benchmark_id: int, user_id: int | None = None)
 
     jobs.run_tracked(job.pk, work)
     return job.pk
+
+
+@shared_task
+def run_import_job_task(job_id: int) -> int:
+    """Run or resume an image import (zip, server folder, URL list); re-sending it resumes."""
+    services.run_import_job(job_id)
+    return job_id

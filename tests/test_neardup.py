@@ -85,3 +85,22 @@ def test_registry_builds_lazily_and_picks_up_new_rows():
     registry.forget("b1")
     registry.get("b1")
     assert calls[-1] == ("b1", 0)
+
+
+def test_registry_rebuilds_when_loaded_rows_change():
+    rows = {1: 0, 2: 0b1}
+    generation = {"n": 0}
+
+    def loader(key, after_id):
+        fresh = sorted(i for i in rows if i > after_id)
+        return fresh, [rows[i] for i in fresh]
+
+    def fingerprint(key, last_id):
+        return (generation["n"], sum(1 for i in rows if i <= last_id))
+
+    registry = IndexRegistry(loader, fingerprint)
+    assert registry.get("k").query(0b1, 0)[0].tolist() == [2]
+    rows[2] = 0b111  # same id, different row (deleted and re-created)
+    generation["n"] += 1
+    assert registry.get("k").query(0b1, 0)[0].tolist() == []
+    assert registry.get("k").query(0b111, 0)[0].tolist() == [2]
