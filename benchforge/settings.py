@@ -90,6 +90,8 @@ DATABASES = {
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
     )
 }
+if not os.environ.get("DATABASE_URL"):
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded runtime's SQLite file lives here
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several request threads plus eager tasks share one SQLite file: wait rather than fail on locks.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
