@@ -1,0 +1,1 @@
+"""Test doubles for external services (a loopback OpenAI-compatible LLM server)."""
