@@ -15,6 +15,12 @@ class InputError(ValueError):
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
     """Yield one object per non-blank line; a bad line raises InputError naming the line."""
+    for _, row in iter_jsonl_numbered(path):
+        yield row
+
+
+def iter_jsonl_numbered(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Like iter_jsonl, with each object's line number (for "file:line" messages)."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
@@ -28,7 +34,7 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
                 raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
             if not isinstance(row, dict):
                 raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            yield row
+            yield lineno, row
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -1,0 +1,105 @@
+"""`agreement`: how closely judge scores follow human scores (METHODS.md 7, AlignMMBench Table 2)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.commands import common
+from harness.io import InputError, iter_jsonl_numbered
+from harness.metrics import agreement
+from harness.report import Report, Section, Table, json_safe, write_outputs
+
+DESCRIPTION = """\
+Compare judge scores with human scores for the same answers: mean absolute error, Pearson,
+Spearman (average ranks for ties) and Kendall tau-b correlations, and how often both land in
+the same score range, with the fuzzy ranges {1-2, 3-5, 6-8, 9-10} and the strict ranges
+{1, 2, 3, 4-5, 6, 7-8, 9-10}. --judge takes the samples.jsonl of a `judge` run (or any JSONL
+with "id", optional "model" and a score field); --human a JSONL with "id", optional "model"
+and the human score. Rows are paired by (model, id) when both files name models, else by id.
+Judge rows that are not "ok" (unreadable replies) are counted and left out.
+"""
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("agreement", help="judge-human agreement (MAE, Pearson, Spearman, Kendall, ranges)",
+                                   description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--judge", required=True, metavar="JSONL", help="judge scores (e.g. results/judge/samples.jsonl)")
+    parser.add_argument("--human", required=True, metavar="JSONL", help="human scores")
+    parser.add_argument("--judge-field", default="rating", help="score field in the judge file (default: rating)")
+    parser.add_argument("--human-field", default="score", help="score field in the human file (default: score)")
+    parser.add_argument("--out", default="results/agreement", metavar="DIR", help="output folder (default: results/agreement)")
+    parser.set_defaults(run=run)
+
+
+def read_scores(path: str, field: str, skip_not_ok: bool) -> tuple[dict, int, bool]:
+    """{(model, id) or id: score}, rows skipped as not ok, whether every row names a model."""
+    scores: dict = {}
+    skipped = 0
+    rows = list(iter_jsonl_numbered(path))
+    with_model = bool(rows) and all(isinstance(row.get("model"), str) for _, row in rows)
+    for lineno, row in rows:
+        if skip_not_ok and row.get("status", "ok") != "ok":
+            skipped += 1
+            continue
+        if not isinstance(row.get("id"), str):
+            raise InputError(f"{path}:{lineno}: missing string 'id'")
+        value = row.get(field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"{path}:{lineno}: '{field}' must be a number, got {value!r}")
+        key = (row["model"], row["id"]) if with_model else row["id"]
+        if key in scores:
+            raise InputError(f"{path}:{lineno}: a second score for {key!r}")
+        scores[key] = float(value)
+    return scores, skipped, with_model
+
+
+def run(args) -> int:
+    judge, skipped, judge_models = read_scores(args.judge, args.judge_field, skip_not_ok=True)
+    human, _, human_models = read_scores(args.human, args.human_field, skip_not_ok=False)
+    if judge_models != human_models:  # pair by id alone
+        judge = {(k[1] if isinstance(k, tuple) else k): v for k, v in judge.items()}
+        human = {(k[1] if isinstance(k, tuple) else k): v for k, v in human.items()}
+    paired = [k for k in judge if k in human]
+    if not paired:
+        raise InputError(f"no row of {args.judge} pairs with a row of {args.human} (check ids and models)")
+    results = {
+        "command": "agreement",
+        "judge_file": str(args.judge), "human_file": str(args.human),
+        "paired": len(paired), "judge_only": len(judge) - len(paired), "human_only": len(human) - len(paired),
+        "judge_rows_not_ok": skipped,
+        "overall": agreement([judge[k] for k in paired], [human[k] for k in paired]),
+        "by_model": {},
+    }
+    models = sorted({k[0] for k in paired if isinstance(k, tuple)})
+    for model in models:
+        keys = [k for k in paired if k[0] == model]
+        results["by_model"][model] = agreement([judge[k] for k in keys], [human[k] for k in keys])
+    paths = write_outputs(Path(args.out), results, build_report(json_safe(results)))
+    o = results["overall"]
+    common.say(f"agreement over {len(paired)} pairs: MAE {o['mae']:.3f}, Pearson {_f(o['pearson'])}, "
+               f"Spearman {_f(o['spearman'])}, Kendall {_f(o['kendall_tau_b'])}, fuzzy {o['fuzzy_accuracy']:.3f}, "
+               f"strict {o['strict_accuracy']:.3f}; results in {paths['results']}")
+    return 0
+
+
+def _f(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+COLUMNS = ["pairs", "MAE e", "Pearson r", "Spearman rho", "Kendall tau-b", "fuzzy f", "strict s"]
+
+
+def _row(name: str, a: dict) -> list:
+    return [name, a["n"], a["mae"], a["pearson"], a["spearman"], a["kendall_tau_b"], a["fuzzy_accuracy"], a["strict_accuracy"]]
+
+
+def build_report(results: dict) -> Report:
+    report = Report(title="Judge-human agreement", intro=[
+        f"{results['paired']} answers scored by both; {results['judge_only']} judge-only and {results['human_only']} "
+        f"human-only rows unpaired; {results['judge_rows_not_ok']} judge rows without a readable score left out.",
+        "For scale (AlignMMBench): CritiqueVLM e 0.818, r 0.846, rho 0.838, tau 0.740, f 0.747, s 0.646; GPT-4 e 1.256, f 0.677.",
+    ])
+    rows = [_row("all", results["overall"])] + [_row(m, a) for m, a in results["by_model"].items()]
+    report.sections.append(Section("Agreement", [Table(["scope"] + COLUMNS, rows)]))
+    return report

@@ -1,0 +1,259 @@
+"""The release bundle as the harness reads it: items.jsonl, taxonomy.json, manifest.json, predictions.
+
+items.jsonl: one JSON object per line, one line per question (a seed or an approved rewrite).
+
+    field             type                         meaning
+    id                string, required, unique     stable item id
+    question          string, required             the final user question
+    seed_id           string | null                id of the seed this rewrite belongs to (null on seeds);
+                                                   items sharing a seed form one alignment group
+    category          string | null                top taxonomy level (AlignMMBench category, MLLM-Bench
+                                                   level, MMBench L1)
+    subcategory       string | null                middle level when the taxonomy has three (MMBench L2)
+    task              string | null                leaf (task / capability / MMBench L3); selects the
+                                                   judge's task rule
+    question_type     string | null                open-ended | closed-ended | compound | multiple-choice
+    history           list of {"role", "content"}  earlier turns, oldest first; role user|assistant
+    images            list of strings              paths relative to the release folder
+                                                   (images/<sha256>.<ext>); attached to the first user turn
+    reference_answer  string | null                withheld (null) in a public bundle when private
+    criteria          list of strings              per-sample judging criteria (MLLM-Bench), may be empty
+    description       string | null                fine-grained image description (TouchStone)
+    hint              string | null                multiple-choice hint shown before the question
+    choices           object letter -> text | null multiple-choice options, letters A, B, C... in order
+    answer            string | null                correct letter of a multiple-choice item
+    split             string | null                dev | test
+    meta              object                       anything else the exporter wants to keep
+
+taxonomy.json (optional): {"categories": [...], "tasks": [{"name", "category", "subcategory",
+"judge_rule"}]}; a task's "judge_rule" text replaces the harness's built-in rule for that task.
+
+predictions JSONL (written by `infer`, read by every judge): {"id", "model", "answer", "error"};
+a later line for the same id replaces an earlier one (an append-only log of attempts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.io import InputError, iter_jsonl_numbered
+
+SCHEMA_VERSION = 1
+QUESTION_TYPES = ("open-ended", "closed-ended", "compound", "multiple-choice")
+CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXY"  # Z is reserved for "none of the options"
+ROLES = ("user", "assistant")
+
+_STRING_FIELDS = (
+    "seed_id", "category", "subcategory", "task", "question_type", "reference_answer",
+    "description", "hint", "answer", "split",
+)
+_KNOWN_FIELDS = {"id", "question", "history", "images", "criteria", "choices", "meta", *_STRING_FIELDS}
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    question: str
+    seed_id: str | None = None
+    category: str | None = None
+    subcategory: str | None = None
+    task: str | None = None
+    question_type: str | None = None
+    history: tuple[dict, ...] = ()
+    images: tuple[str, ...] = ()
+    reference_answer: str | None = None
+    criteria: tuple[str, ...] = ()
+    description: str | None = None
+    hint: str | None = None
+    choices: dict[str, str] | None = None
+    answer: str | None = None
+    split: str | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def group(self) -> str:
+        """The alignment group: the seed's id for rewrites, the item's own id for seeds."""
+        return self.seed_id or self.id
+
+    @property
+    def is_mcq(self) -> bool:
+        return bool(self.choices)
+
+
+@dataclass
+class Release:
+    root: Path
+    items: list[Item]
+    taxonomy: dict
+    manifest: dict
+
+    @property
+    def name(self) -> str:
+        name, version = self.manifest.get("name"), self.manifest.get("version")
+        return f"{name} {version}" if name and version else (name or self.root.resolve().name)
+
+    def item(self, item_id: str) -> Item:
+        return self.by_id[item_id]
+
+    @property
+    def by_id(self) -> dict[str, Item]:
+        if not hasattr(self, "_by_id"):
+            self._by_id = {item.id: item for item in self.items}
+        return self._by_id
+
+    def image_path(self, relative: str) -> Path:
+        path = (self.root / relative).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise InputError(f"image path {relative!r} points outside the release folder")
+        return path
+
+    def judge_rule(self, task: str | None) -> str | None:
+        """A task rule from taxonomy.json, when the release defines one."""
+        for entry in self.taxonomy.get("tasks", []):
+            if isinstance(entry, dict) and entry.get("name") == task and entry.get("judge_rule"):
+                return str(entry["judge_rule"])
+        return None
+
+
+def parse_item(row: dict[str, Any], where: str) -> Item:
+    """Validate one items.jsonl row; `where` is "file:line" for error messages."""
+    unknown = sorted(set(row) - _KNOWN_FIELDS)
+    if unknown:
+        raise InputError(f"{where}: unknown field(s) {', '.join(unknown)} (see harness/release.py for the schema)")
+    for name in ("id", "question"):
+        if not isinstance(row.get(name), str) or not row[name].strip():
+            raise InputError(f"{where}: '{name}' must be a non-empty string")
+    values: dict[str, Any] = {"id": row["id"], "question": row["question"]}
+    for name in _STRING_FIELDS:
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{where}: '{name}' must be a string or null, got {type(value).__name__}")
+        values[name] = value or None
+    if values["question_type"] is not None and values["question_type"] not in QUESTION_TYPES:
+        raise InputError(f"{where}: question_type {values['question_type']!r} is not one of {', '.join(QUESTION_TYPES)}")
+    values["history"] = tuple(_parse_history(row.get("history") or [], where))
+    values["images"] = tuple(_string_list(row.get("images") or [], "images", where))
+    values["criteria"] = tuple(_string_list(row.get("criteria") or [], "criteria", where))
+    choices = row.get("choices")
+    if choices:
+        if not isinstance(choices, dict) or not all(isinstance(v, str) for v in choices.values()):
+            raise InputError(f"{where}: 'choices' must be an object mapping letters to option texts")
+        expected = CHOICE_LETTERS[: len(choices)]
+        if list(choices) != list(expected) or len(choices) < 2:
+            raise InputError(f"{where}: choices must use the letters {', '.join(expected) or 'A, B'} in order (2 or more)")
+        values["choices"] = dict(choices)
+        if values["answer"] is not None and values["answer"] not in choices:
+            raise InputError(f"{where}: answer {values['answer']!r} is not one of the choices {', '.join(choices)}")
+    elif values["answer"] is not None:
+        raise InputError(f"{where}: 'answer' is set but the item has no choices")
+    meta = row.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise InputError(f"{where}: 'meta' must be an object")
+    values["meta"] = meta
+    return Item(**values)
+
+
+def _parse_history(turns: Any, where: str) -> list[dict]:
+    if not isinstance(turns, list):
+        raise InputError(f"{where}: 'history' must be a list of {{\"role\", \"content\"}} turns")
+    parsed = []
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, dict) or turn.get("role") not in ROLES or not isinstance(turn.get("content"), str):
+            raise InputError(f"{where}: history[{index}] must be {{\"role\": \"user\"|\"assistant\", \"content\": \"...\"}}")
+        parsed.append({"role": turn["role"], "content": turn["content"]})
+    return parsed
+
+
+def _string_list(value: Any, name: str, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: '{name}' must be a list of strings")
+    return value
+
+
+def load_items(path: str | os.PathLike) -> list[Item]:
+    path = Path(path)
+    items: list[Item] = []
+    first_line: dict[str, int] = {}
+    for lineno, row in iter_jsonl_numbered(path):
+        where = f"{path}:{lineno}"
+        item = parse_item(row, where)
+        if item.id in first_line:
+            raise InputError(f"{where}: duplicate id {item.id!r} (first on line {first_line[item.id]})")
+        first_line[item.id] = lineno
+        items.append(item)
+    for item in items:
+        if item.seed_id is not None and item.seed_id not in first_line:
+            raise InputError(f"{path}:{first_line[item.id]}: seed_id {item.seed_id!r} is not an item id in this file")
+    if not items:
+        raise InputError(f"{path}: no items")
+    return items
+
+
+def load_release(root: str | os.PathLike) -> Release:
+    root = Path(root)
+    items_path = root / "items.jsonl"
+    if not items_path.exists():
+        raise InputError(f"{items_path}: file not found (is {root} a release folder?)")
+    return Release(
+        root=root,
+        items=load_items(items_path),
+        taxonomy=_optional_json(root / "taxonomy.json"),
+        manifest=_optional_json(root / "manifest.json"),
+    )
+
+
+def _optional_json(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    return value
+
+
+# --------------------------------------------------------------------------- predictions
+
+
+@dataclass(frozen=True)
+class Predictions:
+    model: str
+    path: Path
+    answers: dict[str, str]  # item id -> answer text
+    errors: dict[str, str]  # item id -> why inference failed (no answer)
+
+
+def load_predictions(path: str | os.PathLike, release: Release, model: str | None = None) -> Predictions:
+    """Read a predictions JSONL; every id must be a release item; one model per file."""
+    path = Path(path)
+    answers: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    models: set[str] = set()
+    for lineno, row in iter_jsonl_numbered(path):
+        where = f"{path}:{lineno}"
+        item_id = row.get("id")
+        if not isinstance(item_id, str) or item_id not in release.by_id:
+            raise InputError(f"{where}: id {item_id!r} is not an item of the release in {release.root}")
+        if isinstance(row.get("model"), str) and row["model"]:
+            models.add(row["model"])
+        answer = row.get("answer")
+        if isinstance(answer, str):
+            answers[item_id] = answer
+            errors.pop(item_id, None)
+        elif answer is None:
+            errors[item_id] = str(row.get("error") or "no answer")
+            answers.pop(item_id, None)
+        else:
+            raise InputError(f"{where}: 'answer' must be a string or null")
+    if model is None:
+        if len(models) != 1:
+            found = ", ".join(sorted(models)) or "none"
+            raise InputError(f"{path}: expected exactly one 'model' name in the file, found {found}")
+        model = models.pop()
+    return Predictions(model=model, path=path, answers=answers, errors=errors)

@@ -1,0 +1,397 @@
+"""The engine every LLM-driven command shares: resumable, concurrent, parse-checked calls.
+
+A command describes its calls as Jobs (a key, how to build the messages, how to read the
+reply). `run_jobs` skips keys the sample log already finished, sends the rest through
+LLMClient.chat_many (bounded concurrency, rate limits, retries and the response cache live
+there), appends one JSONL row per finished job as it completes, and re-asks a job whose reply
+could not be read, with a short correction turn, up to `parse_retries` times. A job still
+unreadable after that is recorded as "unparsed" (reported and counted, never dropped); a call
+that failed for good is recorded as "error" and tried again on the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from harness.io import InputError, iter_jsonl_numbered, write_jsonl
+from harness.parsing import ParseError
+
+OK, UNPARSED, ERROR = "ok", "unparsed", "error"
+FINAL = (OK, UNPARSED)
+
+# chat_many holds every request of a batch in memory, so requests carrying images (inline
+# base64) are built and sent in chunks; a chunk is many times the concurrency, so the pause at
+# each chunk's tail costs little. Text-only jobs go in one batch.
+CHUNK_PER_SLOT = 16
+MIN_CHUNK = 512
+# Rows are flushed to disk at least this often. A row lost to a hard kill is not lost work:
+# its reply sits in the response cache and the next run reads it back without a call.
+FLUSH_SECONDS = 0.5
+
+
+@dataclass
+class Job:
+    key: str
+    build: Callable[[], list[dict]]  # the messages, built only when the chunk is sent
+    meta: dict = field(default_factory=dict)  # copied into the sample row
+    parse: Callable[[str], dict] | None = None  # reply -> fields for the row; raises ParseError
+    retry: Callable[[str], str] | None = None  # parse problem -> correction message
+    params: dict = field(default_factory=dict)
+
+
+class SampleLog:
+    """An append-only JSONL of sample rows keyed by "key"; the last row for a key wins."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.rows: dict[str, dict] = {}
+        for path in [self.path, *self._parts()]:
+            self._read(path)
+        self._lock = threading.Lock()
+        self._handle = None
+        self._flushed = 0.0
+
+    def part_path(self, index: int) -> Path:
+        """Where worker process `index` writes its rows."""
+        return self.path.with_name(f"{self.path.name}.part{index}")
+
+    def _parts(self) -> list[Path]:
+        return sorted(self.path.parent.glob(f"{self.path.name}.part*"))
+
+    def _read(self, path: Path) -> list[dict]:
+        """Load a log's rows. A torn last line (the process was killed mid-write) is cut off."""
+        if not path.exists():
+            return []
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+            with path.open("r+b") as fh:
+                fh.truncate(keep)
+        rows = []
+        for lineno, row in iter_jsonl_numbered(path):
+            if not isinstance(row.get("key"), str):
+                raise InputError(f"{path}:{lineno}: row without a 'key' (not a harness sample log?)")
+            self.rows[row["key"]] = row
+            rows.append(row)
+        return rows
+
+    def read_parts(self) -> None:
+        """Take in the rows the worker processes wrote. The part files stay until `compact`
+        has written their rows into this log, so a crash in between loses nothing."""
+        for part in self._parts():
+            self._read(part)
+
+    def finished(self, key: str) -> bool:
+        row = self.rows.get(key)
+        return row is not None and row.get("status") in FINAL
+
+    def append(self, row: dict) -> None:
+        line = json.dumps(row, ensure_ascii=False) + "\n"
+        with self._lock:
+            if self._handle is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._handle = self.path.open("a", encoding="utf-8")
+            self._handle.write(line)
+            now = time.monotonic()
+            if now - self._flushed >= FLUSH_SECONDS:
+                self._handle.flush()
+                self._flushed = now
+            self.rows[row["key"]] = row
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+    def compact(self, order: Iterable[str] = ()) -> None:
+        """Rewrite the file with one row per key: `order` first, then any other keys kept as they were."""
+        self.close()
+        ordered = [key for key in order if key in self.rows]
+        seen = set(ordered)
+        ordered += [key for key in self.rows if key not in seen]
+        write_jsonl(self.path, (self.rows[key] for key in ordered))
+        for part in self._parts():  # left by an interrupted multi-process run, now folded in
+            part.unlink()
+
+
+class Progress:
+    """Progress on stderr: a rewritten line on a terminal, a line every few seconds otherwise."""
+
+    def __init__(self, label: str, total: int, stream=None, interval: float | None = None):
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.cached = 0
+        self.problems = 0
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.interval = interval if interval is not None else (0.2 if self.tty else 5.0)
+        self.started = time.monotonic()
+        self._last = 0.0
+        self._lock = threading.Lock()
+
+    def advance(self, *, cached: bool = False, problem: bool = False) -> None:
+        self.advance_many(1, int(cached), int(problem))
+
+    def advance_many(self, done: int, cached: int, problems: int) -> None:
+        with self._lock:
+            self.done += done
+            self.cached += cached
+            self.problems += problems
+            now = time.monotonic()
+            if now - self._last >= self.interval or self.done == self.total:
+                self._last = now
+                self._print(now)
+
+    def _print(self, now: float) -> None:
+        elapsed = max(now - self.started, 1e-9)
+        rate = self.done / elapsed
+        left = (self.total - self.done) / rate if rate else 0
+        text = (f"{self.label}: {self.done}/{self.total} ({100 * self.done / max(self.total, 1):.0f}%) "
+                f"{rate:.1f}/s, {self.cached} cached, {self.problems} problems, eta {left:.0f}s")
+        if self.tty:
+            self.stream.write("\r" + text + ("\n" if self.done == self.total else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+@dataclass
+class RunStats:
+    sent: int = 0  # jobs that needed the model this run (finished rows are skipped)
+    skipped: int = 0  # already finished in the sample log
+    ok: int = 0
+    unparsed: int = 0
+    errors: int = 0
+    parse_retries: int = 0
+    cached: int = 0  # replies served by the response cache
+    usage: dict = field(default_factory=dict)  # the endpoint's usage counters for this run
+
+    def add(self, other: dict) -> None:
+        for name, value in other.items():
+            if name == "usage":
+                for key, count in value.items():
+                    self.usage[key] = self.usage.get(key, 0) + count
+            else:
+                setattr(self, name, getattr(self, name) + value)
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "usage": dict(self.usage)}
+
+
+def run_jobs(
+    client,
+    endpoint: str,
+    jobs: list[Job],
+    log: SampleLog,
+    *,
+    label: str,
+    parse_retries: int = 2,
+    keep_outputs: bool = True,
+    with_images: bool = False,
+    workers: int = 1,
+    reopen: Callable[[int], Any] | None = None,
+    progress_stream=None,
+) -> RunStats:
+    """Run every job the log has not finished; returns counts for this run.
+
+    with_images: the messages carry inline images, so build and send them in chunks.
+    workers > 1: split the jobs over that many forked processes, each with its own client from
+    reopen(workers) (sharing the endpoint's limits); for fast local endpoints, where the client's
+    own CPU time per call, not the model, is what limits one process.
+    """
+    stats = RunStats()
+    pending = []
+    for job in jobs:
+        if log.finished(job.key):
+            stats.skipped += 1
+        else:
+            pending.append(job)
+    stats.sent = len(pending)
+    if not pending:
+        return stats
+    progress = Progress(label, len(pending), progress_stream)
+    if workers > 1 and reopen is not None and len(pending) >= 2 * workers:
+        _run_in_workers(reopen, workers, endpoint, pending, log, stats, progress, parse_retries, keep_outputs, with_images)
+    else:
+        before = dict(client.usage.get(endpoint, {}))
+        _run_here(client, endpoint, pending, log, stats, progress, parse_retries, keep_outputs, with_images)
+        after = client.usage.get(endpoint, {})
+        stats.usage = {key: after[key] - before.get(key, 0) for key in after}
+    return stats
+
+
+def _run_here(client, endpoint, jobs, log, stats, progress, parse_retries, keep_outputs, with_images) -> None:
+    chunk = len(jobs)
+    if with_images:
+        chunk = max(MIN_CHUNK, CHUNK_PER_SLOT * client.endpoints[endpoint].max_concurrency)
+    try:
+        for start in range(0, len(jobs), chunk):
+            _run_chunk(client, endpoint, jobs[start:start + chunk], log, stats, progress, parse_retries, keep_outputs)
+    finally:
+        log.close()
+
+
+class _ProgressToParent:
+    """A worker's progress, sent to the parent (which prints it) a few times a second."""
+
+    def __init__(self, events):
+        self.events = events
+        self.pending = [0, 0, 0]  # done, cached, problems
+        self._sent = time.monotonic()
+
+    def advance(self, *, cached: bool = False, problem: bool = False) -> None:
+        self.pending[0] += 1
+        self.pending[1] += cached
+        self.pending[2] += problem
+        if time.monotonic() - self._sent >= 0.2:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending[0]:
+            self.events.put(("rows", None, tuple(self.pending)))
+            self.pending = [0, 0, 0]
+        self._sent = time.monotonic()
+
+
+def _worker_main(index, reopen, workers, endpoint, jobs, part_path, events, parse_retries, keep_outputs, with_images) -> None:
+    stats = RunStats()
+    progress = _ProgressToParent(events)
+    try:
+        client = reopen(workers)
+        _run_here(client, endpoint, jobs, SampleLog(part_path), stats, progress, parse_retries, keep_outputs, with_images)
+        stats.usage = dict(client.usage.get(endpoint, {}))
+        failure = None
+    except BaseException as exc:  # the parent reports it; finished rows are already in the part file
+        failure = f"{type(exc).__name__}: {exc}"
+    progress.flush()
+    events.put(("done", index, (stats.as_dict(), failure)))
+
+
+def _run_in_workers(reopen, workers, endpoint, pending, log, stats, progress, parse_retries, keep_outputs, with_images) -> None:
+    # fork: the jobs (closures) are inherited, not pickled. Each worker appends to its own part
+    # file; the parent reads the parts back, and compaction folds them into the log (a later run
+    # reads any that an interrupted one left behind).
+    context = multiprocessing.get_context("fork")
+    events = context.SimpleQueue()
+    log.close()
+    processes = []
+    for index in range(workers):
+        part = log.part_path(index)
+        process = context.Process(
+            target=_worker_main, daemon=True,
+            args=(index, reopen, workers, endpoint, pending[index::workers], part, events, parse_retries, keep_outputs,
+                  with_images),
+        )
+        process.start()
+        processes.append(process)
+    failures = []
+    reported: set[int] = set()
+    try:
+        while len(reported) < workers:
+            if events.empty():
+                # A worker that died without a word (killed, crashed) would leave us waiting forever;
+                # one that exited has already written its last message, so an empty queue is final.
+                for index, process in enumerate(processes):
+                    if index not in reported and process.exitcode is not None and events.empty():
+                        reported.add(index)
+                        failures.append(f"worker {index} exited with code {process.exitcode}")
+                time.sleep(0.05)
+                continue
+            kind, first, second = events.get()
+            if kind == "rows":
+                progress.advance_many(*second)
+                continue
+            reported.add(first)
+            worker_stats, failure = second
+            stats.add({k: v for k, v in worker_stats.items() if k not in ("sent", "skipped")})
+            if failure:
+                failures.append(failure)
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.terminate()
+        log.read_parts()
+    if failures:
+        raise RuntimeError(f"{len(failures)} worker process(es) failed ({failures[0]}); finished samples are saved, run again to resume")
+
+
+def _run_chunk(client, endpoint, jobs, log, stats, progress, parse_retries, keep_outputs) -> None:
+    conversations = {job.key: job.build() for job in jobs}
+    outputs: dict[str, list[str]] = {job.key: [] for job in jobs}
+    all_cached: dict[str, bool] = {job.key: True for job in jobs}
+    round_jobs = jobs
+    for attempt in range(parse_retries + 1):
+        retry_next: list[Job] = []
+
+        def finish(job: Job, status: str, fields: dict) -> None:
+            row = {"key": job.key, **job.meta, "status": status, **fields}
+            if keep_outputs:
+                row["outputs"] = outputs[job.key]
+            row["cached"] = all_cached[job.key]
+            log.append(row)
+            stats.cached += all_cached[job.key]
+            progress.advance(cached=all_cached[job.key], problem=status != OK)
+
+        def on_result(index: int, result, round_jobs=round_jobs, attempt=attempt) -> None:
+            job = round_jobs[index]
+            if isinstance(result, Exception):
+                stats.errors += 1
+                finish(job, ERROR, {"error": str(result)})
+                return
+            outputs[job.key].append(result.text)
+            all_cached[job.key] = all_cached[job.key] and bool(result.cached)
+            try:
+                fields = job.parse(result.text) if job.parse else {}
+            except ParseError as exc:
+                if attempt < parse_retries and job.retry is not None:
+                    stats.parse_retries += 1
+                    conversations[job.key] = conversations[job.key] + [
+                        {"role": "assistant", "content": result.text},
+                        {"role": "user", "content": job.retry(str(exc))},
+                    ]
+                    retry_next.append(job)
+                    return
+                stats.unparsed += 1
+                finish(job, UNPARSED, {"parse_error": str(exc)})
+                return
+            stats.ok += 1
+            finish(job, OK, {**fields, "finish_reason": result.finish_reason})
+
+        requests = [(conversations[job.key], job.params) for job in round_jobs]
+        client.chat_many(endpoint, requests, on_result=on_result)
+        if not retry_next:
+            break
+        round_jobs = retry_next
+
+
+def require_same_settings(out_dir: Path, settings: dict, restart: bool) -> None:
+    """Refuse to resume a run made with other settings (judge, templates...), unless restarting."""
+    run_file = out_dir / "run.json"
+    if run_file.exists():
+        try:
+            previous = json.loads(run_file.read_text(encoding="utf-8")).get("settings", {})
+        except json.JSONDecodeError:
+            previous = None
+        if previous != settings and not restart:
+            changed = sorted(k for k in set(previous or {}) | set(settings) if (previous or {}).get(k) != settings.get(k))
+            raise InputError(
+                f"{out_dir} holds a run made with different settings ({', '.join(changed) or 'unreadable run.json'}); "
+                "use another --out, or --restart to set the old samples aside and start over"
+            )
+    if restart:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for path in out_dir.glob("*.jsonl"):
+            path.rename(path.with_name(f"{path.name}.{stamp}.old"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_file.write_text(json.dumps({"settings": settings}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,0 +1,79 @@
+"""The job runner's bookkeeping with a scripted client: worker processes, crashes, parse retries."""
+
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from harness.parsing import ParseError
+from harness.runner import Job, SampleLog, run_jobs
+
+
+class ScriptedClient:
+    """Answers each request with reply(messages); `crash_on` makes the process die on that key's request."""
+
+    def __init__(self, reply, crash_on=None):
+        self.endpoints = {"e": SimpleNamespace(max_concurrency=2)}
+        self.reply = reply
+        self.crash_on = crash_on
+        self.calls = 0
+
+    @property
+    def usage(self):
+        return {"e": {"calls": self.calls}}
+
+    def chat_many(self, endpoint, requests, on_result=None):
+        results = []
+        for index, (messages, _) in enumerate(requests):
+            if self.crash_on and self.crash_on in messages[0]["content"]:
+                os._exit(3)
+            self.calls += 1
+            result = SimpleNamespace(text=self.reply(messages), cached=False, finish_reason="stop")
+            results.append(result)
+            on_result(index, result)
+        return results
+
+
+def number_job(key: str) -> Job:
+    def parse(text):
+        if not text.isdigit():
+            raise ParseError(f"{text!r} is not a number")
+        return {"value": int(text)}
+
+    return Job(key=key, build=lambda: [{"role": "user", "content": key}], meta={"id": key}, parse=parse,
+               retry=lambda problem: f"numbers only please ({problem})")
+
+
+def test_parse_failures_are_retried_with_a_correction_then_recorded(tmp_path):
+    def reply(messages):
+        if messages[0]["content"] == "stubborn":
+            return "many"
+        return "7" if len(messages) > 1 else "seven"  # right only after the correction
+
+    client = ScriptedClient(reply)
+    log = SampleLog(tmp_path / "s.jsonl")
+    stats = run_jobs(client, "e", [number_job("a"), number_job("stubborn")], log, label="t", parse_retries=2)
+    assert (stats.ok, stats.unparsed, stats.parse_retries, stats.usage["calls"]) == (1, 1, 3, 5)
+    assert log.rows["a"]["value"] == 7 and log.rows["a"]["outputs"] == ["seven", "7"]
+    assert log.rows["stubborn"]["status"] == "unparsed" and "not a number" in log.rows["stubborn"]["parse_error"]
+
+
+def test_workers_share_the_jobs_and_their_rows_come_back(tmp_path):
+    log = SampleLog(tmp_path / "s.jsonl")
+    jobs = [number_job(f"k{i}") for i in range(10)]
+    stats = run_jobs(None, "e", jobs, log, label="t", workers=3, reopen=lambda share: ScriptedClient(lambda m: "1"))
+    assert stats.ok == 10 and stats.usage["calls"] == 10
+    assert set(log.rows) == {f"k{i}" for i in range(10)}
+    assert set(SampleLog(tmp_path / "s.jsonl").rows) == set(log.rows)  # a crash now would lose nothing
+    log.compact(job.key for job in jobs)
+    assert not list(tmp_path.glob("*.part*"))
+    assert (tmp_path / "s.jsonl").read_text().count("\n") == 10
+
+
+def test_a_worker_that_dies_is_reported_and_the_others_rows_are_kept(tmp_path):
+    log = SampleLog(tmp_path / "s.jsonl")
+    jobs = [number_job(f"k{i}") for i in range(6)]  # worker 0 gets k0, k2, k4; worker 1 k1, k3, k5
+    with pytest.raises(RuntimeError, match="exited with code 3"):
+        run_jobs(None, "e", jobs, log, label="t", workers=2, reopen=lambda share: ScriptedClient(lambda m: "1", crash_on="k2"))
+    saved = set(SampleLog(tmp_path / "s.jsonl").rows)
+    assert {"k1", "k3", "k5"} <= saved and "k2" not in saved
