@@ -10,6 +10,11 @@ Prints, in one run:
     (target <= 4);
   * median near-duplicate query time at radius 10 over 1,000,000 stored hashes, one core
     (target < 2 ms).
+
+Timing on a shared machine: the hashers take turns on every image (so load from other
+processes falls on all of them alike) and each is timed by the CPU time of this process,
+best of --passes passes, which is what one core spends on it. Wall-clock speed-ups and query
+times are printed next to them.
 """
 
 from __future__ import annotations
@@ -64,31 +69,53 @@ def reference_phash(data: bytes) -> int:
     return hex_to_hash(str(imagehash.phash(Image.open(io.BytesIO(data)))))
 
 
-def timed(fn, items) -> tuple[float, list]:
-    start = time.perf_counter()
-    results = [fn(x) for x in items]
-    return time.perf_counter() - start, results
+def timed_in_turns(fns: dict, items, passes: int) -> tuple[dict, dict, dict]:
+    """Run every function on every item, taking turns per item; returns per function the
+    best-pass CPU seconds, the best-pass wall seconds and the results of the last pass."""
+    cpu = {name: float("inf") for name in fns}
+    wall = dict(cpu)
+    results: dict = {}
+    for _ in range(passes):
+        spent_cpu = dict.fromkeys(fns, 0.0)
+        spent_wall = dict.fromkeys(fns, 0.0)
+        results = {name: [] for name in fns}
+        for item in items:
+            for name, fn in fns.items():
+                c, w = time.process_time(), time.perf_counter()
+                results[name].append(fn(item))
+                spent_cpu[name] += time.process_time() - c
+                spent_wall[name] += time.perf_counter() - w
+        for name in fns:
+            cpu[name] = min(cpu[name], spent_cpu[name])
+            wall[name] = min(wall[name], spent_wall[name])
+    return cpu, wall, results
 
 
-def bench_hashing(count: int, rng: np.random.Generator) -> bool:
+def bench_hashing(count: int, passes: int, rng: np.random.Generator) -> bool:
     ok = True
     all_distances: list[int] = []
     for size in SIZES:
         files = [photo_like_jpeg(rng, size) for _ in range(count)]
-        ref_time, ref_hashes = timed(reference_phash, files)
-        our_time, ours = timed(perceptual_hashes, files)
-        full_time, _ = timed(analyse_image, files)
-        thumb_time, _ = timed(lambda d: analyse_image(d, thumbnail_size=THUMBNAIL_PX), files)
-        distances = [hamming(r, phash) for r, (phash, _dhash) in zip(ref_hashes, ours)]
+        cpu, wall, results = timed_in_turns({
+            "imagehash": reference_phash,
+            "ours": perceptual_hashes,
+            "ingest": analyse_image,
+            "thumb": lambda d: analyse_image(d, thumbnail_size=THUMBNAIL_PX),
+        }, files, passes)
+        distances = [hamming(r, phash) for r, (phash, _dhash) in zip(results["imagehash"], results["ours"])]
         all_distances += distances
-        speedup = ref_time / our_time
+        speedup = cpu["imagehash"] / cpu["ours"]
         ok &= speedup >= 3
         mb = sum(map(len, files)) / count / 1e6
-        print(f"{size[0]}x{size[1]} ({count} JPEGs, {mb:.2f} MB each):")
-        print(f"    imagehash.phash, full decode           {count / ref_time:7.1f} img/s")
-        print(f"    ours: pHash + dHash, one decode        {count / our_time:7.1f} img/s = {speedup:4.1f}x (target >= 3x)")
-        print(f"    ours + MD5 + SHA-256 + checks (ingest) {count / full_time:7.1f} img/s = {ref_time / full_time:4.1f}x")
-        print(f"    ... + {THUMBNAIL_PX}px colour thumbnail          {count / thumb_time:7.1f} img/s = {ref_time / thumb_time:4.1f}x")
+
+        def rate(name):
+            return f"{count / cpu[name]:7.1f} img/s = {cpu['imagehash'] / cpu[name]:4.1f}x (wall {wall['imagehash'] / wall[name]:4.1f}x)"
+
+        print(f"{size[0]}x{size[1]} ({count} JPEGs, {mb:.2f} MB each; CPU time, best of {passes} passes):")
+        print(f"    imagehash.phash, full decode           {count / cpu['imagehash']:7.1f} img/s")
+        print(f"    ours: pHash + dHash, one decode        {rate('ours')} (target >= 3x)")
+        print(f"    ours + MD5 + SHA-256 + checks (ingest) {rate('ingest')}")
+        print(f"    ... + {THUMBNAIL_PX}px colour thumbnail          {rate('thumb')}")
         print(f"    pHash identical to imagehash: {distances.count(0) / count:6.1%}, max distance {max(distances)}")
     identical = all_distances.count(0) / len(all_distances)
     worst = max(all_distances)
@@ -115,32 +142,36 @@ def bench_index(size: int, queries: int, rng: np.random.Generator) -> bool:
         else:
             base = int(rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max))
         probes.append(base)
-    index.query(probes[0], 10)  # warm up scratch buffers
-    timings = []
+    start = time.perf_counter()
+    index.query(probes[0], 10)  # the first query builds the multi-index
+    build_ms = (time.perf_counter() - start) * 1000
+    cpu, wall = [], []
     found = 0
     for probe in probes:
-        start = time.perf_counter()
+        c, w = time.process_time(), time.perf_counter()
         ids, _ = index.query(probe, 10)
-        timings.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - w)
         found += len(ids)
-    median_ms = statistics.median(timings) * 1000
+    median_ms = statistics.median(cpu) * 1000
     print(
-        f"near-dup query, radius 10 over {size:,} hashes: median {median_ms:.3f} ms, "
-        f"p95 {sorted(timings)[int(0.95 * len(timings))] * 1000:.3f} ms ({queries} queries, "
-        f"{found} matches) (target < 2 ms)"
+        f"near-dup query, radius 10 over {size:,} hashes: median {median_ms:.3f} ms CPU, "
+        f"{statistics.median(wall) * 1000:.3f} ms wall, p95 {sorted(wall)[int(0.95 * len(wall))] * 1000:.3f} ms wall "
+        f"({queries} queries, {found} matches; first query {build_ms:.0f} ms with the index build) (target < 2 ms)"
     )
-    return median_ms < 2
+    return median_ms < 2 and statistics.median(wall) * 1000 < 2
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=60, help="JPEGs per size (default 60)")
+    parser.add_argument("--passes", type=int, default=3, help="timing passes, the best counts (default 3)")
     parser.add_argument("--index-size", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    hashing_ok = bench_hashing(args.images, rng)
+    hashing_ok = bench_hashing(args.images, args.passes, rng)
     index_ok = bench_index(args.index_size, args.queries, rng)
     print("all targets met" if hashing_ok and index_ok else "SOME TARGETS MISSED")
     return 0 if hashing_ok and index_ok else 1

@@ -52,3 +52,27 @@ class BenchmarkSettingsForm(forms.ModelForm):
     class Meta:
         model = Benchmark
         fields = ["name", "description", "near_dup_threshold", "min_short_edge", "members"]
+
+
+class ImportForm(forms.Form):
+    kind = forms.ChoiceField(choices=[("zip", "Zip archive of images"), ("url_list", "URL list (CSV or TXT)")])
+    file = forms.FileField(help_text="A zip (sub-folders named after a task slug tag their images), or a URL list: "
+                                     "one URL per line, or a CSV with a url column and optional task, source and license columns.")
+    tasks = forms.ModelMultipleChoiceField(queryset=Task.objects.none(), required=False,
+                                           help_text="Tag every imported image with these tasks.")
+    source = forms.CharField(required=False, max_length=1000)
+    license = forms.CharField(required=False, max_length=200)
+
+    def __init__(self, *args, benchmark=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if benchmark is not None:
+            self.fields["tasks"].queryset = benchmark.tasks.all()
+
+
+class KnownSetForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=[("sft", "SFT / training dataset"), ("benchmark", "Prior benchmark"), ("other", "Other")])
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    file = forms.FileField(help_text="CSV with an md5 and/or phash column (16 hex digits, as imagehash prints it) and "
+                                     "optional label, or JSONL with the same keys. For a folder of images use "
+                                     "`manage.py import_known_set NAME FOLDER`.")

@@ -1,11 +1,13 @@
 """Reads for the curation app: taxonomy and images."""
 
-from django.db.models import Count, Q
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from benchforge.roles import RESEARCHER, user_role
+from jobs.models import Job
 
-from .models import Benchmark, Category, ContaminationMatch, Image, KnownImageSet, Task
+from .models import Benchmark, Category, ContaminationMatch, Image, KnownHash, KnownImageSet, Task
 
 
 def benchmarks_for(user):
@@ -58,14 +60,16 @@ IMAGE_FLAGS = {
 
 def images_of(benchmark: Benchmark, *, status: str = "", task: str = "", flag: str = ""):
     """Images for the screening grid / API, filtered by status, task slug and flag."""
-    qs = Image.objects.filter(benchmark=benchmark).prefetch_related("tasks")
+    qs = Image.objects.filter(benchmark=benchmark).prefetch_related(Prefetch("tasks", Task.objects.order_by("order", "name")))
     if status:
         qs = qs.filter(status=status)
     if task:
         qs = qs.filter(tasks__slug=task)
     if flag in IMAGE_FLAGS:
         qs = qs.filter(**IMAGE_FLAGS[flag][1])
-    return qs.order_by("id").distinct()
+    # No DISTINCT needed: task slugs are unique within a benchmark, so the task join (and the
+    # "untagged" left join) yields each image at most once.
+    return qs.order_by("id")
 
 
 def get_image_for(user, slug: str, image_id: int):
@@ -97,7 +101,9 @@ def status_counts(benchmark: Benchmark) -> dict[str, int]:
 
 
 def near_duplicate_queue(benchmark: Benchmark):
+    """Flagged pairs nobody has decided on yet (an image already rejected needs no decision)."""
     return (Image.objects.filter(benchmark=benchmark, near_duplicate_of__isnull=False, near_duplicate_resolved=False)
+            .exclude(status=Image.Status.REJECTED)
             .select_related("near_duplicate_of").order_by("near_duplicate_distance", "id"))
 
 
@@ -106,5 +112,25 @@ def contamination_report(benchmark: Benchmark):
             .select_related("image", "known_set", "known_hash").order_by("known_set__name", "distance", "image_id"))
 
 
+def _count_of(model, **outer):
+    # A correlated subquery per count: joining both relations at once would multiply the rows
+    # (hashes x matches), which is millions for a large set.
+    rows = model.objects.filter(**{k: OuterRef(v) for k, v in outer.items()}).order_by().values(*outer)
+    return Coalesce(Subquery(rows.annotate(n=Count("pk")).values("n"), output_field=IntegerField()), 0)
+
+
 def known_sets():
-    return KnownImageSet.objects.annotate(n_hashes=Count("hashes", distinct=True), n_matches=Count("matches", distinct=True))
+    return KnownImageSet.objects.select_related("created_by").annotate(
+        n_hashes=_count_of(KnownHash, known_set="pk"), n_matches=_count_of(ContaminationMatch, known_set="pk"))
+
+
+def media_file_visible_to(user, name: str, sha256: str) -> bool:
+    """May `user` download the stored file `name` (an image or its thumbnail)? Only when it
+    belongs to an image of a benchmark the user can see."""
+    return (Image.objects.filter(sha256=sha256, benchmark__in=benchmarks_for(user))
+            .filter(Q(file=name) | Q(thumbnail=name)).exists())
+
+
+def recent_imports(benchmark: Benchmark, limit: int = 5):
+    """Latest image import jobs (zip, server folder, URL list: every kind is named ingest_*)."""
+    return Job.objects.filter(benchmark=benchmark, kind__startswith="ingest_").order_by("-created_at")[:limit]

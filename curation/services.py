@@ -2,13 +2,16 @@
 (ingest, duplicates, contamination, screening)."""
 
 import csv
+import hashlib
 import io
 import ipaddress
 import json
 import socket
+import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import httpx
@@ -278,10 +281,11 @@ def ingest_image(
     transaction, and removed again if anything fails, so a failure leaves nothing behind.
     """
     tasks = _check_tasks(benchmark, tasks)
-    analysis = analyse_image(data, limits=image_limits(benchmark), thumbnail_size=THUMBNAIL_PX)
-    existing = Image.objects.filter(benchmark=benchmark, md5=analysis.md5).first()
+    # Same bytes as a stored image: already validated once, so skip the decode (cheap re-imports).
+    existing = Image.objects.filter(benchmark=benchmark, md5=hashlib.md5(data).hexdigest()).first()
     if existing is not None:
         return IngestOutcome(existing, created=False)
+    analysis = analyse_image(data, limits=image_limits(benchmark), thumbnail_size=THUMBNAIL_PX)
 
     file_name = _content_name("images", analysis.sha256, analysis.extension)
     thumb_name = _content_name("thumbs", analysis.sha256, "jpg")
@@ -345,9 +349,8 @@ def create_import_job(kind: str, benchmark: Benchmark, *, user=None, path: str, 
 
 
 def save_import_upload(uploaded, suffix: str) -> str:
-    """Keep an uploaded archive/list under MEDIA_ROOT/imports until its job has run (resumable)."""
-    import uuid
-
+    """Keep an uploaded archive/list under MEDIA_ROOT/imports until its job has run (resumable).
+    Never served over HTTP (see curation.views.media_file)."""
     name = default_storage.save(f"imports/{uuid.uuid4().hex}{suffix}", uploaded)
     return default_storage.path(name)
 
@@ -691,22 +694,33 @@ def hash_image_folder(root: Path) -> tuple[list[dict], list[str]]:
     return rows, problems
 
 
+class KnownSetImport(NamedTuple):
+    known_set: KnownImageSet
+    hashes_added: int
+    images_flagged: int
+
+
 @transaction.atomic
 def import_known_set(*, name: str, rows: list[dict], kind: str = KnownImageSet.Kind.OTHER,
-                     description: str = "", user=None) -> tuple[KnownImageSet, int]:
+                     description: str = "", user=None) -> KnownSetImport:
     """Create (or extend) a known image set, then flag existing images that match it.
-    Returns the set and how many images were newly flagged."""
+
+    Hashes the set already holds are not added again, so re-importing a list changes nothing."""
     if not name.strip():
         raise DomainError("A known image set needs a name.")
     if kind not in KnownImageSet.Kind.values:
         raise DomainError(f"Unknown set kind '{kind}'.")
     known_set, _ = KnownImageSet.objects.get_or_create(
         name=name.strip(), defaults={"kind": kind, "description": description, "created_by": user})
-    KnownHash.objects.bulk_create(
-        [KnownHash(known_set=known_set, md5=r["md5"] or "", phash=r["phash"], label=r.get("label", "")) for r in rows],
-        batch_size=2000,
-    )
-    return known_set, rescan_contamination(known_set)
+    present = set(KnownHash.objects.filter(known_set=known_set).values_list("md5", "phash"))
+    fresh = []
+    for row in rows:
+        key = (row["md5"] or "", row["phash"])
+        if key not in present:
+            present.add(key)
+            fresh.append(KnownHash(known_set=known_set, md5=key[0], phash=key[1], label=row.get("label", "")))
+    KnownHash.objects.bulk_create(fresh, batch_size=2000)
+    return KnownSetImport(known_set, len(fresh), rescan_contamination(known_set))
 
 
 def rescan_contamination(known_set: KnownImageSet) -> int:
@@ -743,3 +757,61 @@ def delete_known_set(known_set: KnownImageSet) -> None:
         known_set.delete()
         still = set(ContaminationMatch.objects.filter(image_id__in=image_ids).values_list("image_id", flat=True))
         Image.objects.filter(pk__in=set(image_ids) - still).update(contaminated=False)
+
+
+def tasks_by_slugs(benchmark: Benchmark, slugs) -> list[Task]:
+    slugs = [s for s in slugs if s]
+    tasks = list(benchmark.tasks.filter(slug__in=slugs))
+    missing = set(slugs) - {t.slug for t in tasks}
+    if missing:
+        raise DomainError(f"Unknown task(s) in this benchmark: {', '.join(sorted(missing))}.", code="unknown_task")
+    return tasks
+
+
+def ingest_uploads(benchmark: Benchmark, files, *, user, tasks=(), source: str = "", license: str = "") -> list[dict]:
+    """Ingest uploaded files one by one; one bad file never stops the others.
+    Returns one result per file: {name, outcome: added|duplicate|error, message, image_id...}."""
+    results = []
+    max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
+    for upload in files:
+        name = getattr(upload, "name", "") or "upload"
+        try:
+            if upload.size > max_bytes:
+                raise DomainError(f"The file is {upload.size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB.")
+            outcome = ingest_image(benchmark, upload.read(), original_name=name, source=source, license=license,
+                                   collected_by=user, tasks=tasks)
+        except (ImageRejected, DomainError) as exc:
+            results.append({"name": name, "outcome": "error", "message": exc.message})
+            continue
+        results.append({"name": name, "outcome": "added" if outcome.created else "duplicate", **outcome.as_dict()})
+    return results
+
+
+def _check_import_file(kind: str, file) -> None:
+    """Refuse an upload that cannot be what the user said it is, before any job starts."""
+    if kind == "zip":
+        if not zipfile.is_zipfile(file):
+            raise DomainError("The file is not a zip archive; choose a .zip of images (or pick 'URL list').")
+    else:
+        try:
+            text = file.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise DomainError("The URL list must be UTF-8 text: one URL per line, or a CSV with a url column.") from None
+        if not parse_url_list(text):
+            raise DomainError("The URL list has no URLs: one URL per line, or a CSV with a url column.")
+    file.seek(0)
+
+
+def start_upload_import(benchmark: Benchmark, *, user, kind: str, file, tasks=(), source: str = "", license: str = ""):
+    """Keep an uploaded zip or URL list and launch its import job (a Celery task)."""
+    from .tasks import run_import_job_task  # tasks.py imports this module
+
+    if kind not in ("zip", "url_list"):
+        raise DomainError("Choose what the file is: a zip of images or a URL list.")
+    tasks = _check_tasks(benchmark, tasks)
+    _check_import_file(kind, file)
+    path = save_import_upload(file, ".zip" if kind == "zip" else ".txt")
+    job = create_import_job("ingest_zip" if kind == "zip" else "ingest_url_list", benchmark, user=user, path=path,
+                            source=source, license=license, tasks=tasks, uploaded=True)
+    transaction.on_commit(lambda: run_import_job_task.delay(job.pk))
+    return job

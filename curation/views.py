@@ -1,12 +1,26 @@
-from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+import re
 
+from django.conf import settings
+from django.contrib import messages
+from django.core.files.storage import default_storage
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from benchforge.errors import DomainError
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 
 from . import services
-from .forms import BenchmarkCreateForm, BenchmarkSettingsForm, PresetForm, TaskForm
-from .selectors import get_benchmark_for, taxonomy_tree
+from .forms import BenchmarkCreateForm, BenchmarkSettingsForm, ImportForm, KnownSetForm, PresetForm, TaskForm
+from .imaging import hamming
+from .models import Image, KnownImageSet
+from .selectors import (
+    IMAGE_FLAGS, contamination_report, get_benchmark_for, get_image_for, images_of, known_sets,
+    media_file_visible_to, near_duplicate_queue, recent_imports, status_counts, task_collection_progress,
+    taxonomy_tree,
+)
 from .tasks import load_preset_task
 
 
@@ -67,3 +81,163 @@ def benchmark_settings(request, slug):
         messages.success(request, "Settings saved.")
         return redirect("dashboard", slug=benchmark.slug)
     return render(request, "curation/benchmark_settings.html", {"benchmark": benchmark, "form": form})
+
+
+# ---- images: screening grid, uploads and imports, near duplicates, contamination -------------------
+
+SCREEN_PAGE_SIZE = 48
+# Digit keys of the screening grid, in the protocol's order (METHODS.md section 1).
+REASON_KEYS = [(str(n), value, label) for n, (value, label) in enumerate(Image.RejectReason.choices, 1)]
+
+
+def _grid_filters(request) -> dict:
+    flag = request.GET.get("flag", "")
+    status = request.GET.get("status", "")
+    return {"status": status if status in Image.Status.values else "", "task": request.GET.get("task", ""),
+            "flag": flag if flag in IMAGE_FLAGS else ""}
+
+
+@role_required(ANNOTATOR)
+def image_grid(request, slug):
+    """The screening grid: thumbnails, filters, per-task progress; the keyboard actions call
+    the screening API (curation/static/curation/screening.js)."""
+    benchmark = get_benchmark_for(request.user, slug)
+    filters = _grid_filters(request)
+    page = Paginator(images_of(benchmark, **filters), SCREEN_PAGE_SIZE).get_page(request.GET.get("page"))
+    counts = status_counts(benchmark)
+    progress = task_collection_progress(benchmark)
+    return render(request, "curation/images.html", {
+        "benchmark": benchmark, "page": page, "filters": filters, "tab": "screen",
+        "flags": [(key, label) for key, (label, _) in IMAGE_FLAGS.items()],
+        "statuses": [(value, label, counts[value]) for value, label in Image.Status.choices],
+        "status_labels": dict(Image.Status.choices), "total": sum(counts.values()),
+        "tasks": benchmark.tasks.order_by("order", "name"), "reasons": REASON_KEYS, "progress": progress,
+        "accepted_total": sum(row["accepted"] for row in progress), "quota_total": sum(row["quota"] for row in progress),
+    })
+
+
+@role_required(ANNOTATOR)
+@require_GET
+def image_progress(request, slug):
+    """The per-task progress table alone, redrawn by the grid after each screening action."""
+    benchmark = get_benchmark_for(request.user, slug)
+    return render(request, "curation/_task_progress.html", {"benchmark": benchmark,
+                                                             "progress": task_collection_progress(benchmark)})
+
+
+@role_required(ANNOTATOR)
+@require_GET
+def image_upload(request, slug):
+    """Drag-and-drop upload (the page posts batches to the image API) and, for researchers,
+    the zip / URL-list import form with the progress of recent imports."""
+    benchmark = get_benchmark_for(request.user, slug)
+    return render(request, "curation/images_upload.html", {
+        "benchmark": benchmark, "tasks": benchmark.tasks.order_by("order", "name"),
+        "import_form": ImportForm(benchmark=benchmark), "jobs": recent_imports(benchmark),
+        "max_mb": settings.BENCHFORGE_MAX_UPLOAD_BYTES // 1_000_000,
+    })
+
+
+@role_required(RESEARCHER)
+@require_POST
+def image_import(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    form = ImportForm(request.POST, request.FILES, benchmark=benchmark)
+    if not form.is_valid():
+        messages.error(request, "Import not started: " + "; ".join(
+            f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()))
+        return redirect("image-upload", slug=benchmark.slug)
+    data = form.cleaned_data
+    try:
+        job = services.start_upload_import(benchmark, user=request.user, kind=data["kind"], file=data["file"],
+                                           tasks=list(data["tasks"]), source=data["source"], license=data["license"])
+    except DomainError as exc:
+        messages.error(request, f"Import not started: {exc.message}")
+        return redirect("image-upload", slug=benchmark.slug)
+    messages.success(request, f"Import job #{job.pk} started; its progress is below and each file's outcome is on the job page.")
+    return redirect(reverse("image-upload", args=[benchmark.slug]) + "#imports")
+
+
+@role_required(ANNOTATOR)
+@require_GET
+def near_duplicates(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    page = Paginator(near_duplicate_queue(benchmark), 20).get_page(request.GET.get("page"))
+    pairs = [{"image": image, "other": image.near_duplicate_of,
+              "phash_distance": hamming(image.phash, image.near_duplicate_of.phash),
+              "dhash_distance": hamming(image.dhash, image.near_duplicate_of.dhash)} for image in page]
+    return render(request, "curation/images_neardup.html", {"benchmark": benchmark, "page": page, "pairs": pairs})
+
+
+@role_required(ANNOTATOR)
+@require_POST
+def near_duplicate_resolve(request, slug, pk):
+    """Keep both images of a pair, or drop this one as similar content."""
+    image = get_image_for(request.user, slug, pk)
+    decision = request.POST.get("decision")
+    if decision not in ("keep", "drop"):
+        raise DomainError("Choose 'keep' (both images stay) or 'drop' (reject this one as similar content).")
+    services.resolve_near_duplicate(image, keep=decision == "keep", user=request.user)
+    messages.success(request, f"Image #{image.pk} {'kept' if decision == 'keep' else 'rejected as similar content'}.")
+    page = request.POST.get("page", "")
+    return redirect(reverse("near-duplicates", args=[slug]) + (f"?page={page}" if page.isdigit() else ""))
+
+
+@role_required(ANNOTATOR)
+@require_GET
+def contamination(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    page = Paginator(contamination_report(benchmark), 50).get_page(request.GET.get("page"))
+    return render(request, "curation/images_contamination.html", {"benchmark": benchmark, "page": page})
+
+
+@role_required(RESEARCHER)
+def known_sets_page(request):
+    form = KnownSetForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            rows = services.parse_hash_list(data["file"].read(), data["file"].name)
+            result = services.import_known_set(name=data["name"], kind=data["kind"], rows=rows,
+                                               description=data["description"], user=request.user)
+        except DomainError as exc:
+            form.add_error("file", exc.message)
+        else:
+            messages.success(request, f"'{result.known_set.name}': {result.hashes_added} hashes added "
+                                      f"({len(rows) - result.hashes_added} were already in the set); "
+                                      f"{result.images_flagged} stored images newly flagged.")
+            return redirect("known-sets")
+    page = Paginator(known_sets(), 50).get_page(request.GET.get("page"))
+    return render(request, "curation/known_sets.html", {"form": form, "page": page})
+
+
+@role_required(RESEARCHER)
+@require_POST
+def known_set_delete(request, pk):
+    known_set = get_object_or_404(KnownImageSet, pk=pk)
+    services.delete_known_set(known_set)
+    messages.success(request, f"Deleted '{known_set.name}'; images only it had flagged are no longer marked contaminated.")
+    return redirect("known-sets")
+
+
+# ---- media: stored images and thumbnails, only for those who may see them ------------------------
+
+# Exactly the content-addressed names ingest writes (curation.services._content_name): anything
+# else, e.g. the uploaded archives under imports/ or a path with "..", is never served.
+_STORED_NAME = re.compile(r"(?:images|thumbs)/([0-9a-f]{2})/([0-9a-f]{2})/(\1\2[0-9a-f]{60})\.(?:jpg|png|webp|gif|bmp|tif)")
+
+
+@role_required(ANNOTATOR)
+@require_GET
+def media_file(request, path):
+    match = _STORED_NAME.fullmatch(path)
+    if match is None or not media_file_visible_to(request.user, path, match[3]):
+        raise Http404("No such file, or it belongs to no benchmark you can see.")
+    try:
+        handle = default_storage.open(path)
+    except FileNotFoundError:
+        raise Http404("The file is missing from storage.") from None
+    response = FileResponse(handle)
+    # Content-addressed: the bytes behind a name never change, so browsers may keep them.
+    response["Cache-Control"] = "private, max-age=31536000, immutable"
+    return response

@@ -15,7 +15,7 @@ from PIL import Image as PILImage
 
 from benchforge.errors import DomainError
 from curation import services
-from curation.imaging import ImageRejected, hamming, hex_to_hash
+from curation.imaging import ImageRejected, hamming
 from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
 from jobs.models import Job
 from tests.test_imaging import _png_header_only, encode, photo
@@ -38,6 +38,14 @@ def jpeg(seed=0, size=(640, 520), **kw):
 def media_files(settings):
     root = Path(settings.MEDIA_ROOT)
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.relative_to(root).as_posix().startswith("imports/"))
+
+
+def stored_files_match_rows(settings):
+    """Every stored file belongs to an image row and every row's files exist: no orphans."""
+    expected = set()
+    for file, thumb in Image.objects.values_list("file", "thumbnail"):
+        expected |= {file, thumb}
+    return set(media_files(settings)) == expected
 
 
 def make_zip(entries):
@@ -109,10 +117,12 @@ def test_low_resolution_is_flagged_with_the_benchmark_minimum(benchmark):
     (_png_header_only(40_000, 50), "too_large"),
 ])
 def test_bad_files_leave_no_rows_and_no_files(benchmark, settings, data, code):
+    services.ingest_image(benchmark, jpeg(8))
+    before = media_files(settings)
     with pytest.raises(ImageRejected) as info:
         services.ingest_image(benchmark, data)
-    assert info.value.code == code
-    assert Image.objects.count() == 0 and media_files(settings) == []
+    assert info.value.code == code and info.value.message
+    assert Image.objects.count() == 1 and media_files(settings) == before and stored_files_match_rows(settings)
 
 
 def test_a_failure_after_writing_the_file_removes_it(benchmark, settings, monkeypatch):
@@ -155,6 +165,8 @@ def test_zip_import_reports_every_entry_and_reimport_adds_nothing(benchmark, ann
     zip_entries = [(name, data) for name, data in good.items()] + [
         ("../../etc/evil.jpg", jpeg(13)),
         ("/abs/path.jpg", jpeg(14)),
+        ("..\\..\\windows-evil.jpg", jpeg(19)),
+        ("C:\\drive\\evil.jpg", jpeg(23)),
         ("same/name.jpg", jpeg(15)),
         ("same/name.jpg", jpeg(16)),  # a second entry with the same name, different picture
         (f"{task.slug}/tagged.jpg", jpeg(17)),
@@ -168,14 +180,15 @@ def test_zip_import_reports_every_entry_and_reimport_adds_nothing(benchmark, ann
     report = entries(job)
     assert report["../../etc/evil.jpg"][0] == "error" and "Unsafe name" in report["../../etc/evil.jpg"][1]
     assert report["/abs/path.jpg"][0] == "error"
+    assert report["..\\..\\windows-evil.jpg"][0] == report["C:\\drive\\evil.jpg"][0] == "error"
     assert report["same/name.jpg"][0] == "ok" and report["same/name.jpg (copy 2)"][0] == "ok"
     assert report["empty.jpg"] == ("error", "The file is empty (0 bytes).")
     assert report["notes.txt"][0] == "error" and "Not a readable image" in report["notes.txt"][1]
     assert report["broken.jpg"][0] == "error" and "truncated" in report["broken.jpg"][1]
     assert all(report[name][0] == "ok" for name in good)
     assert not any("__MACOSX" in key for key in report)
-    assert job.result == {"added": 7, "skipped": 0, "errors": 5}
-    assert job.done == job.total == 12
+    assert job.result == {"added": 7, "skipped": 0, "errors": 7}
+    assert job.done == job.total == 14
 
     images = {i.original_name: i for i in Image.objects.all()}
     assert images["animated.gif"].animated
@@ -183,11 +196,46 @@ def test_zip_import_reports_every_entry_and_reimport_adds_nothing(benchmark, ann
     assert list(images["tagged.jpg"].tasks.all()) == [task]
     assert all(i.source == "field trip" and i.collected_by == annotator for i in images.values())
     assert not any("evil" in f for f in media_files(settings))
+    assert stored_files_match_rows(settings) and len(media_files(settings)) == 14
+    assert not (Path(settings.MEDIA_ROOT).parent / "etc").exists()
     files = media_files(settings)
 
     again = run_zip(benchmark, annotator, make_zip(zip_entries), tmp_path)
-    assert again.result == {"added": 0, "skipped": 7, "errors": 5}
+    assert again.result == {"added": 0, "skipped": 7, "errors": 7}
     assert Image.objects.count() == 7 and media_files(settings) == files
+
+
+def test_zip_entries_above_the_size_limit_are_refused_without_reading_them(benchmark, annotator, settings, tmp_path):
+    settings.BENCHFORGE_MAX_UPLOAD_BYTES = 20_000
+    big = jpeg(24, size=(900, 900), quality=98)
+    assert len(big) > 20_000
+    job = run_zip(benchmark, annotator, make_zip([("big.jpg", big), ("ok.jpg", jpeg(25, size=(200, 150)))]), tmp_path)
+    report = entries(job)
+    assert report["big.jpg"][0] == "error" and "uncompressed; the limit is" in report["big.jpg"][1]
+    assert report["ok.jpg"][0] == "ok"
+    assert Image.objects.count() == 1 and stored_files_match_rows(settings)
+
+
+def test_tricky_but_valid_images_are_stored_upright_and_on_white(benchmark, settings):
+    clear = PILImage.new("RGBA", (600, 600), (0, 0, 0, 0))  # fully transparent: must look white, not black
+    clear.paste((200, 30, 30, 255), (200, 200, 400, 400))
+    image = services.ingest_image(benchmark, encode(clear, "PNG"), original_name="clear.png").image
+    thumb = PILImage.open(Path(settings.MEDIA_ROOT) / image.thumbnail.name)
+    assert thumb.mode == "RGB" and min(thumb.getpixel((5, 5))) >= 250
+    assert max(abs(a - b) for a, b in zip(thumb.getpixel((128, 128)), (200, 30, 30))) < 25
+
+    cmyk_bytes = tricky_images()["cmyk.jpg"]
+    cmyk = services.ingest_image(benchmark, cmyk_bytes, original_name="cmyk.jpg").image
+    assert cmyk.format == "jpeg" and (Path(settings.MEDIA_ROOT) / cmyk.file.name).read_bytes() == cmyk_bytes
+    assert PILImage.open(Path(settings.MEDIA_ROOT) / cmyk.thumbnail.name).mode == "RGB"
+
+    rotated = services.ingest_image(benchmark, tricky_images()["rotated.jpg"]).image
+    thumb = PILImage.open(Path(settings.MEDIA_ROOT) / rotated.thumbnail.name)
+    assert (rotated.width, rotated.height) == (520, 640) and thumb.height > thumb.width  # shown upright
+
+    gif = services.ingest_image(benchmark, tricky_images()["animated.gif"]).image
+    assert gif.animated and gif.format == "gif" and PILImage.open(Path(settings.MEDIA_ROOT) / gif.thumbnail.name).format == "JPEG"
+    assert stored_files_match_rows(settings)
 
 
 def test_a_resumed_zip_job_skips_entries_already_done(benchmark, annotator, tmp_path):
@@ -385,9 +433,12 @@ def test_hash_lists_flag_existing_and_new_images(benchmark, researcher):
     import hashlib
 
     csv_list = f"md5,label\n{hashlib.md5(seen_md5).hexdigest()},train/0001.jpg\n".encode()
-    sft, flagged = services.import_known_set(name="LAION subset", kind="sft",
-                                             rows=services.parse_hash_list(csv_list, "laion.csv"), user=researcher)
-    assert flagged == 1
+    sft, added, flagged = services.import_known_set(name="LAION subset", kind="sft",
+                                                    rows=services.parse_hash_list(csv_list, "laion.csv"), user=researcher)
+    assert (added, flagged) == (1, 1)
+    # Importing the same list again adds no hash twice and flags nothing new.
+    assert services.import_known_set(name="LAION subset", rows=services.parse_hash_list(csv_list, "laion.csv"))[1:] == (0, 0)
+    assert sft.hashes.count() == 1
     existing.refresh_from_db()
     assert existing.contaminated
     match = existing.contamination_matches.get()
@@ -396,8 +447,8 @@ def test_hash_lists_flag_existing_and_new_images(benchmark, researcher):
     # A pHash list made with imagehash (full decode) catches a re-encoded copy on ingest.
     ref = str(imagehash.phash(PILImage.open(io.BytesIO(seen_visually))))
     jsonl = (json.dumps({"phash": ref, "id": "mmb-42"}) + "\n").encode()
-    prior, flagged = services.import_known_set(name="MMBench dev", kind="benchmark",
-                                               rows=services.parse_hash_list(jsonl, "mmb.jsonl"))
+    prior, _, flagged = services.import_known_set(name="MMBench dev", kind="benchmark",
+                                                  rows=services.parse_hash_list(jsonl, "mmb.jsonl"))
     assert flagged == 0
     copy = services.ingest_image(benchmark, encode(photo((640, 520), 61), "JPEG", quality=70)).image
     assert copy.contaminated
@@ -432,7 +483,8 @@ def test_import_known_set_from_a_folder_of_images(benchmark, tmp_path):
     image = services.ingest_image(benchmark, jpeg(70)).image
     out = io.StringIO()
     call_command("import_known_set", "Prior bench", str(folder), "--kind", "benchmark", stdout=out)
-    assert "1 hashes added, 1 images newly flagged" in out.getvalue() and "skipped junk.txt" in out.getvalue()
+    assert "1 hashes added (0 already in the set), 1 images newly flagged" in out.getvalue()
+    assert "skipped junk.txt" in out.getvalue()
     image.refresh_from_db()
     assert image.contaminated
     assert ContaminationMatch.objects.get().kind == "md5"

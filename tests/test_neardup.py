@@ -1,5 +1,7 @@
 """Near-duplicate hash index (curation.neardup)."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -104,3 +106,62 @@ def test_registry_rebuilds_when_loaded_rows_change():
     generation["n"] += 1
     assert registry.get("k").query(0b1, 0)[0].tolist() == []
     assert registry.get("k").query(0b111, 0)[0].tolist() == [2]
+
+
+def _brute(hashes: np.ndarray, ids: np.ndarray, probe: int, radius: int) -> list[tuple[int, int]]:
+    d = np.bitwise_count(hashes.view(np.uint64) ^ np.uint64(probe & 0xFFFF_FFFF_FFFF_FFFF))
+    keep = d <= radius
+    return sorted(zip(d[keep].tolist(), ids[keep].tolist()))
+
+
+def test_multi_index_answers_exactly_like_a_full_scan(monkeypatch):
+    import curation.neardup as neardup
+
+    monkeypatch.setattr(neardup, "_MULTI_INDEX_FROM", 500)
+    rng = np.random.default_rng(1)
+    base = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 3000, dtype=np.int64)
+    # Near copies at 1..16 bits from random stored hashes, so every radius has real hits.
+    near = np.array([flip(int(base[i]) & 0xFFFF_FFFF_FFFF_FFFF, *rng.choice(64, size=k, replace=False).tolist())
+                     for i, k in zip(rng.integers(0, 3000, 600), itertools.cycle(range(1, 17)))], dtype=np.int64)
+    hashes = np.concatenate([base, near])
+    ids = np.arange(100, 100 + len(hashes), dtype=np.int64)
+    index = HashIndex()
+    index.add_many(ids, hashes)
+    probes = [int(h) for h in near[:40]] + [int(x) for x in rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 10)]
+
+    def check():
+        live = np.array(sorted(index._position), dtype=np.int64)
+        stored = np.array([int(index._hashes[index._position[i]]) for i in live], dtype=np.uint64).view(np.int64)
+        for probe in probes:
+            for radius in (0, 2, 5, 7, 10, 13, 15, 20):
+                got_ids, got_d = index.query(probe, radius)
+                assert list(zip(got_d.tolist(), got_ids.tolist())) == _brute(stored, live, probe, radius), radius
+
+    check()
+    assert index._indexed == len(hashes)  # the multi-index was built...
+    assert len(index._candidates(np.uint64(probes[0]), 10)) < len(hashes) // 32  # ...and narrows the search
+    # Entries added afterwards are found through the direct scan of the tail...
+    index.add_many([1, 2], [probes[0], flip(probes[1] & 0xFFFF_FFFF_FFFF_FFFF, 3, 40)])
+    check()
+    assert index._indexed == len(hashes)
+    # ...and removing or replacing an indexed entry drops the multi-index until the next build.
+    index.remove(100)
+    index.add(101, probes[2])
+    assert index._indexed == 0
+    check()
+
+
+def test_crowded_blocks_fall_back_to_the_full_scan(monkeypatch):
+    import curation.neardup as neardup
+
+    monkeypatch.setattr(neardup, "_MULTI_INDEX_FROM", 500)
+    rng = np.random.default_rng(2)
+    # Clustered hashes (like pHashes of very similar pictures): only the low 20 bits vary.
+    hashes = rng.integers(0, 1 << 20, 5000, dtype=np.int64) | np.int64(0x5A5A_5A5A_5A00_0000)
+    ids = np.arange(len(hashes), dtype=np.int64)
+    index = HashIndex()
+    index.add_many(ids, hashes)
+    probe = int(hashes[0])
+    got_ids, got_d = index.query(probe, 6)
+    assert list(zip(got_d.tolist(), got_ids.tolist())) == _brute(hashes, ids, probe, 6)
+    assert index._candidates(np.uint64(probe), 6) is None  # the blocks were too crowded to help
