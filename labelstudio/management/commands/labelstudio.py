@@ -1,0 +1,65 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.selectors import items_of
+from benchforge.errors import DomainError
+from benchforge.roles import RESEARCHER, user_role
+from curation.models import Benchmark
+from jobs.models import Job
+from labelstudio import services as lss
+from labelstudio.models import LabelStudioLink
+
+
+class Command(BaseCommand):
+    help = (
+        "Push a benchmark's items to a Label Studio project, or pull its annotations back into the items, "
+        "as a tracked job. The server is the benchmark's Label Studio URL (or LABEL_STUDIO_URL); the access "
+        "token comes from the environment variable its connection names (LABEL_STUDIO_API_KEY by default)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=["push", "pull"])
+        parser.add_argument("benchmark", help="benchmark slug")
+        parser.add_argument("--user", required=True, help="username of the researcher doing it")
+        parser.add_argument("--title", help="push: project title (created if new, reused otherwise); "
+                                            "pull: the project to pull (default: every project of the benchmark)")
+        parser.add_argument("--task", default="", help="push: only items of this task slug")
+        parser.add_argument("--status", default="", help="push: only items with this status")
+        parser.add_argument("--item", type=int, action="append", default=[], help="push: only this item id (repeatable)")
+
+    def handle(self, *args, **opts):
+        user = get_user_model().objects.filter(username=opts["user"]).first()
+        if user is None or user_role(user) != RESEARCHER:
+            raise CommandError(f"'{opts['user']}' is not a researcher: Label Studio push and pull are run by a researcher.")
+        benchmark = Benchmark.objects.filter(slug=opts["benchmark"]).first()
+        if benchmark is None:
+            raise CommandError(f"No benchmark with slug '{opts['benchmark']}'.")
+        try:
+            if opts["action"] == "push":
+                if not opts["title"]:
+                    raise CommandError("Give the project title with --title.")
+                items = items_of(benchmark, task=opts["task"], status=opts["status"])
+                if opts["item"]:
+                    items = items.filter(pk__in=opts["item"])
+                jobs = [lss.push_items_to_labelstudio(benchmark, items, project_title=opts["title"], user=user)]
+            else:
+                links = LabelStudioLink.objects.filter(benchmark=benchmark)
+                if opts["title"]:
+                    links = links.filter(title=opts["title"])
+                if not links.exists():
+                    raise CommandError("Nothing to pull: no Label Studio project of this benchmark"
+                                       + (f" is titled '{opts['title']}'." if opts["title"] else " (push items first)."))
+                jobs = [lss.pull_from_labelstudio(link, user=user) for link in links]
+        except DomainError as exc:
+            raise CommandError(exc.message) from None
+        failed = []
+        for job in jobs:
+            self.stdout.write(f"job #{job.pk} {job.kind} {job.status}: {job.message}")
+            for entry in job.entries.filter(outcome="skipped", message__startswith="Conflict:")[:50]:
+                self.stdout.write(f"  {entry.key}: {entry.message}")
+            for entry in job.entries.filter(outcome="error")[:50]:
+                self.stdout.write(f"  error {entry.key}: {entry.message}")
+            if job.status != Job.Status.SUCCEEDED:
+                failed.append(job.message)
+        if failed:
+            raise CommandError(" ".join(failed))

@@ -1,0 +1,334 @@
+"""Push items to a Label Studio project and pull annotations back into items, as tracked jobs.
+
+- Pushing is idempotent: an item already in the project is never sent twice, even when a
+  previous push stopped after Label Studio stored tasks but before we recorded them (tasks
+  carry the item id in their meta and are adopted).
+- Pulling applies an annotation through annotation.services.update_item, so validation,
+  versions and history apply; an annotation already pulled changes nothing.
+- An item edited here after it was pushed is a conflict: it is left unchanged and the job
+  report shows both values. Nothing is merged automatically.
+
+Tokens are read from the environment variable the benchmark's connection names; they are
+never stored.
+"""
+
+import html
+import os
+import re
+
+from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Item
+from annotation.selectors import item_payload, with_payload_data
+from annotation.services import update_item
+from benchforge.errors import DomainError, NotAllowed, StaleVersion
+from benchforge.roles import RESEARCHER, user_role
+from curation.models import Image
+from jobs import services as jobs
+from jobs.models import Job, JobEntry
+
+from . import adapter as ls
+from .client import LabelStudioClient, LabelStudioError
+from .models import DEFAULT_TOKEN_ENV, TOKEN_ENV_PATTERN, URL_ENV, LabelStudioLink, LabelStudioTask
+from .selectors import PULL_JOB, PUSH_JOB, connection_for
+
+PULL_ACTION = "labelstudio"  # ItemRevision.action of an edit that came from Label Studio
+# One import request stays well below Label Studio's upload limit even with large images inline.
+BATCH_TASKS = 25
+BATCH_BYTES = 32 * 1024 * 1024
+FIELD_NAMES = {"reference_answer": "reference answer", "question_type": "question type", "criteria": "criteria"}
+
+OK, SKIPPED, ERROR = JobEntry.Outcome.OK, JobEntry.Outcome.SKIPPED, JobEntry.Outcome.ERROR
+
+
+class _Report:
+    """A job's per-item entries and the counts its summary and result are made of, kept in step."""
+
+    def __init__(self, job_id: int, *counts: str):
+        self.job_id = job_id
+        self.counts = dict.fromkeys(counts, 0)
+
+    def add(self, count: str, key: str, outcome: str, message: str, data: dict | None = None) -> None:
+        jobs.record_entry(self.job_id, key, outcome, message, data)
+        self.counts[count] += 1
+
+
+def _check_researcher(user) -> None:
+    if user_role(user) != RESEARCHER:
+        raise NotAllowed("Label Studio push and pull need the researcher role.")
+
+
+# ---- connection -------------------------------------------------------------------------------------
+
+
+def save_connection(benchmark, *, url: str, token_env: str, user):
+    _check_researcher(user)
+    connection = connection_for(benchmark)
+    connection.url = url.strip()
+    connection.token_env = token_env.strip() or DEFAULT_TOKEN_ENV
+    connection.updated_by = user
+    try:
+        connection.full_clean(exclude=["benchmark"])
+    except ValidationError as exc:
+        raise DomainError(" ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()),
+                          code="invalid") from None
+    connection.save()
+    return connection
+
+
+def open_client(benchmark, *, url: str = "") -> LabelStudioClient:
+    connection = connection_for(benchmark)
+    url = url or connection.server_url
+    if not url:
+        raise LabelStudioError(
+            f"No Label Studio URL for {benchmark.name}: set it on the benchmark's Label Studio page or in the "
+            f"{URL_ENV} environment variable.", code="labelstudio_config")
+    if not re.fullmatch(TOKEN_ENV_PATTERN, connection.token_env):
+        raise LabelStudioError(f"'{connection.token_env}' is not a Label Studio token variable name.", code="labelstudio_config")
+    return LabelStudioClient(url, os.environ.get(connection.token_env, ""), token_env=connection.token_env)
+
+
+# ---- push -------------------------------------------------------------------------------------------
+
+
+def _instructions(benchmark) -> str:
+    return (
+        f"<p>Questions of the benchmark <b>{html.escape(benchmark.name)}</b>. For each one, check and correct the "
+        "reference answer (complete enough for a judge who cannot see the image), the question type and up to "
+        "three grading criteria with their kind. Then give a verdict: <i>OK</i>, or <i>Needs revision</i> when "
+        "the question itself must change.</p>"
+    )
+
+
+def start_push(benchmark, items, *, project_title: str, user) -> Job:
+    """Record a push job (queued); `run_push` does the work, here or in a worker."""
+    _check_researcher(user)
+    title = " ".join(project_title.split())
+    if not title:
+        raise DomainError("Give the Label Studio project a title.")
+    ids = sorted({item.pk for item in items})
+    if not ids:
+        raise DomainError("There are no items to push: change the filters.")
+    if Item.objects.filter(pk__in=ids, benchmark=benchmark).count() != len(ids):
+        raise DomainError(f"Some of the items do not belong to {benchmark.name}.")
+    return jobs.create_job(PUSH_JOB, user=user, benchmark=benchmark, total=len(ids),
+                           params={"item_ids": ids, "project_title": title})
+
+
+def run_push(job_id: int) -> Job:
+    job = Job.objects.select_related("benchmark", "created_by").get(pk=job_id)
+    return jobs.run_tracked(job_id, lambda running: _push(running, job.benchmark, job.created_by))
+
+
+def push_items_to_labelstudio(benchmark, items, *, project_title: str, user) -> Job:
+    """Create (or reuse) the project titled `project_title` and add the items not yet in it."""
+    return run_push(start_push(benchmark, items, project_title=project_title, user=user).pk)
+
+
+def _push(job: Job, benchmark, user) -> dict:
+    ids = job.params["item_ids"]
+    with open_client(benchmark) as client:
+        client.check()
+        items = with_payload_data(Item.objects.filter(benchmark=benchmark, pk__in=ids))
+        payloads = {item.pk: item_payload(item) for item in items}
+        link = _project_for(client, benchmark, job.params["project_title"], user, list(payloads.values()))
+        known = _known_tasks(client, link)
+        report = _Report(job.pk, "pushed", "already_pushed", "skipped", "errors")
+        pending = []
+        for item_id in ids:
+            key, payload = f"item {item_id}", payloads.get(item_id)
+            if payload is None:
+                report.add("errors", key, ERROR, "The item no longer exists.")
+            elif payload["seed_id"]:
+                report.add("skipped", key, SKIPPED, f"A rewrite shares the reference answer and criteria of its seed: "
+                                                    f"push seed item #{payload['seed_id']} instead.")
+            elif item_id in known:
+                report.add("already_pushed", key, SKIPPED, f"Already in the project as task {known[item_id].task_id}.")
+            else:
+                pending.append(payload)
+        task_names = dict(benchmark.tasks.values_list("slug", "name"))
+        for batch in _batches(report, pending, task_names):
+            task_ids = client.import_tasks(link.project_id, [task for _, task in batch])
+            with transaction.atomic():
+                for (payload, _), task_id in zip(batch, task_ids):
+                    LabelStudioTask.objects.create(link=link, item_id=payload["id"], task_id=task_id, pushed_version=payload["version"])
+            for (payload, _), task_id in zip(batch, task_ids):
+                report.add("pushed", f"item {payload['id']}", OK, f"Pushed as task {task_id} (item version {payload['version']}).")
+    counts = report.counts
+    summary = (f"{counts['pushed']} pushed, {counts['already_pushed']} already in the project, "
+               f"{counts['skipped']} skipped, {counts['errors']} errors. Project: {link.project_url}")
+    jobs.job_progress(job.pk, len(ids), message=summary)
+    return {**counts, "project_id": link.project_id, "link_id": link.pk, "project_url": link.project_url}
+
+
+def _project_for(client, benchmark, title: str, user, payloads: list[dict]) -> LabelStudioLink:
+    """The project titled `title` on this server (created if new), its labeling config widened
+    to show what the new items need (dialogue history, options)."""
+    link = LabelStudioLink.objects.filter(benchmark=benchmark, url=client.url, title=title).first()
+    if link is None:
+        config = ls.labeling_config(**ls.config_sections(payloads))
+        project = client.create_project(title=title, label_config=config, instructions=_instructions(benchmark))
+        return LabelStudioLink.objects.create(benchmark=benchmark, url=client.url, project_id=project["id"], title=title, created_by=user)
+    project = client.get_project(link.project_id)
+    pushed = Item.objects.filter(labelstudio_tasks__link=link).values("history", "choices")
+    config = ls.labeling_config(**ls.config_sections(list(pushed) + payloads))
+    if project.get("label_config") != config:
+        client.update_project(link.project_id, label_config=config)
+    return link
+
+
+def _known_tasks(client, link: LabelStudioLink) -> dict[int, LabelStudioTask]:
+    """Item id -> task for the project. When Label Studio holds tasks we have no record of (a
+    push that stopped between the import and our bookkeeping), they are adopted by their meta."""
+    rows = {row.item_id: row for row in link.tasks.all()}
+    if client.get_project(link.project_id).get("task_number", 0) <= len(rows):
+        return rows
+    found = {}
+    for task in client.iter_tasks(link.project_id, include="id,meta"):
+        meta = task.get("meta") or {}
+        item_id = meta.get("benchforge_item")
+        if isinstance(item_id, int) and item_id not in rows and item_id not in found:
+            found[item_id] = (task["id"], meta.get("benchforge_version") or 1)
+    known_task_ids = {row.task_id for row in rows.values()}
+    for item_id in Item.objects.filter(benchmark=link.benchmark, pk__in=found).values_list("pk", flat=True):
+        task_id, version = found[item_id]
+        if task_id not in known_task_ids:
+            rows[item_id] = LabelStudioTask.objects.create(link=link, item_id=item_id, task_id=task_id, pushed_version=version)
+    return rows
+
+
+def _batches(report: _Report, payloads: list[dict], task_names: dict[str, str]):
+    """Tasks with their images inline, grouped so one import request stays small. An item whose
+    image file cannot be read is reported and left out; the others go on."""
+    image_ids = {image["id"] for payload in payloads for image in payload["images"]}
+    images = Image.objects.in_bulk(image_ids)
+    batch, size = [], 0
+    for payload in payloads:
+        try:
+            sources = {image["id"]: _image_data_url(images[image["id"]]) for image in payload["images"]}
+        except (OSError, KeyError) as exc:
+            report.add("errors", f"item {payload['id']}", ERROR, f"Could not read an image of the item: {exc}.")
+            continue
+        payload = {**payload, "task": task_names.get(payload["task"], payload["task"])}
+        task = ls.task_for_item(payload, image_src=lambda image: sources[image["id"]])
+        batch.append((payload, task))
+        size += sum(len(s) for s in sources.values())
+        if len(batch) >= BATCH_TASKS or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _image_data_url(image: Image) -> str:
+    with default_storage.open(image.file.name, "rb") as handle:
+        return ls.data_url(handle.read(), image.format)
+
+
+# ---- pull -------------------------------------------------------------------------------------------
+
+
+def start_pull(link: LabelStudioLink, *, user) -> Job:
+    _check_researcher(user)
+    return jobs.create_job(PULL_JOB, user=user, benchmark=link.benchmark, total=link.tasks.count(),
+                           params={"link_id": link.pk, "project_id": link.project_id})
+
+
+def run_pull(job_id: int) -> Job:
+    job = Job.objects.select_related("created_by").get(pk=job_id)
+    link = LabelStudioLink.objects.select_related("benchmark").get(pk=job.params["link_id"])
+    return jobs.run_tracked(job_id, lambda running: _pull(running, link, job.created_by))
+
+
+def pull_from_labelstudio(link: LabelStudioLink, *, user) -> Job:
+    """Apply the latest annotation of every task of the project to its item."""
+    return run_pull(start_pull(link, user=user).pk)
+
+
+def _pull(job: Job, link: LabelStudioLink, user) -> dict:
+    rows = list(link.tasks.order_by("task_id"))
+    jobs.job_progress(job.pk, 0, total=len(rows))
+    report = _Report(job.pk, "applied", "unchanged", "already_pulled", "not_annotated", "conflicts", "errors")
+    with open_client(link.benchmark, url=link.url) as client:
+        annotated = {task["id"] for task in client.iter_tasks(link.project_id, include="id,total_annotations")
+                     if task.get("total_annotations")}
+        for row in rows:
+            key = f"item {row.item_id}"
+            if row.task_id not in annotated:
+                report.add("not_annotated", key, SKIPPED, f"Task {row.task_id} has no annotation yet.")
+                continue
+            try:
+                outcome, count, message, data = _pull_task(client, row, user)
+            except ls.LabelStudioResultError as exc:  # names the task already
+                outcome, count, message, data = ERROR, "errors", exc.message, {"task_id": row.task_id}
+            except LabelStudioError:
+                raise  # the server went away or refused us: the job fails with that message
+            except DomainError as exc:  # the item refused the change (validation, released...)
+                outcome, count, message, data = ERROR, "errors", f"Task {row.task_id}: {exc.message}", {"task_id": row.task_id}
+            report.add(count, key, outcome, message, data)
+    link.last_pulled_at = timezone.now()
+    link.save(update_fields=["last_pulled_at"])
+    summary = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in report.counts.items())
+    jobs.job_progress(job.pk, len(rows), message=summary + ".")
+    return report.counts
+
+
+def _pull_task(client, row: LabelStudioTask, user) -> tuple[str, str, str, dict]:
+    annotation = ls.latest_annotation(client.task_annotations(row.task_id))
+    if annotation is None:
+        return SKIPPED, "not_annotated", f"Task {row.task_id} has only skipped annotations.", {"task_id": row.task_id}
+    annotation_id, updated_at = annotation.get("id"), str(annotation.get("updated_at") or "")
+    data = {"task_id": row.task_id, "annotation_id": annotation_id}
+    if row.pulled_annotation_id == annotation_id and row.pulled_annotation_updated_at == updated_at:
+        return SKIPPED, "already_pulled", f"Annotation {annotation_id} of task {row.task_id} was already pulled.", data
+
+    item = with_payload_data(Item.objects.filter(pk=row.item_id)).get()
+    payload = item_payload(item)
+    answer = ls.parse_result(row.task_id, annotation.get("result"))
+    changes = ls.item_changes(payload, answer, task_id=row.task_id)
+    data["verdict"] = answer.verdict
+    verdict = f" Verdict: {ls.VERDICTS[answer.verdict]}." if answer.verdict else ""
+    if not changes:
+        _mark_pulled(row, annotation_id, updated_at, answer.verdict)
+        return OK, "unchanged", f"Task {row.task_id}: nothing to change.{verdict}", data
+    if item.version != row.pushed_version:
+        return _conflict(row, item.version, payload, changes, data)
+    try:
+        with transaction.atomic():
+            item = update_item(item, changes, expected_version=row.pushed_version, user=user, action=PULL_ACTION,
+                               note=f"Label Studio task {row.task_id}, annotation {annotation_id}")
+            row.pushed_version = item.version
+            _mark_pulled(row, annotation_id, updated_at, answer.verdict)
+    except StaleVersion as exc:  # edited here while we were applying
+        return _conflict(row, exc.extra.get("current_version"), payload, changes, data)
+    fields = ", ".join(FIELD_NAMES[name] for name in changes)
+    return OK, "applied", f"Task {row.task_id}: applied {fields} (item now version {item.version}).{verdict}", data
+
+
+def _conflict(row: LabelStudioTask, local_version, payload: dict, changes: dict, data: dict) -> tuple[str, str, str, dict]:
+    fields = {name: {"local": payload[name], "labelstudio": value} for name, value in changes.items()}
+    shown = "; ".join(f"{FIELD_NAMES[name]}: here {_short(v['local'])}, in Label Studio {_short(v['labelstudio'])}"
+                      for name, v in fields.items())
+    message = (f"Conflict: item #{row.item_id} was edited here after it was pushed (pushed version {row.pushed_version}, "
+               f"now version {local_version}), so task {row.task_id}'s annotation was not applied. {shown}. "
+               "Copy what should stay into the item by hand.")
+    return SKIPPED, "conflicts", message, {**data, "conflict": True, "pushed_version": row.pushed_version,
+                                           "local_version": local_version, "fields": fields}
+
+
+def _short(value, limit: int = 120) -> str:
+    if isinstance(value, list):
+        value = " | ".join(f"[{c['kind']}] {c['text']}" for c in value) or "(none)"
+    text = str(value or "(empty)")
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _mark_pulled(row: LabelStudioTask, annotation_id, updated_at: str, verdict: str | None) -> None:
+    row.pulled_annotation_id = annotation_id
+    row.pulled_annotation_updated_at = updated_at
+    row.pulled_at = timezone.now()
+    row.verdict = verdict or ""
+    row.save(update_fields=["pushed_version", "pulled_annotation_id", "pulled_annotation_updated_at", "pulled_at", "verdict"])

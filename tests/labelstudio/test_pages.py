@@ -1,0 +1,103 @@
+"""The researcher's Label Studio page and the `labelstudio` management command."""
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import Item
+from benchforge.errors import DomainError
+from jobs.models import Job
+from labelstudio import services as lss
+from labelstudio.client import LabelStudioError
+from labelstudio.models import LabelStudioConnection, LabelStudioLink
+
+from .samples import annotate, region
+
+pytestmark = pytest.mark.django_db
+
+
+def test_only_researchers_see_the_page(client_for, benchmark, annotator, reviewer):
+    for user in (annotator, reviewer):
+        assert client_for(user).get(f"/b/{benchmark.slug}/labelstudio/").status_code == 403
+        assert client_for(user).post(f"/b/{benchmark.slug}/labelstudio/push/", {"title": "x"}).status_code == 403
+
+
+def test_page_says_whether_the_token_is_set_and_never_shows_it(client_for, benchmark, researcher, monkeypatch):
+    monkeypatch.delenv("LABEL_STUDIO_API_KEY", raising=False)
+    monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)
+    page = client_for(researcher).get(f"/b/{benchmark.slug}/labelstudio/").content.decode()
+    assert "LABEL_STUDIO_API_KEY</code>" in page and "is not set on the benchmark server" in page
+    assert "none — enter a URL" in page
+
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "a-secret-token-value")
+    monkeypatch.setenv("LABEL_STUDIO_URL", "http://ls.example:8080")
+    page = client_for(researcher).get(f"/b/{benchmark.slug}/labelstudio/").content.decode()
+    assert "is set" in page and "a-secret-token-value" not in page
+    assert "http://ls.example:8080" in page and "(from LABEL_STUDIO_URL)" in page
+
+
+def test_connection_names_only_label_studio_variables(client_for, benchmark, researcher):
+    client = client_for(researcher)
+    response = client.post(f"/b/{benchmark.slug}/labelstudio/connection/", {"url": "", "token_env": "SECRET_KEY"}, follow=True)
+    assert "Name a variable starting with LABEL_STUDIO_" in response.content.decode()
+    assert not LabelStudioConnection.objects.exists()
+    with pytest.raises(DomainError, match="LABEL_STUDIO_"):
+        lss.save_connection(benchmark, url="", token_env="DATABASE_URL", user=researcher)
+
+    client.post(f"/b/{benchmark.slug}/labelstudio/connection/", {"url": "http://ls.team:8080", "token_env": "LABEL_STUDIO_TEAM_A"})
+    connection = LabelStudioConnection.objects.get(benchmark=benchmark)
+    assert (connection.url, connection.token_env, connection.updated_by) == ("http://ls.team:8080", "LABEL_STUDIO_TEAM_A", researcher)
+
+
+def test_no_url_anywhere_is_a_clear_error(benchmark, monkeypatch):
+    monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)
+    with pytest.raises(LabelStudioError, match="No Label Studio URL for .*LABEL_STUDIO_URL"):
+        lss.open_client(benchmark)
+
+
+@pytest.mark.labelstudio
+def test_push_and_pull_from_the_page(ls_env, annotator_api, client_for, benchmark, researcher, items,
+                                     django_capture_on_commit_callbacks):
+    client = client_for(researcher)
+    with django_capture_on_commit_callbacks(execute=True):  # the job is sent once the request commits
+        response = client.post(f"/b/{benchmark.slug}/labelstudio/push/", {"title": "From the page", "task": "chart", "status": ""})
+    job = Job.objects.get(kind="labelstudio_push")
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
+    job.refresh_from_db()
+    assert job.status == Job.Status.SUCCEEDED and job.result["pushed"] == 4, job.message  # eager Celery: ran in the request
+
+    link = LabelStudioLink.objects.get()
+    page = client.get(f"/b/{benchmark.slug}/labelstudio/").content.decode()
+    assert "From the page" in page and link.project_url in page
+
+    single = items["single"]
+    annotate(annotator_api, link.tasks.get(item=single).task_id, region("reference_answer", "Pulled from the page."))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/b/{benchmark.slug}/labelstudio/{link.pk}/pull/")
+    pull = Job.objects.get(kind="labelstudio_pull")
+    assert pull.status == Job.Status.SUCCEEDED, pull.message
+    assert response["Location"] == f"/jobs/{pull.pk}/" and pull.result["applied"] == 1
+    assert Item.objects.get(pk=single.pk).reference_answer == "Pulled from the page."
+    assert f"job #{pull.pk}" in client.get(f"/b/{benchmark.slug}/labelstudio/").content.decode()
+
+
+@pytest.mark.labelstudio
+def test_command_pushes_and_pulls(ls_env, annotator_api, benchmark, researcher, annotator, items, capsys):
+    call_command("labelstudio", "push", benchmark.slug, "--user", researcher.username, "--title", "Command", "--item", str(items["mcq"].pk))
+    assert "labelstudio_push succeeded: 1 pushed" in capsys.readouterr().out
+    link = LabelStudioLink.objects.get(title="Command")
+    annotate(annotator_api, link.tasks.get().task_id, region("reference_answer", "B, four bars."))
+    call_command("labelstudio", "pull", benchmark.slug, "--user", researcher.username)
+    assert "labelstudio_pull succeeded: 1 applied," in capsys.readouterr().out
+    assert Item.objects.get(pk=items["mcq"].pk).reference_answer == "B, four bars."
+
+    with pytest.raises(CommandError, match="is not a researcher"):
+        call_command("labelstudio", "pull", benchmark.slug, "--user", annotator.username)
+    with pytest.raises(CommandError, match="no Label Studio project of this benchmark is titled 'Nope'"):
+        call_command("labelstudio", "pull", benchmark.slug, "--user", researcher.username, "--title", "Nope")
+
+
+@pytest.mark.labelstudio
+def test_command_fails_loudly_on_a_bad_token(ls_env, benchmark, researcher, items, monkeypatch):
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "0" * 40)
+    with pytest.raises(CommandError, match="refused the access token"):
+        call_command("labelstudio", "push", benchmark.slug, "--user", researcher.username, "--title", "Bad token")
