@@ -1,6 +1,21 @@
-from django.db.models import Count
+"""Reads for the annotation app: item payloads, lists, queues, history diffs, progress."""
 
-from .models import Item
+import datetime
+import difflib
+import re
+
+from django.db.models import Count, Prefetch, prefetch_related_objects
+from django.db.models.functions import TruncDate
+from django.http import Http404
+from django.utils import timezone
+
+from curation.models import Benchmark, Task
+from curation.selectors import benchmarks_for, get_benchmark_for
+
+from .models import CHOICE_LETTERS, Assignment, Criterion, Item, ItemImage, ItemRevision
+from .workflow import STATUS_LABELS
+
+ITEM_FILTERS = ("task", "status", "author", "assignee", "kind")
 
 
 def item_counts_by_task_and_status(benchmark) -> dict[int, dict[str, int]]:
@@ -10,3 +25,297 @@ def item_counts_by_task_and_status(benchmark) -> dict[int, dict[str, int]]:
     for row in rows:
         counts.setdefault(row["task_id"], {})[row["status"]] = row["n"]
     return counts
+
+
+# ---- payload -------------------------------------------------------------------------------------------
+
+_IMAGES = Prefetch("item_images", queryset=ItemImage.objects.select_related("image"))
+
+
+def with_payload_data(queryset, *, benchmark_known: bool = False):
+    """Everything item_payload reads, in a fixed number of queries whatever the page size.
+    `benchmark_known`: the caller sets item.benchmark itself (one join less)."""
+    related = ["task__category__parent", "author", "assignee", "seed"] + ([] if benchmark_known else ["benchmark"])
+    return queryset.select_related(*related).prefetch_related(
+        _IMAGES, "criteria",
+        Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")), "seed__criteria",
+    )
+
+
+def item_payload(item: Item) -> dict:
+    """The item as every consumer (API, Label Studio, rewrite, QC, exports) sees it. A rewrite
+    shows its seed's images, reference answer and criteria (shared, never copied)."""
+    source = item.seed if item.seed_id else item
+    return {
+        "id": item.pk,
+        "benchmark": item.benchmark.slug,
+        "task": item.task.slug,
+        "category": item.task.category.path,
+        "kind": item.kind,
+        "question_type": item.question_type,
+        "question": item.question,
+        "history": item.history,
+        "incoherent": item.incoherent,
+        "hint": item.hint,
+        "choices": item.choices,
+        "answer": item.answer,
+        "reference_answer": source.reference_answer,
+        "criteria": [{"kind": c.kind, "text": c.text} for c in source.criteria.all()],
+        "description": item.description or source.description,
+        "images": [
+            {"id": link.image.pk, "sha256": link.image.sha256, "url": link.image.file.url,
+             "width": link.image.width, "height": link.image.height}
+            for link in source.item_images.all()
+        ],
+        "seed_id": item.seed_id,
+        "external_id": item.external_id,
+        "is_external": item.is_external,
+        "status": item.status,
+        "version": item.version,
+        "author": item.author.username if item.author_id else None,
+        "assignee": item.assignee.username if item.assignee_id else None,
+        "updated_at": item.updated_at.isoformat(),
+        "submitted_at": item.submitted_at.isoformat() if item.submitted_at else None,
+    }
+
+
+def last_revision(item: Item) -> ItemRevision | None:
+    return ItemRevision.objects.filter(item=item).select_related("changed_by").order_by("-version").first()
+
+
+# ---- lists and lookups ------------------------------------------------------------------------------
+
+def visible_items(user):
+    """Items of the benchmarks the user may see (all of them for researchers)."""
+    return Item.objects.filter(benchmark__in=benchmarks_for(user))
+
+
+def items_of(benchmark: Benchmark, *, task: str = "", status: str = "", author: str = "", assignee: str = "", kind: str = ""):
+    """A benchmark's items, newest first, filtered by task slug, status, author/assignee username, kind."""
+    qs = Item.objects.filter(benchmark=benchmark).select_related("task", "author", "assignee")
+    if task:
+        qs = qs.filter(task__slug=task)
+    if status:
+        qs = qs.filter(status=status)
+    if author:
+        qs = qs.filter(author__username=author)
+    if assignee:
+        qs = qs.filter(assignee__username=assignee)
+    if kind:
+        qs = qs.filter(kind=kind)
+    return qs.order_by("-id")
+
+
+def get_item_for(user, slug: str, item_id: int, *, payload: bool = False) -> Item:
+    """An item of a benchmark the user belongs to; 404 otherwise (no hint it exists elsewhere).
+    Loaded with its images and criteria (its seed's, for a rewrite); `payload`: also everything
+    item_payload reads. The default stays lean: the editor is the busiest page."""
+    benchmark = get_benchmark_for(user, slug)
+    items = Item.objects.filter(benchmark=benchmark)
+    if payload:
+        items = with_payload_data(items, benchmark_known=True)
+    else:
+        items = items.select_related("task", "author", "assignee").prefetch_related(_IMAGES, "criteria")
+    try:
+        item = items.get(pk=item_id)
+    except Item.DoesNotExist:
+        raise Http404("No such item in this benchmark.") from None
+    item.benchmark = benchmark
+    if item.seed_id and not payload:
+        prefetch_related_objects([item], "seed", Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")), "seed__criteria")
+    return item
+
+
+def task_guidelines(benchmark: Benchmark) -> list[dict]:
+    """Tasks as plain rows for the editor (select + guideline panel): no model building."""
+    rows = list(Task.objects.filter(benchmark=benchmark).values(
+        "id", "slug", "name", "description", "guideline", "judge_rules", "category__name", "category__parent__name"))
+    for row in rows:
+        parent = row.pop("category__parent__name")
+        row["path"] = f"{parent} / {row['category__name']}" if parent else row["category__name"]
+    return rows
+
+
+def benchmark_people(benchmark: Benchmark):
+    """Members who can be given work (annotator role or above)."""
+    return benchmark.members.filter(groups__name__in=("annotator", "reviewer", "researcher")).distinct().order_by("username")
+
+
+# ---- queues ------------------------------------------------------------------------------------------
+
+def queue_for(user, benchmark: Benchmark):
+    """The user's open assignments in a benchmark, oldest first."""
+    return (Assignment.objects.filter(assignee=user, benchmark=benchmark, status=Assignment.Status.OPEN)
+            .select_related("task", "image", "item").order_by("created_at", "id"))
+
+
+def queue_rows(user, benchmark: Benchmark):
+    """The queue page's rows: only the columns it shows (the page is hit constantly)."""
+    return (queue_for(user, benchmark).select_related(None)
+            .values("id", "created_at", "image_id", "item_id", "task__name", "item__status"))
+
+
+def assignments_for(user, *, benchmark: str = "", status: str = ""):
+    qs = Assignment.objects.filter(assignee=user, benchmark__in=benchmarks_for(user)).select_related("benchmark", "task", "image", "item")
+    if benchmark:
+        qs = qs.filter(benchmark__slug=benchmark)
+    if status:
+        qs = qs.filter(status=status)
+    return qs.order_by("created_at", "id")
+
+
+def latest_assignment_for_item(user, item_id: int) -> Assignment | None:
+    """The user's assignment for an item (open or just done): where "next in queue" continues from."""
+    return Assignment.objects.filter(item_id=item_id, assignee=user).order_by("-id").first()
+
+
+def open_assignments_of(benchmark: Benchmark, *, assignee: str = "", task: str = ""):
+    qs = (Assignment.objects.filter(benchmark=benchmark, status=Assignment.Status.OPEN)
+          .select_related("assignee", "task", "image", "item"))
+    if assignee:
+        qs = qs.filter(assignee__username=assignee)
+    if task:
+        qs = qs.filter(task__slug=task)
+    return qs.order_by("assignee__username", "created_at", "id")
+
+
+def assignable_images(benchmark: Benchmark, task: Task):
+    """Accepted, uncontaminated images tagged with `task` that nobody has for it yet."""
+    from curation.models import Image
+
+    assigned = Assignment.objects.filter(task=task, image__isnull=False).values("image_id")
+    written = ItemImage.objects.filter(item__task=task, item__seed__isnull=True).values("image_id")
+    return (Image.objects.filter(benchmark=benchmark, status=Image.Status.ACCEPTED, contaminated=False, tasks=task)
+            .exclude(pk__in=assigned).exclude(pk__in=written).order_by("id"))
+
+
+# ---- history ---------------------------------------------------------------------------------------------
+
+FIELD_LABELS = {
+    "task": "Task", "kind": "Kind", "question_type": "Question type", "question": "Question", "history": "Dialogue history",
+    "incoherent": "Incoherent", "hint": "Hint", "choices": "Options", "answer": "Answer key",
+    "reference_answer": "Reference answer", "description": "Image description", "images": "Images",
+    "criteria": "Criteria", "status": "Status",
+}
+_TOKENS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
+
+
+def field_as_text(field: str, value, task_names: dict[int, str]) -> str:
+    """A readable rendering of one snapshot field, for diffs and the conflict panel."""
+    if field == "task":
+        return task_names.get(value, f"task #{value}")
+    if field == "kind":
+        return Item.Kind(value).label if value in Item.Kind.values else str(value)
+    if field == "question_type":
+        return Item.QuestionType(value).label if value in Item.QuestionType.values else str(value)
+    if field == "status":
+        return STATUS_LABELS.get(value, str(value))
+    if field == "incoherent":
+        return "yes" if value else "no"
+    if field == "history":
+        return "\n".join(f"{t.get('role')}: {t.get('content')}" for t in value or [])
+    if field == "choices":
+        return "\n".join(f"{letter}. {text}" for letter, text in zip(CHOICE_LETTERS, value or []))
+    if field == "criteria":
+        labels = dict(Criterion.Kind.choices)
+        return "\n".join(f"{n}. [{labels.get(c.get('kind'), c.get('kind'))}] {c.get('text')}" for n, c in enumerate(value or [], 1))
+    if field == "images":
+        return ", ".join(f"#{i}" for i in value or [])
+    return "" if value is None else str(value)
+
+
+def text_diff(old: str, new: str) -> list[tuple[str, str]]:
+    """Word-level diff as (op, text) segments, op in equal / delete / insert."""
+    a, b = _TOKENS.findall(old), _TOKENS.findall(new)
+    segments = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            segments.append(("equal", "".join(a[i1:i2])))
+        else:
+            if i2 > i1:
+                segments.append(("delete", "".join(a[i1:i2])))
+            if j2 > j1:
+                segments.append(("insert", "".join(b[j1:j2])))
+    return segments
+
+
+def snapshot_changes(old: dict | None, new: dict, task_names: dict[int, str]) -> list[dict]:
+    """Fields that differ between two snapshots, each with a word diff (all fields when old is None)."""
+    changes = []
+    for field, label in FIELD_LABELS.items():
+        before = old.get(field) if old else None
+        after = new.get(field)
+        if old is not None and before == after:
+            continue
+        old_text = field_as_text(field, before, task_names) if old else ""
+        new_text = field_as_text(field, after, task_names)
+        if old is None and not new_text:
+            continue
+        changes.append({"field": field, "label": label, "old": old_text, "new": new_text, "diff": text_diff(old_text, new_text)})
+    return changes
+
+
+def revisions_with_changes(item: Item, revisions) -> list[dict]:
+    """For a page of revisions (newest first), each with the field changes it made."""
+    revisions = list(revisions)
+    if not revisions:
+        return []
+    older = ItemRevision.objects.filter(item=item, version__lt=revisions[-1].version).order_by("-version").first()
+    task_names = dict(Task.objects.filter(benchmark_id=item.benchmark_id).values_list("pk", "name"))
+    rows = []
+    for revision, previous in zip(revisions, revisions[1:] + [older]):
+        rows.append({"revision": revision, "changes": snapshot_changes(previous.snapshot if previous else None, revision.snapshot, task_names)})
+    return rows
+
+
+def revisions_of(item: Item):
+    return ItemRevision.objects.filter(item=item).select_related("changed_by").order_by("-version")
+
+
+# ---- progress (dashboard) ----------------------------------------------------------------------------
+
+PROGRESS_DAYS = 14
+
+
+def _bars(counts: dict, days: list[datetime.date], peak: int) -> list[dict]:
+    # Labels and heights as ready strings: the dashboard renders hundreds of bars.
+    bars = []
+    for day in days:
+        n = counts.get(day, 0)
+        bars.append({"day": day, "n": n, "percent": round(100 * n / peak) if peak else 0,
+                     "label": f"{day:%b} {day.day}: {n}", "height": f"{round(100 * n / peak) if peak else 0}%"})
+    return bars
+
+
+def submission_progress(benchmark: Benchmark, *, days: int = PROGRESS_DAYS, today: datetime.date | None = None) -> dict:
+    """Items submitted per day over the last `days` days, per annotator and per task, plus
+    each annotator's open / done assignments. A handful of grouped queries."""
+    today = today or timezone.localdate()
+    day_list = [today - datetime.timedelta(days=n) for n in range(days - 1, -1, -1)]
+    start = timezone.make_aware(datetime.datetime.combine(day_list[0], datetime.time.min))
+    submitted = (ItemRevision.objects.filter(item__benchmark=benchmark, action=ItemRevision.Action.SUBMITTED, changed_at__gte=start)
+                 .annotate(day=TruncDate("changed_at")))
+    by_user: dict = {}
+    for row in submitted.values("changed_by__username", "day").annotate(n=Count("item", distinct=True)).order_by():
+        by_user.setdefault(row["changed_by__username"] or "(deleted user)", {})[row["day"]] = row["n"]
+    by_task: dict = {}
+    for row in submitted.values("item__task_id", "day").annotate(n=Count("item", distinct=True)).order_by():
+        by_task.setdefault(row["item__task_id"], {})[row["day"]] = row["n"]
+    work: dict = {}
+    for row in Assignment.objects.filter(benchmark=benchmark).values("assignee__username", "status").annotate(n=Count("id")).order_by():
+        work.setdefault(row["assignee__username"], {})[row["status"]] = row["n"]
+    peak = max([n for counts in list(by_user.values()) + list(by_task.values()) for n in counts.values()] or [0])
+
+    people = []
+    for username in sorted(set(by_user) | set(work)):
+        counts = by_user.get(username, {})
+        total = sum(counts.values())
+        active = sum(1 for n in counts.values() if n)
+        people.append({"username": username, "bars": _bars(counts, day_list, peak), "total": total,
+                       "per_active_day": round(total / active, 1) if active else 0,
+                       "open": work.get(username, {}).get("open", 0), "done": work.get(username, {}).get("done", 0)})
+    tasks = []
+    for task in Task.objects.filter(benchmark=benchmark).select_related("category__parent"):
+        counts = by_task.get(task.pk, {})
+        tasks.append({"task": task, "bars": _bars(counts, day_list, peak), "total": sum(counts.values())})
+    return {"days": day_list, "people": people, "tasks": tasks, "peak": peak}

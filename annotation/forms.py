@@ -1,0 +1,139 @@
+"""Form parsing for the item editor and the researchers' assignment and import pages.
+Shapes and types only: the rules themselves live in annotation.services."""
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from benchforge.errors import DomainError
+
+from .models import Item
+from .selectors import benchmark_people
+from .services import ROLES_IN_TURN
+
+
+def _text(value: str) -> str:
+    # Browsers send textarea line breaks as CRLF; store plain newlines.
+    return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _ids(values, what: str) -> list[int]:
+    try:
+        return [int(v) for v in values if str(v).strip()]
+    except ValueError:
+        raise DomainError(f"{what} must be numeric ids.") from None
+
+
+def editor_changes(data, item: Item) -> dict:
+    """The editor's POST -> `changes` for services.update_item. Sections of the other kinds are
+    cleared (their inputs stay on the page, so switching back and saving restores them)."""
+    kind = data.get("kind", item.kind)
+    changes = {
+        "task": data.get("task") or item.task.slug,
+        "kind": kind,
+        "question_type": data.get("question_type", item.question_type),
+        "question": _text(data.get("question", "")),
+        "description": _text(data.get("description", "")),
+        "history": [], "incoherent": False, "choices": [], "answer": "", "hint": "",
+    }
+    if kind == Item.Kind.MULTI_TURN:
+        # Roles come from the position: the editor adds and moves whole user/assistant exchanges.
+        changes["history"] = [{"role": ROLES_IN_TURN[n % 2], "content": _text(t)} for n, t in enumerate(data.getlist("turn"))]
+        changes["incoherent"] = data.get("incoherent") in ("on", "true", "1")
+    elif kind == Item.Kind.MCQ:
+        changes["choices"] = [_text(c).strip() for c in data.getlist("choice")]
+        changes["answer"] = data.get("answer", "")
+        changes["hint"] = _text(data.get("hint", ""))
+    if item.seed_id is None:
+        changes["reference_answer"] = _text(data.get("reference_answer", ""))
+        kinds, texts = data.getlist("criterion_kind"), data.getlist("criterion_text")
+        if len(kinds) != len(texts):
+            raise DomainError("Every criterion needs a kind and a text; reload the page.")
+        changes["criteria"] = [{"kind": k, "text": _text(t)} for k, t in zip(kinds, texts)]
+        changes["images"] = _ids(data.getlist("image"), "Images")
+    return changes
+
+
+class NewItemForm(forms.Form):
+    task = forms.ChoiceField()
+    kind = forms.ChoiceField(choices=Item.Kind.choices, initial=Item.Kind.SINGLE_TURN)
+    images = forms.CharField(required=False, help_text="Accepted image ids, in order, separated by commas or spaces.")
+
+    def __init__(self, *args, benchmark, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["task"].choices = [(t.slug, f"{t.category.name} / {t.name}") for t in benchmark.tasks.select_related("category")]
+
+    def clean_images(self):
+        return _ids(self.cleaned_data["images"].replace(",", " ").split(), "Images")
+
+
+class IdsField(forms.Field):
+    """Repeated numeric ids (checkboxes sharing one name)."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value):
+        try:
+            return [int(v) for v in value or []]
+        except (TypeError, ValueError):
+            raise forms.ValidationError("Expected numeric ids.") from None
+
+
+def _people_field(benchmark, **kwargs):
+    return forms.ModelChoiceField(queryset=benchmark_people(benchmark), to_field_name="username", **kwargs)
+
+
+class AssignImagesForm(forms.Form):
+    task = forms.SlugField()
+    images = IdsField(error_messages={"required": "Select at least one image."})
+    assignee = forms.ModelChoiceField(queryset=get_user_model().objects.none())
+
+    def __init__(self, *args, benchmark, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["assignee"] = _people_field(benchmark, error_messages={"required": "Choose the annotator."})
+
+
+class AssignItemsForm(forms.Form):
+    items = IdsField(error_messages={"required": "Select at least one item."})
+    assignee = forms.ModelChoiceField(queryset=get_user_model().objects.none())
+
+    def __init__(self, *args, benchmark, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["assignee"] = _people_field(benchmark, error_messages={"required": "Choose the annotator."})
+
+
+class AssignEvenlyForm(forms.Form):
+    tasks = forms.MultipleChoiceField(required=False, help_text="None selected: every task.")
+    assignees = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none())
+
+    def __init__(self, *args, benchmark, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["tasks"].choices = [(t.slug, t.name) for t in benchmark.tasks.all()]
+        self.fields["assignees"] = forms.ModelMultipleChoiceField(
+            queryset=benchmark_people(benchmark), to_field_name="username",
+            error_messages={"required": "Choose at least one annotator."})
+
+
+class OpenAssignmentsForm(forms.Form):
+    action = forms.ChoiceField(choices=[("reassign", "Reassign"), ("cancel", "Cancel")])
+    assignments = IdsField(error_messages={"required": "Select at least one assignment."})
+    assignee = forms.ModelChoiceField(queryset=get_user_model().objects.none(), required=False)
+
+    def __init__(self, *args, benchmark, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["assignee"] = _people_field(benchmark, required=False)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "reassign" and not data.get("assignee"):
+            raise forms.ValidationError("Choose who gets the selected assignments.")
+        return data
+
+
+class AlignMMBenchImportForm(forms.Form):
+    file = forms.FileField(help_text="metadata.jsonl (one JSON object per line).")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if not upload.name.lower().endswith((".jsonl", ".json", ".ndjson")):
+            raise forms.ValidationError("Upload the metadata.jsonl file (JSON lines).")
+        return upload

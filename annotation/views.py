@@ -1,0 +1,293 @@
+"""Pages: item list, item editor (htmx saves with optimistic locking), history, queue,
+assignment and import pages. Thin: parse, call a service or selector, render."""
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from benchforge.errors import DomainError, StaleVersion
+from benchforge.roles import ANNOTATOR, RESEARCHER, role_required, user_role
+from curation.models import Image
+from curation.selectors import get_benchmark_for
+from jobs.models import Job
+
+from . import services
+from .forms import (
+    AlignMMBenchImportForm, AssignEvenlyForm, AssignImagesForm, AssignItemsForm, NewItemForm, OpenAssignmentsForm,
+    editor_changes,
+)
+from .models import CHOICE_LETTERS, Assignment, Criterion, Item
+from .selectors import (
+    FIELD_LABELS, ITEM_FILTERS, assignable_images, benchmark_people, field_as_text, get_item_for, items_of,
+    latest_assignment_for_item, open_assignments_of, queue_for, queue_rows, revisions_of, revisions_with_changes,
+    task_guidelines,
+)
+from .workflow import ANSWERED, STATUS_CHOICES, STATUS_LABELS
+
+ITEMS_PAGE_SIZE = 50
+QUEUE_PAGE_SIZE = 25
+
+
+def _filters(request, names) -> dict:
+    return {name: request.GET.get(name, "").strip() for name in names}
+
+
+@role_required(ANNOTATOR)
+def item_list(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    filters = _filters(request, ITEM_FILTERS)
+    # The list shows no long texts besides the question: leave them in the database.
+    rows = items_of(benchmark, **filters).defer("history", "reference_answer", "description", "hint", "choices")
+    page = Paginator(rows, ITEMS_PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "annotation/item_list.html", {
+        "benchmark": benchmark, "page": page, "filters": filters, "tasks": benchmark.tasks.all(),
+        "statuses": STATUS_CHOICES, "kinds": Item.Kind.choices, "people": benchmark_people(benchmark),
+    })
+
+
+@role_required(ANNOTATOR)
+def item_new(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    form = NewItemForm(request.POST or None, benchmark=benchmark, initial={"task": request.GET.get("task")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        item = services.create_item(benchmark, task=data["task"], kind=data["kind"], images=data["images"], user=request.user)
+        messages.success(request, f"Item #{item.pk} created.")
+        return redirect("item-edit", slug=benchmark.slug, item_id=item.pk)
+    return render(request, "annotation/item_new.html", {"benchmark": benchmark, "form": form})
+
+
+def _next_url(item) -> str:
+    """Next in the queue after this item's assignment; resolved on click, not on every editor view."""
+    return f"{reverse('queue-next', args=[item.benchmark.slug])}?item={item.pk}"
+
+
+@role_required(ANNOTATOR)
+def item_edit(request, slug, item_id):
+    item = get_item_for(request.user, slug, item_id)
+    source = item.seed if item.seed_id else item
+    refusal = services.edit_refusal(request.user, item, membership_checked=True)
+    tasks = task_guidelines(item.benchmark)
+    # Every task's guideline travels as JSON: switching the task swaps the panel without a request.
+    guidelines = {t["slug"]: {k: t[k] for k in ("name", "path", "description", "guideline", "judge_rules")} for t in tasks}
+    return render(request, "annotation/item_edit.html", {
+        "benchmark": item.benchmark, "item": item, "source": source, "images": [link.image for link in source.item_images.all()],
+        "criteria": list(source.criteria.all()), "tasks": tasks, "guidelines": guidelines,
+        "current_task": next(t for t in tasks if t["id"] == item.task_id),
+        "kinds": Item.Kind.choices, "question_types": Item.QuestionType.choices, "criterion_kinds": Criterion.Kind.choices,
+        "letters": CHOICE_LETTERS, "options": list(zip(CHOICE_LETTERS, item.choices)),
+        "exchanges": [item.history[i:i + 2] for i in range(0, len(item.history), 2)],
+        "refusal": refusal, "autosave": refusal is None and item.status in services.WORK_IN_PROGRESS,
+        "problems": services.readiness_problems(item), "next_url": _next_url(item),
+        "can_withdraw": item.status == ANSWERED and (user_role(request.user) == RESEARCHER or request.user.pk in (item.author_id, item.assignee_id)),
+    })
+
+
+def _status_fragment(request, item, *, status=200, error: DomainError | None = None, saved: bool = True):
+    return render(request, "annotation/_save_status.html", {
+        "item": item, "error": error, "saved": saved, "problems": services.readiness_problems(item), "now": timezone.now(),
+    }, status=status)
+
+
+def _conflict(request, item: Item, changes: dict, error: StaleVersion):
+    """409: the stored version beside the user's unsaved one, field by field (the form keeps theirs)."""
+    current = get_item_for(request.user, item.benchmark.slug, item.pk)
+    theirs = services.item_snapshot(current)
+    task_ids = dict(current.benchmark.tasks.values_list("slug", "pk"))
+    mine = {**theirs, **changes, "task": task_ids.get(changes.get("task"), theirs["task"])}
+    task_names = dict(current.benchmark.tasks.values_list("pk", "name"))
+    rows = [{"label": label, "theirs": field_as_text(field, theirs.get(field), task_names),
+             "mine": field_as_text(field, mine.get(field), task_names)}
+            for field, label in FIELD_LABELS.items() if field != "status" and theirs.get(field) != mine.get(field)]
+    response = render(request, "annotation/_conflict.html", {"item": current, "error": error, "rows": rows}, status=409)
+    # Shown above the editor, not in the sticky toolbar, so it never hides the fields.
+    response["HX-Retarget"] = "#conflict-area"
+    return response
+
+
+def _posted_version(request) -> int:
+    version = request.POST.get("version", "")
+    if not version.isdigit():
+        raise DomainError("The form does not say which version it was loaded from; reload the page.")
+    return int(version)
+
+
+def _save_and(request, slug, item_id, then=None):
+    """Apply the editor form to the version it was loaded from, then run `then(item)`.
+    Returns (item, None) or (None, an error response that keeps the user's text in the form)."""
+    item = get_item_for(request.user, slug, item_id)
+    changes = {}
+    try:
+        changes = editor_changes(request.POST, item)
+        saved = services.update_item(item, changes, expected_version=_posted_version(request), user=request.user)
+        return (then(saved) if then else saved), None
+    except StaleVersion as exc:
+        return None, _conflict(request, item, changes, exc)
+    except DomainError as exc:
+        return None, _status_fragment(request, get_item_for(request.user, slug, item_id), status=exc.status, error=exc, saved=False)
+
+
+@role_required(ANNOTATOR)
+@require_POST
+def item_save(request, slug, item_id):
+    item, error = _save_and(request, slug, item_id)
+    return error or _status_fragment(request, item)
+
+
+@role_required(ANNOTATOR)
+@require_POST
+def item_submit(request, slug, item_id):
+    item, error = _save_and(request, slug, item_id,
+                            then=lambda saved: services.submit_item(saved, user=request.user, expected_version=saved.version))
+    if error:
+        return error
+    messages.success(request, f"Item #{item.pk} submitted for review.")
+    response = HttpResponse(status=204)
+    response["HX-Redirect"] = _next_url(item)
+    return response
+
+
+@role_required(ANNOTATOR)
+@require_POST
+def item_withdraw(request, slug, item_id):
+    item = get_item_for(request.user, slug, item_id)
+    services.return_to_draft(item, user=request.user, expected_version=_posted_version(request))
+    messages.success(request, f"Item #{item.pk} is a draft again.")
+    return redirect("item-edit", slug=slug, item_id=item.pk)
+
+
+@role_required(ANNOTATOR)
+def item_history(request, slug, item_id):
+    item = get_item_for(request.user, slug, item_id)
+    page = Paginator(revisions_of(item), 20).get_page(request.GET.get("page"))
+    return render(request, "annotation/item_history.html", {
+        "benchmark": item.benchmark, "item": item, "page": page, "rows": revisions_with_changes(item, page.object_list),
+    })
+
+
+@role_required(ANNOTATOR)
+def image_chip(request, slug):
+    """One image for the editor's image list (htmx), after checking it can be used."""
+    benchmark = get_benchmark_for(request.user, slug)
+    raw = request.GET.get("image_id", "").strip().lstrip("#")
+    image = Image.objects.filter(benchmark=benchmark, pk=int(raw)).first() if raw.isdigit() else None
+    if image is None:
+        return HttpResponse(f"No image #{raw} in this benchmark.", status=400)
+    problems = services.image_refusals(benchmark, [image.pk])
+    if problems:
+        return HttpResponse(" ".join(problems), status=400)
+    return render(request, "annotation/_image_chip.html", {"image": image})
+
+
+# ---- queue -------------------------------------------------------------------------------------------
+
+@role_required(ANNOTATOR)
+def queue(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    paginator = Paginator(queue_rows(request.user, benchmark), QUEUE_PAGE_SIZE)
+    paginator.count = queue_for(request.user, benchmark).count()  # counted without the rows' joins
+    page = paginator.get_page(request.GET.get("page"))
+    for row in page.object_list:  # ready-made strings: this page is hit after every item
+        row["item_status"] = STATUS_LABELS.get(row["item__status"], "").lower()
+        row["assigned_on"] = timezone.localtime(row["created_at"]).date().isoformat()
+    return render(request, "annotation/queue.html", {
+        "benchmark": benchmark, "page": page, "open_url": reverse("queue", args=[benchmark.slug]),
+    })
+
+
+@role_required(ANNOTATOR)
+def queue_next(request, slug):
+    """Open the next piece of work (after the assignment of `?item=<id>`, if given)."""
+    benchmark = get_benchmark_for(request.user, slug)
+    after = None
+    if request.GET.get("item", "").isdigit():
+        after = latest_assignment_for_item(request.user, int(request.GET["item"]))
+    assignment = services.next_assignment(request.user, benchmark, after=after)
+    if assignment is None:
+        messages.success(request, "Your queue is empty: nothing left to do here.")
+        return redirect("queue", slug=slug)
+    return _open(request, benchmark, assignment)
+
+
+@role_required(ANNOTATOR)
+def queue_open(request, slug, assignment_id):
+    benchmark = get_benchmark_for(request.user, slug)
+    assignment = get_object_or_404(Assignment, pk=assignment_id, benchmark=benchmark, assignee=request.user)
+    return _open(request, benchmark, assignment)
+
+
+def _open(request, benchmark, assignment):
+    try:
+        item = services.start_assignment(assignment, user=request.user)
+    except DomainError as exc:
+        messages.error(request, f"Assignment #{assignment.pk} cannot be started: {exc.message} Ask a researcher to cancel it.")
+        return redirect("queue", slug=benchmark.slug)
+    return redirect("item-edit", slug=benchmark.slug, item_id=item.pk)
+
+
+# ---- researchers: assignment and import ------------------------------------------------------------------
+
+@role_required(RESEARCHER)
+def assign(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    tasks = list(benchmark.tasks.all())
+    task = next((t for t in tasks if t.slug == request.GET.get("task")), tasks[0] if tasks else None)
+    if request.method == "POST":
+        _assign_post(request, benchmark)
+        return redirect(request.get_full_path())
+    images = Paginator(assignable_images(benchmark, task) if task else Image.objects.none(), 48).get_page(request.GET.get("page"))
+    filters = _filters(request, ("assignee",))
+    open_page = Paginator(open_assignments_of(benchmark, **filters), 50).get_page(request.GET.get("open_page"))
+    remaining = {t.pk: services.remaining_quota(t) for t in tasks}
+    return render(request, "annotation/assign.html", {
+        "benchmark": benchmark, "tasks": [(t, remaining[t.pk]) for t in tasks], "task": task, "images": images,
+        "people": benchmark_people(benchmark), "open_page": open_page, "filters": filters,
+    })
+
+
+def _assign_post(request, benchmark) -> None:
+    action = request.POST.get("form")
+    form_class = {"images": AssignImagesForm, "items": AssignItemsForm, "evenly": AssignEvenlyForm,
+                  "open": OpenAssignmentsForm}.get(action)
+    if form_class is None:
+        raise DomainError("Unknown assignment action.")
+    form = form_class(request.POST, benchmark=benchmark)
+    if not form.is_valid():
+        messages.error(request, "Nothing assigned: " + " ".join(e for errors in form.errors.values() for e in errors))
+        return
+    data = form.cleaned_data
+    if action == "images":
+        result = services.assign_images(benchmark, task=data["task"], image_ids=data["images"], assignee=data["assignee"], user=request.user)
+        skipped = f" ({len(result['skipped'])} already assigned for this task, skipped)" if result["skipped"] else ""
+        messages.success(request, f"{result['assigned']} image(s) assigned to {data['assignee'].username}{skipped}.")
+    elif action == "items":
+        result = services.assign_items(benchmark, item_ids=data["items"], assignee=data["assignee"], user=request.user)
+        messages.success(request, f"{result['assigned'] + result['moved']} item(s) assigned to {data['assignee'].username}.")
+    elif action == "evenly":
+        report = services.assign_evenly(benchmark, tasks=data["tasks"], assignees=list(data["assignees"]), user=request.user)
+        total = sum(r["assigned"] for r in report.values())
+        short = [f"{slug} ({r['short']} short)" for slug, r in report.items() if r["short"]]
+        messages.success(request, f"{total} image(s) assigned evenly." + (
+            " Not enough accepted images tagged for: " + ", ".join(short) + "." if short else ""))
+    elif data["action"] == "reassign":
+        n = services.reassign(benchmark, assignment_ids=data["assignments"], assignee=data["assignee"], user=request.user)
+        messages.success(request, f"{n} assignment(s) moved to {data['assignee'].username}.")
+    else:
+        n = services.cancel_assignments(benchmark, assignment_ids=data["assignments"], user=request.user)
+        messages.success(request, f"{n} assignment(s) cancelled.")
+
+
+@role_required(RESEARCHER)
+def import_page(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    form = AlignMMBenchImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        job = services.start_alignmmbench_import(benchmark, user=request.user, file=form.cleaned_data["file"])
+        messages.success(request, f"Import job #{job.pk} started.")
+        return redirect("item-import", slug=slug)
+    jobs = Job.objects.filter(benchmark=benchmark, kind=services.ALIGNMMBENCH_JOB).order_by("-created_at")[:10]
+    return render(request, "annotation/import.html", {"benchmark": benchmark, "form": form, "jobs": jobs})
