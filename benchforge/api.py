@@ -3,6 +3,7 @@
 from django.urls import path
 from rest_framework import serializers
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler as drf_exception_handler
 
@@ -14,7 +15,20 @@ def exception_handler(exc, context):
     """Errors are JSON with a `detail` a person can act on; domain errors keep their status."""
     if isinstance(exc, DomainError):
         return Response({"detail": exc.message, "code": exc.code, **exc.extra}, status=exc.status)
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if isinstance(exc, ValidationError) and isinstance(response.data, dict) and "detail" not in response.data:
+        # Field errors stay as they are; `detail` adds one sentence saying all of them.
+        response.data["detail"] = "; ".join(_flatten_errors(response.data)) + "."
+    return response
+
+
+def _flatten_errors(errors, prefix: str = "") -> list[str]:
+    if isinstance(errors, dict):
+        return [m for key, value in errors.items() for m in _flatten_errors(value, f"{prefix}{key}" if not prefix else f"{prefix}[{key}]")]
+    if isinstance(errors, list):
+        return [m for value in errors for m in _flatten_errors(value, prefix)]
+    text = str(errors).rstrip(".")
+    return [f"{prefix}: {text}" if prefix and prefix != "non_field_errors" else text]
 
 
 class MeSerializer(serializers.Serializer):

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "rewrite",
     "qc",
     "exports",
+    "labelstudio",
 ]
 
 MIDDLEWARE = [
@@ -156,6 +157,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "ENUM_NAME_OVERRIDES": {
+        "ItemKindEnum": "annotation.models.Item.Kind",
+        "CriterionKindEnum": "annotation.models.Criterion.Kind",
+    },
 }
 
 LOGGING = {

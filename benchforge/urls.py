@@ -1,9 +1,9 @@
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
-from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView
+
+from curation.views import media_file
 
 from . import views
 
@@ -11,6 +11,7 @@ api_patterns = [
     path("", include("benchforge.api")),
     path("", include("jobs.api")),
     path("", include("curation.api")),
+    path("", include("annotation.api")),
 ]
 
 urlpatterns = [
@@ -21,10 +22,12 @@ urlpatterns = [
     path("b/<slug:slug>/", views.dashboard, name="dashboard"),
     path("", include("jobs.urls")),
     path("", include("curation.urls")),
+    path("", include("annotation.urls")),
+    path("", include("labelstudio.urls")),
     path("api/v1/", include(api_patterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]
 
-# Media needs a login like every page (LoginRequiredMiddleware); `serve` refuses paths
-# outside MEDIA_ROOT. In production put authenticated storage in front instead.
-urlpatterns += [re_path(r"^media/(?P<path>.+)$", serve, {"document_root": settings.MEDIA_ROOT}, name="media")]
+# Stored images and thumbnails, only to users who may see a benchmark holding them (curation
+# checks each request); nothing else under MEDIA_ROOT is served.
+urlpatterns += [re_path(r"^media/(?P<path>.+)$", media_file, name="media")]

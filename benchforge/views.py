@@ -1,7 +1,7 @@
 from django.core.paginator import Paginator
 from django.shortcuts import render
 
-from annotation.selectors import item_counts_by_task_and_status
+from annotation.selectors import item_counts_by_task_and_status, submission_progress
 from annotation.workflow import STATUS_CHOICES
 from curation.selectors import benchmarks_for, get_benchmark_for, tasks_of
 
@@ -32,5 +32,5 @@ def dashboard(request, slug):
     totals = [sum(r["statuses"][i] for r in rows) for i in range(len(STATUS_CHOICES))]
     return render(request, "benchforge/dashboard.html", {
         "benchmark": benchmark, "rows": rows, "status_labels": [label for _, label in STATUS_CHOICES],
-        "totals": totals, "grand_total": sum(totals),
+        "totals": totals, "grand_total": sum(totals), "progress": submission_progress(benchmark),
     })

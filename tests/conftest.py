@@ -41,6 +41,12 @@ def _isolated_media(settings, tmp_path):
     settings.MEDIA_ROOT.mkdir()
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # Test users log in for real; the production hasher's cost is not what these tests check.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 PASSWORD = "correct-horse-battery"
 
 

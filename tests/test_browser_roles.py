@@ -1,6 +1,7 @@
 """Each role logs in through the real login form in headless Chromium and sees only what it may."""
 
 import pytest
+from playwright.sync_api import expect
 
 from curation.services import load_preset
 
@@ -36,7 +37,8 @@ def test_annotators_and_reviewers_see_their_benchmark_but_cannot_manage(login_as
     assert links == ["AlignMMBench"]  # the private MMBench benchmark is not listed
     assert page.locator("text=New benchmark").count() == 0
     page.click("text=AlignMMBench")
-    assert page.locator("#stage-counts tr[data-task]").count() == 13
+    # A click starts a navigation without waiting for the new page: expect() waits for it.
+    expect(page.locator("#stage-counts tr[data-task]")).to_have_count(13)
     assert page.locator("nav >> text=Settings").count() == 0
     page.click("nav >> text=Taxonomy")
     assert page.locator("#preset-form").count() == 0 and page.locator("a.task-edit").count() == 0
@@ -51,7 +53,7 @@ def test_researcher_creates_a_benchmark_from_a_preset_and_edits_a_task(login_as,
     page.fill("input[name=name]", "Touch test")
     page.select_option("select[name=preset]", "touchstone")
     page.click("main button[type=submit]")
-    assert page.locator("#stage-counts tr[data-task]").count() == 27
+    expect(page.locator("#stage-counts tr[data-task]")).to_have_count(27)
     page.click("nav >> text=Taxonomy")
     page.click("#task-email-writing a.task-edit")
     page.fill("input[name=quota]", "55")

@@ -1,0 +1,55 @@
+"""`manage.py seed_demo` (run by `make run`): the demo benchmark with generated images, safe to re-run."""
+
+import io
+import itertools
+
+import pytest
+from django.core.management import call_command
+from django.db.models import Count
+
+from annotation.models import Assignment
+from benchforge.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
+from curation import services
+from curation.imaging import hamming
+from curation.models import Benchmark, Image
+from tests.test_curation_ingest import stored_files_match_rows
+
+pytestmark = pytest.mark.django_db
+
+
+def test_seed_demo_ingests_tagged_generated_images_once(settings):
+    services.image_indexes.forget()
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "36 images (36 added now)" in out.getvalue()
+    benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
+    images = list(benchmark.images.prefetch_related("tasks"))
+    assert len(images) == 36 and stored_files_match_rows(settings)
+    assert all(len(i.tasks.all()) == 1 and i.source and i.license == "CC0-1.0" for i in images)
+    assert all(i.collected_by.username == "annotator" for i in images)
+    assert len({t.slug for i in images for t in i.tasks.all()}) >= 9
+    # Varied pictures: exactly the deliberate flaws are flagged.
+    assert [i.original_name for i in images if i.low_resolution] == ["flowchart-4.jpg"]
+    (copy,) = [i for i in images if i.near_duplicate_of_id]
+    assert copy.original_name == "scenery-1-copy.jpg" and copy.near_duplicate_of.original_name == "scenery-1.jpg"
+    others = [i for i in images if i != copy]
+    closest = min(min(hamming(a.phash, b.phash), hamming(a.dhash, b.dhash)) for a, b in itertools.combinations(others, 2))
+    assert closest >= benchmark.near_dup_threshold
+    assert {u.username for u in benchmark.members.all()} == {name for name, _, _ in DEMO_USERS}
+
+    # Two thirds of the clean pictures come accepted, so the annotators' queues have work.
+    accepted = [i for i in images if i.status == Image.Status.ACCEPTED]
+    assert len(accepted) == 22 and not any(i.low_resolution or i.near_duplicate_of_id for i in accepted)
+    queued = dict(Assignment.objects.filter(benchmark=benchmark).values_list("assignee__username").annotate(n=Count("id")))
+    assert queued == {"annotator": 3, "annotator2": 3}
+    assert "6 new image assignment(s)" in out.getvalue()
+
+    files = sorted(p for p in settings.MEDIA_ROOT.rglob("*") if p.is_file())
+    Image.objects.filter(pk=accepted[0].pk).update(status=Image.Status.REJECTED, reject_reason="other", reject_note="mine")
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "36 images (0 added now)" in out.getvalue() and "0 new image assignment(s)" in out.getvalue()
+    assert Image.objects.count() == 36 and sorted(p for p in settings.MEDIA_ROOT.rglob("*") if p.is_file()) == files
+    # A re-run leaves people's screening decisions alone.
+    assert Image.objects.get(pk=accepted[0].pk).status == Image.Status.REJECTED
+    assert Image.objects.filter(status=Image.Status.ACCEPTED).count() == 21
