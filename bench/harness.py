@@ -1,12 +1,13 @@
 """Harness judging throughput against the loopback LLM server, and the cached rerun.
 
-Run: .venv/bin/python bench/harness.py [--judgments 10000] [--latency 0.1] [--concurrency 64] [--workers 1 2]
+Run: .venv/bin/python bench/harness.py [--judgments 10000] [--latency 0.1] [--concurrency 64] [--workers auto 1]
 
 Starts tests.fakes.llm_server in its own process (so it does not share our GIL) answering every
 request after --latency seconds, writes a release of N open questions and one model's
 predictions, then times `python -m harness judge` (in this process) end to end and prints:
-  * for each --workers value (client processes sharing the 64 slots), the achieved wall time vs
-    the ideal N * latency / concurrency (target: within 1.3x), each run with a fresh cache;
+  * for each --workers value (client processes sharing the 64 slots; "auto" is the CLI's default),
+    the achieved wall time vs the ideal N * latency / concurrency (target: within 1.3x), each run
+    with a fresh cache;
   * judge calls made by a rerun into a new output folder (target: 0, all from the cache);
   * the same prompts sent by LLMClient.chat_many alone (no harness around it), to show how much
     of the time is the harness's and how much the client layer's.
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.cli import main as harness_main  # noqa: E402
+from harness.runner import auto_workers  # noqa: E402
 
 REPLY = '{"rating": 7, "reason": "mostly right, one detail missing"}'
 
@@ -83,7 +85,7 @@ def write_inputs(folder: Path, count: int, url: str, concurrency: int) -> tuple[
     return release, folder / "model.jsonl", models
 
 
-def judge(release: Path, predictions: Path, models: Path, cache: Path, out: Path, workers: int = 1) -> tuple[float, dict]:
+def judge(release: Path, predictions: Path, models: Path, cache: Path, out: Path, workers: str = "auto") -> tuple[float, dict]:
     started = time.perf_counter()
     code = harness_main(["judge", "--release", str(release), "--models", str(models), "--cache", str(cache),
                          "--judge", "judge", "--predictions", str(predictions), "--out", str(out),
@@ -121,7 +123,7 @@ def main() -> None:
     parser.add_argument("--judgments", type=int, default=10_000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--workers", nargs="+", default=["auto", "1"])
     args = parser.parse_args()
     os.environ["BENCH_FAKE_KEY"] = "bench"
     process, url = start_server(args.latency)
@@ -138,7 +140,8 @@ def main() -> None:
                 elapsed, results = judge(release, predictions, models, cache, folder / f"run-{workers}", workers)
                 judged = results["models"]["bench-model"]["judged"]
                 client_cpu2, server_cpu2 = cpu_seconds(process.pid)
-                print(f"judge, {workers} process(es): {judged} judgments in {elapsed:.2f} s = {judged / elapsed:.0f}/s; "
+                processes = auto_workers(args.judgments, args.concurrency) if workers == "auto" else workers
+                print(f"judge, --workers {workers} ({processes} process(es)): {judged} judgments in {elapsed:.2f} s = {judged / elapsed:.0f}/s; "
                       f"ideal {args.judgments} x {args.latency} s / {args.concurrency} = {ideal:.2f} s; "
                       f"ratio {elapsed / ideal:.2f}x (target <= 1.30x); server saw {server_requests(url) - before} requests; "
                       f"CPU: harness {client_cpu2 - client_cpu:.1f} s, server {server_cpu2 - server_cpu:.1f} s; "

@@ -35,6 +35,22 @@ MIN_CHUNK = 512
 # Rows are flushed to disk at least this often. A row lost to a hard kill is not lost work:
 # its reply sits in the response cache and the next run reads it back without a call.
 FLUSH_SECONDS = 0.5
+# workers="auto": one Python process spends ~2.5 ms of CPU per call in the SDK, so it tops out
+# near 400 calls/s. Only a long run against an endpoint allowed many concurrent calls can ask
+# for more than that (64 slots at 100 ms is 640 calls/s); then a process per core, up to 4.
+AUTO = "auto"
+AUTO_MIN_JOBS = 1000
+AUTO_MIN_CONCURRENCY = 16
+AUTO_MAX_WORKERS = 4
+
+
+def auto_workers(pending: int, max_concurrency: int, cpus: int | None = None) -> int:
+    """How many processes workers="auto" uses for `pending` calls to an endpoint."""
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if pending < AUTO_MIN_JOBS or max_concurrency < AUTO_MIN_CONCURRENCY:
+        return 1
+    return max(1, min(cpus, AUTO_MAX_WORKERS, max_concurrency // (AUTO_MIN_CONCURRENCY // 2)))
 
 
 @dataclass
@@ -198,7 +214,7 @@ def run_jobs(
     parse_retries: int = 2,
     keep_outputs: bool = True,
     with_images: bool = False,
-    workers: int = 1,
+    workers: int | str = 1,
     reopen: Callable[[int], Any] | None = None,
     progress_stream=None,
 ) -> RunStats:
@@ -207,7 +223,8 @@ def run_jobs(
     with_images: the messages carry inline images, so build and send them in chunks.
     workers > 1: split the jobs over that many forked processes, each with its own client from
     reopen(workers) (sharing the endpoint's limits); for fast local endpoints, where the client's
-    own CPU time per call, not the model, is what limits one process.
+    own CPU time per call, not the model, is what limits one process. workers="auto": as many as
+    auto_workers() says for this run.
     """
     stats = RunStats()
     pending = []
@@ -220,7 +237,10 @@ def run_jobs(
     if not pending:
         return stats
     progress = Progress(label, len(pending), progress_stream)
+    if workers == AUTO:
+        workers = auto_workers(len(pending), client.endpoints[endpoint].max_concurrency) if reopen is not None else 1
     if workers > 1 and reopen is not None and len(pending) >= 2 * workers:
+        print(f"{label}: {len(pending)} calls over {workers} worker processes", file=progress.stream, flush=True)
         _run_in_workers(reopen, workers, endpoint, pending, log, stats, progress, parse_retries, keep_outputs, with_images)
     else:
         before = dict(client.usage.get(endpoint, {}))

@@ -469,3 +469,12 @@ def test_rows_left_by_an_interrupted_worker_are_kept(env):
     log.compact(["m\tw1", "m\tc1"])
     assert [json.loads(line)["key"] for line in (out / "samples.jsonl").read_text().splitlines()] == ["m\tw1", "m\tc1"]
     assert not (out / "samples.jsonl.part1").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_a_bad_workers_value_is_refused_with_its_expected_form(env, capsys, value):
+    preds = env.predictions("m", {"w1": "x"})
+    with pytest.raises(SystemExit) as exit_info:
+        env.run("judge", "--judge", "judge", "--predictions", preds, "--workers", value)
+    assert exit_info.value.code == 2
+    assert f"expected 'auto' or a whole number of 1 or more, got '{value}'" in capsys.readouterr().err

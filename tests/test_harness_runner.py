@@ -6,14 +6,14 @@ from types import SimpleNamespace
 import pytest
 
 from harness.parsing import ParseError
-from harness.runner import Job, SampleLog, run_jobs
+from harness.runner import Job, SampleLog, auto_workers, run_jobs
 
 
 class ScriptedClient:
     """Answers each request with reply(messages); `crash_on` makes the process die on that key's request."""
 
-    def __init__(self, reply, crash_on=None):
-        self.endpoints = {"e": SimpleNamespace(max_concurrency=2)}
+    def __init__(self, reply, crash_on=None, max_concurrency=2):
+        self.endpoints = {"e": SimpleNamespace(max_concurrency=max_concurrency)}
         self.reply = reply
         self.crash_on = crash_on
         self.calls = 0
@@ -68,6 +68,34 @@ def test_workers_share_the_jobs_and_their_rows_come_back(tmp_path):
     log.compact(job.key for job in jobs)
     assert not list(tmp_path.glob("*.part*"))
     assert (tmp_path / "s.jsonl").read_text().count("\n") == 10
+
+
+def test_auto_workers_only_for_long_runs_against_wide_endpoints():
+    assert auto_workers(10_000, 64, cpus=2) == 2
+    assert auto_workers(10_000, 64, cpus=16) == 4  # capped
+    assert auto_workers(10_000, 16, cpus=8) == 2  # at least 8 of the endpoint's slots per process
+    assert auto_workers(999, 64, cpus=8) == 1  # too short to be worth a fork
+    assert auto_workers(10_000, 8, cpus=8) == 1  # a narrow endpoint, not this client, is the limit
+    assert auto_workers(10_000, 64, cpus=1) == 1
+
+
+def test_workers_auto_forks_for_a_long_run_and_stays_in_process_for_a_short_one(tmp_path, monkeypatch):
+    import io
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    wide = ScriptedClient(lambda m: "1", max_concurrency=64)
+    stream = io.StringIO()
+    short = run_jobs(wide, "e", [number_job(f"s{i}") for i in range(10)], SampleLog(tmp_path / "short.jsonl"),
+                     label="short", workers="auto", reopen=lambda share: 1 / 0, progress_stream=stream)
+    assert short.ok == 10 and wide.calls == 10 and "worker processes" not in stream.getvalue()
+
+    stream = io.StringIO()
+    jobs = [number_job(f"k{i}") for i in range(1200)]
+    long = run_jobs(wide, "e", jobs, SampleLog(tmp_path / "long.jsonl"), label="long", workers="auto",
+                    reopen=lambda share: ScriptedClient(lambda m: "1", max_concurrency=64 // share), progress_stream=stream)
+    assert "long: 1200 calls over 3 worker processes" in stream.getvalue()
+    assert long.ok == 1200 and long.usage["calls"] == 1200 and wide.calls == 10  # the parent's client sent none
+    assert len(SampleLog(tmp_path / "long.jsonl").rows) == 1200
 
 
 def test_a_worker_that_dies_is_reported_and_the_others_rows_are_kept(tmp_path):

@@ -14,6 +14,7 @@ from harness import llm
 from harness.io import InputError
 from harness.prompts import Prompts
 from harness.release import Item, Predictions, Release, load_predictions
+from harness.runner import AUTO, AUTO_MAX_WORKERS, AUTO_MIN_CONCURRENCY, AUTO_MIN_JOBS
 
 DEFAULT_CACHE = Path(".harness-cache") / "responses.sqlite"
 
@@ -34,9 +35,12 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="FILE",
                         help=f"response cache (SQLite); a rerun of the same calls is answered from it (default: {DEFAULT_CACHE})")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
+    parser.add_argument("--workers", type=_workers, default=AUTO, metavar="N",
                         help="split the calls over N processes sharing each endpoint's concurrency and rate limits; "
-                             "helps only when a fast local endpoint makes this client's CPU the limit (default: 1)")
+                             "this only speeds up fast endpoints, where this client's CPU is the limit. 'auto' "
+                             f"(the default) uses one process per core, up to {AUTO_MAX_WORKERS}, for runs of "
+                             f"{AUTO_MIN_JOBS}+ calls to an endpoint allowed {AUTO_MIN_CONCURRENCY}+ concurrent calls, "
+                             "else one")
 
 
 def add_run_options(parser: argparse.ArgumentParser, default_out: str, *, retries: bool = True) -> None:
@@ -73,10 +77,16 @@ def open_client(args, share: int = 1):
     return llm.LLMClient(endpoints, cache)
 
 
+def _workers(value: str) -> int | str:
+    if value == AUTO:
+        return AUTO
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a whole number of 1 or more, got {value!r}")
+    return int(value)
+
+
 def worker_options(args) -> dict:
     """run_jobs keyword arguments for --workers."""
-    if args.workers < 1:
-        raise InputError(f"--workers must be 1 or more, got {args.workers}")
     return {"workers": args.workers, "reopen": lambda share: open_client(args, share)}
 
 
