@@ -66,6 +66,7 @@ def fill(n_items: int) -> dict[str, dict]:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.sessions.backends.db import SessionStore
     from django.core.management import call_command
@@ -117,7 +118,7 @@ def fill(n_items: int) -> dict[str, dict]:
     for person in people:
         session = SessionStore()
         session[SESSION_KEY] = str(person.pk)
-        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
         session[HASH_SESSION_KEY] = person.get_session_auth_hash()
         session.create()
         clients[person.username] = {"cookie": session.session_key, "items": [i.pk for i in by_person[person.pk]]}

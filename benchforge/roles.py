@@ -7,8 +7,11 @@ as researchers.
 
 from functools import wraps
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
+from django.db.models import Case, IntegerField, OuterRef, Subquery, Value, When
 from rest_framework.permissions import BasePermission
 
 ANNOTATOR = "annotator"
@@ -31,6 +34,20 @@ def user_role(user) -> str | None:
     role = max(names, key=_RANK.__getitem__) if names else None
     user._benchforge_role = role
     return role
+
+
+class RoleModelBackend(ModelBackend):
+    """ModelBackend that loads the user's role with the user, in one query instead of two:
+    every page checks the role, and the user is loaded again on every request."""
+
+    def get_user(self, user_id):
+        rank = Case(*(When(name=name, then=Value(n)) for name, n in _RANK.items()), output_field=IntegerField())
+        top_role = Group.objects.filter(user=OuterRef("pk"), name__in=ROLES).annotate(rank=rank).order_by("-rank").values("name")[:1]
+        user = get_user_model()._default_manager.filter(pk=user_id).annotate(role_name=Subquery(top_role)).first()
+        if user is None or not self.user_can_authenticate(user):
+            return None
+        user._benchforge_role = user.role_name
+        return user
 
 
 def has_role(user, *roles: str) -> bool:

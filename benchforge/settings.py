@@ -53,6 +53,9 @@ INSTALLED_APPS = [
     "labelstudio",
 ]
 
+# The role comes with the user in one query (every page checks it).
+AUTHENTICATION_BACKENDS = ["benchforge.roles.RoleModelBackend"]
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

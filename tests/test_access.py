@@ -139,3 +139,27 @@ def test_jobs_are_visible_to_members_only(api_for, client_for, annotator, make_u
     assert api.get(f"/api/v1/jobs/{theirs.pk}/").status_code == 404
     assert client_for(annotator).get(f"/jobs/{theirs.pk}/").status_code == 404
     assert client_for(annotator).get(f"/jobs/{mine.pk}/progress/").status_code == 200
+
+
+def test_the_role_is_read_with_the_user_on_every_request(client_for, make_user, benchmark):
+    from django.contrib.auth.models import Group
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from benchforge.roles import set_role
+
+    person = make_user("annotator", "pat", benchmarks=[benchmark])
+    c = client_for(person)
+    with CaptureQueriesContext(connection) as queries:
+        assert c.get("/benchmarks/new/").status_code == 403
+    group_reads = [q["sql"] for q in queries.captured_queries if "auth_user_groups" in q["sql"]]
+    assert len(group_reads) == 1 and '"auth_user"' in group_reads[0]  # one query: the user with the role
+    set_role(person, "researcher")  # takes effect on the very next request, no re-login
+    assert c.get("/benchmarks/new/").status_code == 200
+    person.groups.add(Group.objects.get_or_create(name="annotator")[0])  # two roles: the higher counts
+    assert c.get("/benchmarks/new/").status_code == 200
+    person.groups.clear()
+    assert c.get("/").status_code == 403
+    set_role(person, "annotator")
+    type(person).objects.filter(pk=person.pk).update(is_active=False)  # deactivated: logged out at once
+    assert c.get("/").status_code == 302
