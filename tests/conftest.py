@@ -72,6 +72,49 @@ def benchmark(db):
 
 
 @pytest.fixture
+def private_benchmark(db):
+    """A second benchmark, for checks that members of one never see the other's data."""
+    from curation.services import load_preset
+
+    return load_preset("mmbench", slug="private")
+
+
+@pytest.fixture
+def outsider(make_user, private_benchmark):
+    """An annotator who belongs to the other benchmark only."""
+    return make_user("annotator", "otto", benchmarks=[private_benchmark])
+
+
+@pytest.fixture
+def counting(benchmark):
+    return benchmark.tasks.get(slug="counting")
+
+
+@pytest.fixture
+def image(benchmark, counting):
+    """An accepted image tagged with the counting task (a row only, no file)."""
+    from tests.item_factories import make_image
+
+    return make_image(benchmark, tasks=[counting])
+
+
+@pytest.fixture
+def draft(benchmark, counting, annotator):
+    from annotation import services
+
+    return services.create_item(benchmark, task=counting, user=annotator)
+
+
+@pytest.fixture
+def fresh_image_indexes():
+    """Test transactions roll back and SQLite reuses ids: start from empty in-process hash indexes."""
+    from curation import services
+
+    services.image_indexes.forget()
+    services.known_index.forget()
+
+
+@pytest.fixture
 def annotator(make_user, benchmark):
     return make_user("annotator", "anna", benchmarks=[benchmark])
 

@@ -3,14 +3,8 @@
 import pytest
 
 from curation.models import Benchmark
-from curation.services import load_preset
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def private_benchmark(db):
-    return load_preset("mmbench", slug="private")
 
 
 @pytest.mark.parametrize("url", ["/", "/b/demo/", "/b/demo/taxonomy/", "/benchmarks/new/", "/jobs/1/", "/media/x.jpg"])

@@ -13,9 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def world(make_user):
-    services.image_indexes.forget()
-    services.known_index.forget()
+def world(make_user, fresh_image_indexes):
     demo = services.load_preset("alignmmbench", slug="demo")
     counting, ocr = demo.tasks.get(slug="counting"), demo.tasks.get(slug="ocr")
     images = [services.ingest_image(demo, jpeg(3000 + i, size=(640, 520)), original_name=f"p{i}.jpg",

@@ -14,24 +14,7 @@ from jobs.models import Job
 from tests.test_curation_ingest import jpeg, make_zip, media_files, stored_files_match_rows
 from tests.test_imaging import encode, photo
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_indexes():
-    services.image_indexes.forget()
-    services.known_index.forget()
-
-
-@pytest.fixture
-def private_benchmark(db):
-    return services.load_preset("mmbench", slug="private")
-
-
-@pytest.fixture
-def outsider(make_user, private_benchmark):
-    """An annotator who belongs to another benchmark only."""
-    return make_user("annotator", "otto", benchmarks=[private_benchmark])
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
 
 
 def upload(name, data, content_type="image/jpeg"):

@@ -20,15 +20,7 @@ from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
 from jobs.models import Job
 from tests.test_imaging import _png_header_only, encode, photo
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_indexes():
-    # Test transactions roll back and SQLite reuses ids: start every test from empty caches.
-    services.image_indexes.forget()
-    services.known_index.forget()
-    yield
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
 
 
 def jpeg(seed=0, size=(640, 520), **kw):

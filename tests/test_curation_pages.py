@@ -13,29 +13,13 @@ from jobs.models import Job
 from tests.test_curation_api import add_images
 from tests.test_curation_ingest import jpeg, make_zip, stored_files_match_rows
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
 
 GRID = "/b/demo/images/"
 UPLOAD = "/b/demo/images/upload/"
 IMPORT = "/b/demo/images/import/"
 NEARDUP = "/b/demo/images/near-duplicates/"
 CONTAMINATION = "/b/demo/images/contamination/"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_indexes():
-    services.image_indexes.forget()
-    services.known_index.forget()
-
-
-@pytest.fixture
-def private_benchmark(db):
-    return services.load_preset("mmbench", slug="private")
-
-
-@pytest.fixture
-def outsider(make_user, private_benchmark):
-    return make_user("annotator", "otto", benchmarks=[private_benchmark])
 
 
 def html(resp) -> str:

@@ -18,21 +18,6 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture
-def counting(benchmark):
-    return benchmark.tasks.get(slug="counting")
-
-
-@pytest.fixture
-def image(benchmark, counting):
-    return make_image(benchmark, tasks=[counting])
-
-
-@pytest.fixture
-def draft(benchmark, counting, annotator):
-    return services.create_item(benchmark, task=counting, user=annotator)
-
-
 def url(item, suffix=""):
     return f"/b/{item.benchmark.slug}/items/{item.pk}/{suffix}"
 

@@ -13,21 +13,6 @@ from tests.item_factories import complete_fields, make_image
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def counting(benchmark):
-    return benchmark.tasks.get(slug="counting")
-
-
-@pytest.fixture
-def image(benchmark, counting):
-    return make_image(benchmark, tasks=[counting])
-
-
-@pytest.fixture
-def draft(benchmark, counting, annotator):
-    return services.create_item(benchmark, task=counting, user=annotator)
-
-
 def save(item, user, **changes):
     item.refresh_from_db()
     return services.update_item(item, changes, expected_version=item.version, user=user)

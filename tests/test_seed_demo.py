@@ -9,7 +9,6 @@ from django.db.models import Count
 
 from annotation.models import Assignment
 from benchforge.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
-from curation import services
 from curation.imaging import hamming
 from curation.models import Benchmark, Image
 from tests.test_curation_ingest import stored_files_match_rows
@@ -17,8 +16,7 @@ from tests.test_curation_ingest import stored_files_match_rows
 pytestmark = pytest.mark.django_db
 
 
-def test_seed_demo_ingests_tagged_generated_images_once(settings):
-    services.image_indexes.forget()
+def test_seed_demo_ingests_tagged_generated_images_once(settings, fresh_image_indexes):
     out = io.StringIO()
     call_command("seed_demo", stdout=out)
     assert "36 images (36 added now)" in out.getvalue()
