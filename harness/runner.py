@@ -44,8 +44,17 @@ AUTO_MIN_CONCURRENCY = 16
 AUTO_MAX_WORKERS = 4
 
 
+def can_fork() -> bool:
+    """Worker processes are forked (they inherit the jobs' closures); Windows cannot fork."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 def auto_workers(pending: int, max_concurrency: int, cpus: int | None = None) -> int:
-    """How many processes workers="auto" uses for `pending` calls to an endpoint."""
+    """How many processes workers="auto" uses for `pending` calls to an endpoint. Never more
+    than one on macOS, where forking after system frameworks are loaded is unsafe; there
+    only an explicit --workers N forks."""
+    if not can_fork() or sys.platform == "darwin":
+        return 1
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if pending < AUTO_MIN_JOBS or max_concurrency < AUTO_MIN_CONCURRENCY:
@@ -239,6 +248,9 @@ def run_jobs(
     progress = Progress(label, len(pending), progress_stream)
     if workers == AUTO:
         workers = auto_workers(len(pending), client.endpoints[endpoint].max_concurrency) if reopen is not None else 1
+    if workers > 1 and not can_fork():
+        raise InputError(f"--workers {workers} needs worker processes started by fork, which this system "
+                         f"({sys.platform}) does not offer; use --workers 1")
     if workers > 1 and reopen is not None and len(pending) >= 2 * workers:
         print(f"{label}: {len(pending)} calls over {workers} worker processes", file=progress.stream, flush=True)
         _run_in_workers(reopen, workers, endpoint, pending, log, stats, progress, parse_retries, keep_outputs, with_images)

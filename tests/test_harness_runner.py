@@ -79,6 +79,20 @@ def test_auto_workers_only_for_long_runs_against_wide_endpoints():
     assert auto_workers(10_000, 64, cpus=1) == 1
 
 
+def test_without_fork_auto_stays_in_one_process_and_an_explicit_count_is_refused(tmp_path, monkeypatch):
+    import multiprocessing
+
+    from harness.io import InputError
+
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])  # as on Windows
+    assert auto_workers(10_000, 64, cpus=8) == 1
+    client = ScriptedClient(lambda m: "1", max_concurrency=64)
+    jobs = [number_job(f"k{i}") for i in range(1200)]
+    assert run_jobs(client, "e", jobs, SampleLog(tmp_path / "a.jsonl"), label="t", workers="auto", reopen=lambda share: 1 / 0).ok == 1200
+    with pytest.raises(InputError, match="--workers 2 needs worker processes started by fork.*use --workers 1"):
+        run_jobs(client, "e", jobs[:10], SampleLog(tmp_path / "b.jsonl"), label="t", workers=2, reopen=lambda share: 1 / 0)
+
+
 def test_workers_auto_forks_for_a_long_run_and_stays_in_process_for_a_short_one(tmp_path, monkeypatch):
     import io
 
