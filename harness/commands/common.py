@@ -43,6 +43,10 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                              "else one")
 
 
+def add_judge_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge", required=True, metavar="NAME", help="endpoint name of the judge in the models file")
+
+
 def add_run_options(parser: argparse.ArgumentParser, default_out: str, *, retries: bool = True) -> None:
     parser.add_argument("--out", default=default_out, metavar="DIR",
                         help=f"output folder; an interrupted run resumes from it (default: {default_out})")

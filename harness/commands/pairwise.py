@@ -35,7 +35,7 @@ def add_parser(subparsers) -> None:
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_release_option(parser)
     common.add_llm_options(parser)
-    parser.add_argument("--judge", required=True, metavar="NAME", help="endpoint name of the judge in the models file")
+    common.add_judge_option(parser)
     parser.add_argument("--anchor", required=True, metavar="JSONL", help="predictions of the anchor model")
     common.add_predictions_option(parser)
     parser.add_argument("--text-only", action="store_true", help="do not send the images to the judge")

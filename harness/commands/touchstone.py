@@ -29,7 +29,7 @@ def add_parser(subparsers) -> None:
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_release_option(parser)
     common.add_llm_options(parser)
-    parser.add_argument("--judge", required=True, metavar="NAME", help="endpoint name of the judge in the models file")
+    common.add_judge_option(parser)
     common.add_predictions_option(parser)
     common.add_run_options(parser, "results/touchstone")
     parser.set_defaults(run=run)
