@@ -119,8 +119,8 @@ class MyAssignments(generics.ListAPIView):
 
 urlpatterns = [
     path("benchmarks/<slug:slug>/items/", ItemListCreate.as_view(), name="api-items"),
-    path("benchmarks/<slug:slug>/items/<int:pk>/", ItemDetail.as_view(), name="api-item-detail"),
-    path("benchmarks/<slug:slug>/items/<int:pk>/submit/", ItemSubmit.as_view(), name="api-item-submit"),
-    path("benchmarks/<slug:slug>/items/<int:pk>/history/", ItemHistory.as_view(), name="api-item-history"),
+    path("benchmarks/<slug:slug>/items/<id:pk>/", ItemDetail.as_view(), name="api-item-detail"),
+    path("benchmarks/<slug:slug>/items/<id:pk>/submit/", ItemSubmit.as_view(), name="api-item-submit"),
+    path("benchmarks/<slug:slug>/items/<id:pk>/history/", ItemHistory.as_view(), name="api-item-history"),
     path("assignments/", MyAssignments.as_view(), name="api-assignments"),
 ]

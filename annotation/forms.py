@@ -5,6 +5,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from benchforge.errors import DomainError
+from benchforge.inputs import BadInput, parse_ids
 
 from .models import Item
 from .selectors import benchmark_people
@@ -17,10 +18,7 @@ def _text(value: str) -> str:
 
 
 def _ids(values, what: str) -> list[int]:
-    try:
-        return [int(v) for v in values if str(v).strip()]
-    except ValueError:
-        raise DomainError(f"{what} must be numeric ids.") from None
+    return parse_ids(values, what)
 
 
 def editor_changes(data, item: Item) -> dict:
@@ -73,9 +71,9 @@ class IdsField(forms.Field):
 
     def to_python(self, value):
         try:
-            return [int(v) for v in value or []]
-        except (TypeError, ValueError):
-            raise forms.ValidationError("Expected numeric ids.") from None
+            return parse_ids(value or [])
+        except BadInput as exc:
+            raise forms.ValidationError(exc.message) from None
 
 
 def _people_field(benchmark, **kwargs):

@@ -2,6 +2,8 @@
 
 from rest_framework import serializers
 
+from benchforge.inputs import id_field
+
 from .models import Assignment, Criterion, Item, ItemRevision
 from .selectors import item_payload
 from .services import ROLES_IN_TURN
@@ -79,16 +81,16 @@ class ItemWriteSerializer(serializers.Serializer):
     answer = serializers.CharField(allow_blank=True, max_length=1, required=False, help_text="letter of the correct option")
     reference_answer = _text(required=False)
     description = _text(required=False)
-    images = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="accepted image ids, in order")
+    images = serializers.ListField(child=id_field(), required=False, max_length=100, help_text="accepted image ids, in order")
     criteria = CriterionSerializer(many=True, required=False, help_text="1-3 criteria (required before submitting)")
 
 
 class ItemUpdateSerializer(ItemWriteSerializer):
-    version = serializers.IntegerField(help_text="the version your edit started from; a newer stored version answers 409")
+    version = id_field(help_text="the version your edit started from; a newer stored version answers 409")
 
 
 class SubmitSerializer(serializers.Serializer):
-    version = serializers.IntegerField(required=False, help_text="the version you reviewed before submitting (recommended)")
+    version = id_field(required=False, help_text="the version you reviewed before submitting (recommended)")
 
 
 class ProblemSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from benchforge.errors import DomainError, StaleVersion
+from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required, user_role
 from curation.models import Image
 from curation.selectors import get_benchmark_for
@@ -17,13 +18,29 @@ from jobs.models import Job
 
 from . import services
 from .forms import (
-    AlignMMBenchImportForm, AssignEvenlyForm, AssignImagesForm, AssignItemsForm, NewItemForm, OpenAssignmentsForm,
+    AlignMMBenchImportForm,
+    AssignEvenlyForm,
+    AssignImagesForm,
+    AssignItemsForm,
+    NewItemForm,
+    OpenAssignmentsForm,
     editor_changes,
 )
 from .models import CHOICE_LETTERS, Assignment, Criterion, Item
 from .selectors import (
-    FIELD_LABELS, ITEM_FILTERS, assignable_images, benchmark_people, field_as_text, get_item_for, items_of,
-    latest_assignment_for_item, open_assignments_of, queue_for, queue_rows, revisions_of, revisions_with_changes,
+    FIELD_LABELS,
+    ITEM_FILTERS,
+    assignable_images,
+    benchmark_people,
+    field_as_text,
+    get_item_for,
+    items_of,
+    latest_assignment_for_item,
+    open_assignments_of,
+    queue_for,
+    queue_rows,
+    revisions_of,
+    revisions_with_changes,
     task_guidelines,
 )
 from .workflow import ANSWERED, STATUS_CHOICES, STATUS_LABELS
@@ -110,10 +127,10 @@ def _conflict(request, item: Item, changes: dict, error: StaleVersion):
 
 
 def _posted_version(request) -> int:
-    version = request.POST.get("version", "")
-    if not version.isdigit():
-        raise DomainError("The form does not say which version it was loaded from; reload the page.")
-    return int(version)
+    try:
+        return parse_id(request.POST.get("version", ""), "version")
+    except BadInput:
+        raise DomainError("The form does not say which version it was loaded from; reload the page.") from None
 
 
 def _save_and(request, slug, item_id, then=None):
@@ -173,13 +190,16 @@ def item_history(request, slug, item_id):
 def image_chip(request, slug):
     """One image for the editor's image list (htmx), after checking it can be used."""
     benchmark = get_benchmark_for(request.user, slug)
-    raw = request.GET.get("image_id", "").strip().lstrip("#")
-    image = Image.objects.filter(benchmark=benchmark, pk=int(raw)).first() if raw.isdigit() else None
+    image_id = optional_id(request.GET.get("image_id"))
+    image = Image.objects.filter(benchmark=benchmark, pk=image_id).first() if image_id else None
     if image is None:
-        return HttpResponse(f"No image #{raw} in this benchmark.", status=400)
+        # Plain text: the typed value is echoed back, and must never be read as HTML.
+        shown = request.GET.get("image_id", "").strip()[:40]
+        return HttpResponse(f"No image #{shown} in this benchmark: type the number of an accepted image.", status=400,
+                            content_type="text/plain; charset=utf-8")
     problems = services.image_refusals(benchmark, [image.pk])
     if problems:
-        return HttpResponse(" ".join(problems), status=400)
+        return HttpResponse(" ".join(problems), status=400, content_type="text/plain; charset=utf-8")
     return render(request, "annotation/_image_chip.html", {"image": image})
 
 
@@ -204,8 +224,9 @@ def queue_next(request, slug):
     """Open the next piece of work (after the assignment of `?item=<id>`, if given)."""
     benchmark = get_benchmark_for(request.user, slug)
     after = None
-    if request.GET.get("item", "").isdigit():
-        after = latest_assignment_for_item(request.user, int(request.GET["item"]))
+    item_id = optional_id(request.GET.get("item"))
+    if item_id:
+        after = latest_assignment_for_item(request.user, item_id)
     assignment = services.next_assignment(request.user, benchmark, after=after)
     if assignment is None:
         messages.success(request, "Your queue is empty: nothing left to do here.")
@@ -281,6 +302,7 @@ def _assign_post(request, benchmark) -> None:
         messages.success(request, f"{n} assignment(s) cancelled.")
 
 
+@accepts_uploads("data_file")
 @role_required(RESEARCHER)
 def import_page(request, slug):
     benchmark = get_benchmark_for(request.user, slug)

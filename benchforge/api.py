@@ -1,12 +1,16 @@
 """API plumbing shared by every app: error format, token login, who-am-I."""
 
 from django.urls import path
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.views import APIView, exception_handler as drf_exception_handler
+from rest_framework.views import APIView
+from rest_framework.views import exception_handler as drf_exception_handler
 
+from .auth import issue_token
 from .errors import DomainError
 from .roles import user_role
 
@@ -43,11 +47,57 @@ class Me(APIView):
         return Response({"username": request.user.username, "role": user_role(request.user)})
 
 
-class ObtainToken(ObtainAuthToken):
-    """POST username and password; returns the API token to send as `Authorization: Token <key>`."""
+class LoginSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False, style={"input_type": "password"})
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="send as `Authorization: Token <token>`; shown once, stored only as a hash")
+    expiry = serializers.DateTimeField()
+
+
+class ObtainToken(APIView):
+    """POST username and password; returns a new API token (send it as `Authorization: Token
+    <token>`) and when it expires. Repeated wrong passwords lock the account and the address for
+    a while (429), like the login page."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    throttle_scope = "login"
+    serializer_class = LoginSerializer
+
+    def post(self, request):
+        serializer = LoginSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        row, token = issue_token(request, **serializer.validated_data)
+        return Response(TokenSerializer({"token": token, "expiry": row.expiry}).data)
+
+
+class RevokeToken(APIView):
+    """POST with the token to revoke it (log out of the API)."""
+
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request):
+        if request.auth is None or not hasattr(request.auth, "digest"):
+            raise DomainError("Send the token to revoke in the Authorization header.")
+        request.auth.delete()
+        return Response(status=204)
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    """Documents the token header in the OpenAPI schema."""
+
+    target_class = "benchforge.auth.ThrottledTokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "`Token <token>`, from POST /api/v1/auth/token/ (tokens expire)."}
 
 
 urlpatterns = [
     path("auth/token/", ObtainToken.as_view(), name="api-token"),
+    path("auth/token/revoke/", RevokeToken.as_view(), name="api-token-revoke"),
     path("me/", Me.as_view(), name="api-me"),
 ]

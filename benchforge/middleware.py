@@ -1,9 +1,10 @@
 from django.contrib import messages
 from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequired
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect
 
 from .errors import DomainError
+from .security import same_site_url
 
 
 class LoginRequiredMiddleware(DjangoLoginRequired):
@@ -14,6 +15,17 @@ class LoginRequiredMiddleware(DjangoLoginRequired):
         if request.path_info.startswith("/api/"):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+def domain_error_response(request, error: DomainError):
+    """How a refused request is answered: JSON under /api/; plain text to htmx and GET; else a
+    message on the page the form came from (never a page of another site, whatever the Referer)."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"detail": error.message, "code": error.code, **error.extra}, status=error.status)
+    if getattr(request, "htmx", False) or request.method == "GET":
+        return HttpResponse(error.message, status=error.status, content_type="text/plain; charset=utf-8")
+    messages.error(request, error.message)
+    return redirect(same_site_url(request, request.META.get("HTTP_REFERER"), fallback="/"))
 
 
 class DomainErrorMiddleware:
@@ -27,8 +39,5 @@ class DomainErrorMiddleware:
 
     def process_exception(self, request, exception):
         if not isinstance(exception, DomainError) or request.path_info.startswith("/api/"):
-            return None
-        if getattr(request, "htmx", False) or request.method == "GET":
-            return HttpResponse(exception.message, status=exception.status, content_type="text/plain; charset=utf-8")
-        messages.error(request, exception.message)
-        return redirect(request.META.get("HTTP_REFERER") or "home")
+            return None  # the API's exception handler answers those
+        return domain_error_response(request, exception)

@@ -3,6 +3,7 @@
 
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -40,7 +41,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "axes",
     "drf_spectacular",
     "django_htmx",
     "benchforge",
@@ -53,13 +55,16 @@ INSTALLED_APPS = [
     "labelstudio",
 ]
 
-# The role comes with the user in one query (every page checks it).
-AUTHENTICATION_BACKENDS = ["benchforge.roles.RoleModelBackend"]
+# Axes refuses locked-out logins before any password is checked; the role comes with the user
+# in one query (every page checks it).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "benchforge.roles.RoleModelBackend"]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "benchforge.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "benchforge.inputs.RequestGuardMiddleware",  # before CSRF, the first to read a form body
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "benchforge.middleware.LoginRequiredMiddleware",
@@ -67,6 +72,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "benchforge.middleware.DomainErrorMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "benchforge.urls"
@@ -97,15 +103,62 @@ DATABASES = {
 if not os.environ.get("DATABASE_URL"):
     VAR_DIR.mkdir(parents=True, exist_ok=True)  # the embedded runtime's SQLite file lives here
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Several request threads plus eager tasks share one SQLite file: wait rather than fail on locks.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Several request threads and jobs share one SQLite file. WAL lets readers go on while one
+    # writes; IMMEDIATE makes every transaction take the write lock when it begins, so a second
+    # writer waits (up to the timeout) instead of failing halfway with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# ---- security (docs/security.md) ----------------------------------------------------------------
+# Login lockouts (django-axes): AXES_FAILURE_LIMIT failures for one username, or from one
+# address, lock further attempts for the cool-off; a researcher can lift it earlier.
+AXES_FAILURE_LIMIT = int(os.environ.get("BENCHFORGE_LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("BENCHFORGE_LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "benchforge.auth.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "benchforge.security.client_ip"
+AXES_VERBOSE = False
+# Proxies in front of the app whose X-Forwarded-For is trusted (0: use the connection's address).
+BENCHFORGE_TRUSTED_PROXIES = int(os.environ.get("BENCHFORGE_TRUSTED_PROXIES", "0"))
+# Guessed API tokens: this many invalid tokens from one address in the window -> 429.
+BENCHFORGE_TOKEN_FAILURE_LIMIT = int(os.environ.get("BENCHFORGE_TOKEN_FAILURE_LIMIT", "20"))
+BENCHFORGE_TOKEN_FAILURE_WINDOW = 300
+# API tokens are stored hashed and expire.
+REST_KNOX = {"TOKEN_TTL": timedelta(days=int(os.environ.get("BENCHFORGE_TOKEN_DAYS", "30"))), "AUTO_REFRESH": False}
+
+# Every response carries a Content-Security-Policy without inline script or style
+# (benchforge.security.DEFAULT_CSP; BENCHFORGE_CSP replaces it).
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if not DEBUG:
+    # Behind a proxy that terminates TLS: BENCHFORGE_PROXY_SSL_HEADER=1 trusts its
+    # X-Forwarded-Proto; BENCHFORGE_SSL_REDIRECT=0 when the proxy redirects to https itself.
+    if env_bool("BENCHFORGE_PROXY_SSL_HEADER", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("BENCHFORGE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = env_bool("BENCHFORGE_SECURE_COOKIES", True)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+    SECURE_HSTS_SECONDS = int(os.environ.get("BENCHFORGE_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("BENCHFORGE_HSTS_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("BENCHFORGE_HSTS_PRELOAD", True)
+
+# Throttle counters and lockout state live in the cache: set CACHE_URL (redis://...) when
+# several web processes serve the app, so they share them.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
+          if os.environ.get("CACHE_URL") else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -122,9 +175,21 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 
 # Uploads: large files stream to disk; many files per request are allowed (drag and drop).
+# Each limit is enforced while the body streams in (benchforge.inputs), never after the fact.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = 1000
-BENCHFORGE_MAX_UPLOAD_BYTES = int(os.environ.get("BENCHFORGE_MAX_UPLOAD_BYTES", 50 * 1024 * 1024))
+MB = 1024 * 1024
+BENCHFORGE_MAX_UPLOAD_BYTES = int(os.environ.get("BENCHFORGE_MAX_UPLOAD_BYTES", 50 * MB))  # one image
+BENCHFORGE_MAX_REQUEST_BYTES = int(os.environ.get("BENCHFORGE_MAX_REQUEST_BYTES", 200 * MB))  # one batch of images
+BENCHFORGE_MAX_ARCHIVE_BYTES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_BYTES", 2048 * MB))  # a zip or URL list
+BENCHFORGE_MAX_ARCHIVE_ENTRIES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_ENTRIES", "50000"))
+BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES", 8192 * MB))
+BENCHFORGE_MAX_DATA_FILE_BYTES = int(os.environ.get("BENCHFORGE_MAX_DATA_FILE_BYTES", 200 * MB))  # hash lists, metadata
+# URL imports: a whole download (redirects included) must finish within this many seconds.
+BENCHFORGE_DOWNLOAD_DEADLINE = float(os.environ.get("BENCHFORGE_DOWNLOAD_DEADLINE", "60"))
+# Addresses people type (URL lists, a benchmark's Label Studio URL) must be public unless allowed.
+BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE = env_bool("BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE", False)
+BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE = env_bool("BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE", False)
 
 # LLM endpoints (harness/llm.py TOML format); API keys stay in the environment.
 BENCHFORGE_MODELS = Path(os.environ.get("BENCHFORGE_MODELS", BASE_DIR / "models.toml"))
@@ -144,10 +209,27 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "benchforge.auth.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "benchforge.inputs.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.ScopedRateThrottle",
+    ],
+    # Client addresses for throttles: X-Forwarded-For only from the trusted proxies.
+    "NUM_PROXIES": BENCHFORGE_TRUSTED_PROXIES,
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("BENCHFORGE_API_ANON_RATE", "120/min"),
+        "user": os.environ.get("BENCHFORGE_API_USER_RATE", "6000/min"),
+        "login": os.environ.get("BENCHFORGE_API_LOGIN_RATE", "30/min"),
+    },
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -171,4 +253,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # One line per login otherwise; failures and lockouts are still logged.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

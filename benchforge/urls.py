@@ -7,6 +7,11 @@ from curation.views import media_file
 
 from . import views
 
+handler400 = views.bad_request
+handler403 = views.permission_denied
+handler404 = views.page_not_found
+handler500 = views.server_error
+
 api_patterns = [
     path("", include("benchforge.api")),
     path("", include("jobs.api")),
@@ -17,6 +22,7 @@ api_patterns = [
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/lockouts/", views.lockouts, name="lockouts"),
     path("admin/", admin.site.urls),
     path("", views.home, name="home"),
     path("b/<slug:slug>/", views.dashboard, name="dashboard"),

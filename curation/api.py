@@ -4,16 +4,29 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from benchforge.inputs import accepts_uploads, refused_uploads
 from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, role_permission
 
 from . import services
 from .models import Image
 from .selectors import (
-    IMAGE_FLAGS, benchmarks_for, get_benchmark_for, get_image_for, images_of, known_sets, status_counts,
+    IMAGE_FLAGS,
+    benchmarks_for,
+    get_benchmark_for,
+    get_image_for,
+    images_of,
+    known_sets,
+    status_counts,
 )
 from .serializers import (
-    BenchmarkSerializer, ImageSerializer, ImageUploadSerializer, ImportSerializer, KnownSetImportSerializer,
-    KnownSetSerializer, ScreenSerializer, TaskSerializer,
+    BenchmarkSerializer,
+    ImageSerializer,
+    ImageUploadSerializer,
+    ImportSerializer,
+    KnownSetImportSerializer,
+    KnownSetSerializer,
+    ScreenSerializer,
+    TaskSerializer,
 )
 
 
@@ -79,6 +92,7 @@ urlpatterns = [
 # ---- images --------------------------------------------------------------------------------------
 
 
+@accepts_uploads("images")
 class ImageListUpload(generics.ListAPIView):
     """Images of a benchmark, filtered by `status` (pending, accepted, rejected), `task` (slug) and
     `flag` (low_resolution, near_duplicate, contaminated, animated, untagged).
@@ -106,7 +120,11 @@ class ImageListUpload(generics.ListAPIView):
 
     def post(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
-        data = {"files": request.FILES.getlist("files") or request.FILES.getlist("file"),
+        refused = refused_uploads(request)
+        files = request.FILES.getlist("files") or request.FILES.getlist("file")
+        if refused and not files:  # every file was over the limit: say so for each
+            return Response({"results": [{"name": r.name, "outcome": "error", "message": r.message} for r in refused]})
+        data = {"files": files,
                 "tasks": request.data.getlist("tasks"), "source": request.data.get("source", ""),
                 "license": request.data.get("license", "")}
         serializer = ImageUploadSerializer(data=data)
@@ -115,6 +133,8 @@ class ImageListUpload(generics.ListAPIView):
         tasks = services.tasks_by_slugs(benchmark, values["tasks"])
         results = services.ingest_uploads(benchmark, values["files"], user=request.user, tasks=tasks,
                                           source=values["source"], license=values["license"])
+        for r in refused:  # in the order the files were sent, as the uploader expects
+            results.insert(r.position, {"name": r.name, "outcome": "error", "message": r.message})
         added = any(r["outcome"] == "added" for r in results)
         return Response({"results": results}, status=status.HTTP_201_CREATED if added else status.HTTP_200_OK)
 
@@ -153,6 +173,7 @@ class ImageScreen(generics.GenericAPIView):
         })
 
 
+@accepts_uploads("archive")
 class ImageImport(generics.GenericAPIView):
     """Researchers: start a zip or URL-list import job (multipart `kind`=zip|url_list, `file`, and
     optional `tasks`, `source`, `license`). Answers 202 with the job id; poll /api/v1/jobs/<id>/,
@@ -174,6 +195,7 @@ class ImageImport(generics.GenericAPIView):
                         status=status.HTTP_202_ACCEPTED)
 
 
+@accepts_uploads("data_file")
 class KnownSetList(generics.ListAPIView):
     """Researchers: known image sets (SFT data, prior benchmarks) that images are checked against.
     POST multipart `name`, `kind` (sft, benchmark, other), `description` and `file` (a hash list:
@@ -216,7 +238,7 @@ urlpatterns += [
     path("benchmarks/<slug:slug>/images/", ImageListUpload.as_view(), name="api-images"),
     path("benchmarks/<slug:slug>/images/screen/", ImageScreen.as_view(), name="api-images-screen"),
     path("benchmarks/<slug:slug>/images/import/", ImageImport.as_view(), name="api-images-import"),
-    path("benchmarks/<slug:slug>/images/<int:pk>/", ImageDetail.as_view(), name="api-image-detail"),
+    path("benchmarks/<slug:slug>/images/<id:pk>/", ImageDetail.as_view(), name="api-image-detail"),
     path("known-sets/", KnownSetList.as_view(), name="api-known-sets"),
-    path("known-sets/<int:pk>/", KnownSetDetail.as_view(), name="api-known-set-detail"),
+    path("known-sets/<id:pk>/", KnownSetDetail.as_view(), name="api-known-set-detail"),
 ]

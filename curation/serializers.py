@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from benchforge.inputs import id_field
+
 from .imaging import hash_to_hex
 from .models import Benchmark, Category, Image, KnownImageSet, Task
 from .presets import PRESETS
@@ -78,7 +80,7 @@ class ImageSerializer(serializers.ModelSerializer):
 
 
 class ScreenSerializer(serializers.Serializer):
-    ids = serializers.ListField(child=serializers.IntegerField(), allow_empty=False, max_length=1000)
+    ids = serializers.ListField(child=id_field(), allow_empty=False, max_length=1000)
     action = serializers.ChoiceField(choices=["accept", "reject", "reset"])
     reason = serializers.CharField(required=False, allow_blank=True, default="")
     note = serializers.CharField(required=False, allow_blank=True, default="")

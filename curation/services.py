@@ -4,9 +4,7 @@
 import csv
 import hashlib
 import io
-import ipaddress
 import json
-import socket
 import uuid
 import zipfile
 from dataclasses import dataclass
@@ -14,7 +12,6 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-import httpx
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
@@ -23,6 +20,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 from django.utils.text import slugify
 
+from benchforge import outbound
 from benchforge.errors import DomainError
 from jobs import services as jobs
 
@@ -116,9 +114,6 @@ def set_members(benchmark: Benchmark, users) -> None:
 # =========================================================================================
 
 THUMBNAIL_PX = 256
-URL_CONNECT_TIMEOUT = 5.0
-URL_READ_TIMEOUT = 15.0
-MAX_REDIRECTS = 5
 _JUNK_NAMES = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 
 
@@ -399,7 +394,8 @@ def _run_zip(job):
         raise DomainError(f"The upload is not a readable zip archive ({exc}).") from None
     counts: dict[str, int] = {}
     with archive:
-        members = [m for m in archive.infolist() if not m.is_dir() and not any(j in m.filename for j in _JUNK_NAMES)]
+        members = _zip_members(archive)
+        check_zip_members(members)
         jobs.start_job(job.pk, total=len(members))
         seen: dict[str, int] = {}
         for member in members:
@@ -481,49 +477,6 @@ def parse_url_list(text: str) -> list[UrlRow]:
     return [UrlRow(i, ln.strip()) for i, ln in enumerate(lines, 1) if ln.strip() and not ln.lstrip().startswith("#")]
 
 
-def _refuse_private_address(request: httpx.Request) -> None:
-    if getattr(settings, "BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE", False):
-        return
-    host = request.url.host
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
-    except socket.gaierror:
-        raise DomainError(f"Cannot resolve host '{host}'.") from None
-    for address in addresses:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        if ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or ip.is_multicast:
-            raise DomainError(f"Refusing to download from an internal address ({host}).")
-
-
-def download_image(client: httpx.Client, url: str, max_bytes: int) -> bytes:
-    """GET an image with timeouts, a streamed size cap and a content-type check."""
-    if urlsplit(url).scheme not in ("http", "https"):
-        raise DomainError("Only http:// and https:// URLs can be downloaded.")
-    try:
-        with client.stream("GET", url) as response:
-            if response.status_code != 200:
-                raise DomainError(f"The server answered HTTP {response.status_code}.")
-            ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if not ctype.startswith("image/"):
-                raise DomainError(f"Not an image: the server sent content-type '{ctype or 'none'}'.")
-            declared = response.headers.get("content-length")
-            if declared and declared.isdigit() and int(declared) > max_bytes:
-                raise DomainError(f"The image is {int(declared) / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB.")
-            chunks, size = [], 0
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > max_bytes:
-                    raise DomainError(f"The download exceeded the {max_bytes / 1e6:.0f} MB limit; stopped.")
-                chunks.append(chunk)
-            return b"".join(chunks)
-    except httpx.TimeoutException:
-        raise DomainError("The download timed out.") from None
-    except httpx.TooManyRedirects:
-        raise DomainError(f"More than {MAX_REDIRECTS} redirects.") from None
-    except httpx.HTTPError as exc:
-        raise DomainError(f"Download failed: {exc}.") from None
-
-
 def _resolve_tasks(benchmark: Benchmark, spec: str, by_key: dict[str, Task]) -> list[Task]:
     tasks = []
     for name in (p.strip() for p in spec.replace("|", ";").split(";") if p.strip()):
@@ -548,10 +501,7 @@ def _run_url_list(job):
         by_key[task.slug.lower()] = task
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
     counts: dict[str, int] = {}
-    timeout = httpx.Timeout(URL_READ_TIMEOUT, connect=URL_CONNECT_TIMEOUT)
-    with httpx.Client(timeout=timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS,
-                      event_hooks={"request": [_refuse_private_address]},
-                      headers={"User-Agent": "benchforge-image-import"}) as client:
+    with outbound.download_client() as client:
         for row in rows:
             key = f"line {row.line}: {row.url}"
             if key in done:
@@ -559,7 +509,7 @@ def _run_url_list(job):
 
             def ingest(row=row):
                 row_tasks = _resolve_tasks(job.benchmark, row.tasks, by_key)
-                data = download_image(client, row.url, max_bytes)
+                data = outbound.download(client, row.url, max_bytes=max_bytes)
                 options = {**common, "source": row.source or common["source"] or row.url,
                            "license": row.license or common["license"]}
                 return ingest_image(job.benchmark, data, original_name=PurePosixPath(urlsplit(row.url).path).name,
@@ -787,11 +737,32 @@ def ingest_uploads(benchmark: Benchmark, files, *, user, tasks=(), source: str =
     return results
 
 
+def check_zip_members(members: list[zipfile.ZipInfo]) -> None:
+    """Refuse an archive with more entries, or more unpacked bytes, than an import may hold."""
+    limit = settings.BENCHFORGE_MAX_ARCHIVE_ENTRIES
+    if len(members) > limit:
+        raise DomainError(f"The zip holds {len(members):,} files; an import takes at most {limit:,}. Split it into several zips.")
+    unpacked, cap = sum(m.file_size for m in members), settings.BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES
+    if unpacked > cap:
+        raise DomainError(f"The zip unpacks to {unpacked / 1e9:.1f} GB; an import takes at most {cap / 1e9:.1f} GB. "
+                          "Split it into several zips.")
+
+
+def _zip_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    return [m for m in archive.infolist() if not m.is_dir() and not any(j in m.filename for j in _JUNK_NAMES)]
+
+
 def _check_import_file(kind: str, file) -> None:
     """Refuse an upload that cannot be what the user said it is, before any job starts."""
     if kind == "zip":
         if not zipfile.is_zipfile(file):
             raise DomainError("The file is not a zip archive; choose a .zip of images (or pick 'URL list').")
+        file.seek(0)
+        try:
+            with zipfile.ZipFile(file) as archive:
+                check_zip_members(_zip_members(archive))
+        except zipfile.BadZipFile as exc:
+            raise DomainError(f"The zip archive is damaged ({exc}).") from None
     else:
         try:
             text = file.read().decode("utf-8-sig")

@@ -13,8 +13,8 @@ urlpatterns = [
     path("b/<slug:slug>/images/upload/", views.image_upload, name="image-upload"),
     path("b/<slug:slug>/images/import/", views.image_import, name="image-import"),
     path("b/<slug:slug>/images/near-duplicates/", views.near_duplicates, name="near-duplicates"),
-    path("b/<slug:slug>/images/<int:pk>/near-duplicate/", views.near_duplicate_resolve, name="near-duplicate-resolve"),
+    path("b/<slug:slug>/images/<id:pk>/near-duplicate/", views.near_duplicate_resolve, name="near-duplicate-resolve"),
     path("b/<slug:slug>/images/contamination/", views.contamination, name="contamination"),
     path("known-sets/", views.known_sets_page, name="known-sets"),
-    path("known-sets/<int:pk>/delete/", views.known_set_delete, name="known-set-delete"),
+    path("known-sets/<id:pk>/delete/", views.known_set_delete, name="known-set-delete"),
 ]

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from benchforge.errors import DomainError
+from benchforge.inputs import accepts_uploads
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 
 from . import services
@@ -17,8 +18,17 @@ from .forms import BenchmarkCreateForm, BenchmarkSettingsForm, ImportForm, Known
 from .imaging import hamming
 from .models import Image, KnownImageSet
 from .selectors import (
-    IMAGE_FLAGS, contamination_report, get_benchmark_for, get_image_for, images_of, known_sets,
-    media_file_visible_to, near_duplicate_queue, recent_imports, status_counts, task_collection_progress,
+    IMAGE_FLAGS,
+    contamination_report,
+    get_benchmark_for,
+    get_image_for,
+    images_of,
+    known_sets,
+    media_file_visible_to,
+    near_duplicate_queue,
+    recent_imports,
+    status_counts,
+    task_collection_progress,
     taxonomy_tree,
 )
 from .tasks import load_preset_task
@@ -138,6 +148,7 @@ def image_upload(request, slug):
     })
 
 
+@accepts_uploads("archive")
 @role_required(RESEARCHER)
 @require_POST
 def image_import(request, slug):
@@ -191,6 +202,7 @@ def contamination(request, slug):
     return render(request, "curation/images_contamination.html", {"benchmark": benchmark, "page": page})
 
 
+@accepts_uploads("data_file")
 @role_required(RESEARCHER)
 def known_sets_page(request):
     form = KnownSetForm(request.POST or None, request.FILES or None)

@@ -24,4 +24,4 @@ class JobDetail(generics.RetrieveAPIView):
         return visible_jobs(self.request.user).distinct()
 
 
-urlpatterns = [path("jobs/<int:pk>/", JobDetail.as_view(), name="api-job-detail")]
+urlpatterns = [path("jobs/<id:pk>/", JobDetail.as_view(), name="api-job-detail")]

@@ -16,6 +16,7 @@ import html
 import os
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.db import transaction
@@ -24,6 +25,7 @@ from django.utils import timezone
 from annotation.models import Item
 from annotation.selectors import item_payload, with_payload_data
 from annotation.services import update_item
+from benchforge import outbound
 from benchforge.errors import DomainError, NotAllowed, StaleVersion
 from benchforge.roles import RESEARCHER, user_role
 from curation.models import Image
@@ -75,13 +77,25 @@ def save_connection(benchmark, *, url: str, token_env: str, user):
     except ValidationError as exc:
         raise DomainError(" ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()),
                           code="invalid") from None
+    check_server_url(connection.url)
     connection.save()
     return connection
+
+
+def check_server_url(url: str) -> None:
+    """A Label Studio URL a researcher typed may only point at a public address (the server sends
+    a token there), unless it is the operator's LABEL_STUDIO_URL or BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE
+    is on (Label Studio on the same private network)."""
+    trusted = os.environ.get(URL_ENV, "").rstrip("/")
+    if not url or (trusted and url.rstrip("/") == trusted):
+        return
+    outbound.check_url(url, allow_private=settings.BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE)
 
 
 def open_client(benchmark, *, url: str = "") -> LabelStudioClient:
     connection = connection_for(benchmark)
     url = url or connection.server_url
+    check_server_url(url)  # again at connection time: the name may resolve elsewhere now
     if not url:
         raise LabelStudioError(
             f"No Label Studio URL for {benchmark.name}: set it on the benchmark's Label Studio page or in the "

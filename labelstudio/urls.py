@@ -6,5 +6,5 @@ urlpatterns = [
     path("b/<slug:slug>/labelstudio/", views.labelstudio_page, name="labelstudio"),
     path("b/<slug:slug>/labelstudio/connection/", views.labelstudio_connection, name="labelstudio-connection"),
     path("b/<slug:slug>/labelstudio/push/", views.labelstudio_push, name="labelstudio-push"),
-    path("b/<slug:slug>/labelstudio/<int:link_id>/pull/", views.labelstudio_pull, name="labelstudio-pull"),
+    path("b/<slug:slug>/labelstudio/<id:link_id>/pull/", views.labelstudio_pull, name="labelstudio-pull"),
 ]

@@ -42,6 +42,16 @@ def _isolated_media(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_cache():
+    # API throttle and token-failure counters live in the cache: each test starts from zero.
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     # Test users log in for real; the production hasher's cost is not what these tests check.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -143,15 +153,46 @@ def client_for(client):
 
 @pytest.fixture
 def api_for(db):
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from benchforge.auth import create_token_for
+
+    tokens = {}
+
     def make(user):
+        if user.pk not in tokens:
+            tokens[user.pk] = create_token_for(user)
         c = APIClient()
-        c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+        c.credentials(HTTP_AUTHORIZATION=f"Token {tokens[user.pk]}")
         return c
 
     return make
+
+
+@pytest.fixture
+def fake_dns(monkeypatch):
+    """fake_dns({"name": "address", ...}): those names resolve to those addresses (tests have no
+    DNS, and need names that resolve to public, private or changing addresses)."""
+    import socket
+
+    real = socket.getaddrinfo
+    table: dict[str, list[str]] = {}
+    calls: list[str] = []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host in table:
+            calls.append(host)
+            family = lambda a: socket.AF_INET6 if ":" in a else socket.AF_INET  # noqa: E731
+            return [(family(a), socket.SOCK_STREAM, 6, "", (a, port or 0)) for a in table[host]]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+    def define(entries: dict[str, str | list[str]]):
+        table.update({name: [a] if isinstance(a, str) else list(a) for name, a in entries.items()})
+        return calls
+
+    return define
 
 
 @pytest.fixture
@@ -191,11 +232,31 @@ def browser():
 
 @pytest.fixture
 def browser_page(browser, live_server):
+    """A page on the live server. The app's Content-Security-Policy stays on, and any violation
+    the browser reports fails the test (unless it sets page.expect_csp_violations = True):
+    every browser test also checks that no page needs inline script or style."""
     context = browser.new_context(base_url=live_server.url)
     context.set_default_timeout(10_000)
     page = context.new_page()
+    page.csp_violations = []
+    page.expect_csp_violations = False
+    page.on("console", lambda msg: page.csp_violations.append(msg.text) if "Content Security Policy" in msg.text else None)
     yield page
     context.close()
+    if not page.expect_csp_violations:
+        assert page.csp_violations == [], "the page broke its Content-Security-Policy"
+
+
+def wait_until(page, expression: str, timeout: float = 10.0) -> None:
+    """page.wait_for_function without eval inside the page, which the app's Content-Security-Policy
+    forbids: polls page.evaluate (run by the browser's debugger protocol, outside the policy)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for: {expression}")
+        page.wait_for_timeout(50)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import pytest
 from curation import services
 from curation.models import Image
 from tests.test_curation_ingest import jpeg
+from tests.conftest import wait_until
 from tests.test_imaging import encode, photo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -87,8 +88,8 @@ def test_screening_with_the_keyboard_updates_in_place(login_as, world):
     assert page.locator('.tile[aria-selected="true"]').count() == 0
     assert page.locator("#count-accepted b").inner_text() == "2"
     assert page.locator("#count-rejected b").inner_text() == "2"
-    page.wait_for_function("document.querySelector('#task-progress tr[data-task=counting] td.accepted').textContent === '1'")
-    page.wait_for_function("document.querySelector('#task-progress tr[data-task=ocr] td.accepted').textContent === '1'")
+    wait_until(page, "document.querySelector('#task-progress tr[data-task=counting] td.accepted').textContent === '1'")
+    wait_until(page, "document.querySelector('#task-progress tr[data-task=ocr] td.accepted').textContent === '1'")
     assert page.evaluate("window.stillTheSamePage") is True
 
     by_id = {i.pk: i for i in Image.objects.all()}
@@ -121,9 +122,9 @@ def test_bulk_buttons_and_filters(login_as, world):
     ocr_ids = [i.pk for i in world["images"][5:]]
     assert page.locator(".tile").count() == 4
     # Thumbnails load through the access-checked media view; "o" shows the full-size file.
-    page.wait_for_function("[...document.querySelectorAll('.tile img')].every(i => i.complete && i.naturalWidth > 0)")
+    wait_until(page, "[...document.querySelectorAll('.tile img')].every(i => i.complete && i.naturalWidth > 0)")
     page.keyboard.press("o")
-    page.wait_for_function("document.getElementById('preview-img').naturalWidth === 640")
+    wait_until(page, "document.getElementById('preview-img').naturalWidth === 640")
     page.keyboard.press("Escape")
     assert not page.locator("#preview").is_visible()
     page.click("#select-page")
@@ -153,7 +154,7 @@ def test_upload_by_file_picker_and_drag_and_drop(login_as, world, tmp_path):
     page.select_option("select[name=tasks]", ["chart"])
     page.fill("input[name=source]", "my camera")
     page.set_input_files("#upload-input", [str(tmp_path / n) for n in ("one.jpg", "fake.jpg", "two.png")])
-    page.wait_for_function("document.querySelectorAll('#upload-results tbody tr').length === 3 && "
+    wait_until(page, "document.querySelectorAll('#upload-results tbody tr').length === 3 && "
                            "!document.querySelector('#upload-results tr.outcome-waiting')")
     outcomes = page.locator("#upload-results tbody tr").evaluate_all(
         "rows => rows.map(r => [r.dataset.name, r.children[1].textContent, r.children[2].textContent])")

@@ -13,6 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
+from benchforge import outbound
 from benchforge.errors import DomainError
 from curation import services
 from curation.imaging import ImageRejected, hamming
@@ -320,7 +321,7 @@ def image_server():
 def test_url_list_downloads_with_checks(benchmark, researcher, tmp_path, settings, monkeypatch, image_server):
     settings.BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE = True
     settings.BENCHFORGE_MAX_UPLOAD_BYTES = 400_000
-    monkeypatch.setattr(services, "URL_READ_TIMEOUT", 0.5)
+    monkeypatch.setattr(outbound, "READ_TIMEOUT", 0.5)
     server, base = image_server
     task = benchmark.tasks.first()
     ImageHandler.routes = {

@@ -81,7 +81,7 @@ def test_grid_shows_tiles_counts_progress_and_the_shortcut_legend(client_for, an
     assert re.search(r'id="count-pending"[^>]*>Pending <b>1</b>', page)
     row = re.search(r'<tr data-task="counting">(.*?)</tr>', page, re.S)[1]
     assert re.findall(r'<td class="num[^"]*">(\d+)</td>', row) == ["1", "4", "1", "1"]  # accepted, quota, pending, rejected
-    assert "width: 25%" in row
+    assert 'data-width="25%"' in row
     legend = re.search(r'<aside class="legend" id="shortcut-legend".*?</aside>', page, re.S)[0]
     for key in ["a", "u", "x", "1", "6", "h", "j", "k", "l"]:
         assert f"<kbd>{key}</kbd>" in legend

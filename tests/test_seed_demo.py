@@ -16,6 +16,11 @@ from tests.test_curation_ingest import stored_files_match_rows
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _development_runtime(settings):
+    settings.DEBUG = True  # what `make run` runs with; pytest turns it off
+
+
 def test_seed_demo_ingests_tagged_generated_images_once(settings, fresh_image_indexes):
     out = io.StringIO()
     call_command("seed_demo", stdout=out)
@@ -51,3 +56,13 @@ def test_seed_demo_ingests_tagged_generated_images_once(settings, fresh_image_in
     # A re-run leaves people's screening decisions alone.
     assert Image.objects.get(pk=accepted[0].pk).status == Image.Status.REJECTED
     assert Image.objects.filter(status=Image.Status.ACCEPTED).count() == 21
+
+
+def test_seed_demo_refuses_to_create_published_accounts_in_production(settings):
+    from django.core.management import CommandError
+    from django.contrib.auth import get_user_model
+
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="only runs with DEBUG on"):
+        call_command("seed_demo", stdout=io.StringIO())
+    assert not get_user_model().objects.filter(username__in=[u for u, _, _ in DEMO_USERS]).exists()

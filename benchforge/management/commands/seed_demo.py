@@ -1,4 +1,5 @@
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 
 from annotation.services import seed_demo_work
 from benchforge.demo_images import demo_pictures
@@ -8,11 +9,12 @@ from curation.services import ingest_image, load_preset, screen_images
 DEMO_SLUG = "alignmmbench-demo"
 DEMO_SOURCE = "benchforge demo generator (drawn in code)"
 # Development-only accounts, printed by `make run`; never used outside the embedded runtime.
+# Their passwords are public, so the command refuses to run with DEBUG off.
 DEMO_USERS = [
-    ("researcher", "researcher", "demo-researcher-pw"),
-    ("reviewer", "reviewer", "demo-reviewer-pw"),
-    ("annotator", "annotator", "demo-annotator-pw"),
-    ("annotator2", "annotator", "demo-annotator2-pw"),
+    ("researcher", "researcher", "bf-demo-researcher-2026"),
+    ("reviewer", "reviewer", "bf-demo-reviewer-2026"),
+    ("annotator", "annotator", "bf-demo-annotator-2026"),
+    ("annotator2", "annotator", "bf-demo-annotator2-2026"),
 ]
 
 
@@ -20,6 +22,9 @@ class Command(BaseCommand):
     help = "Load the demo benchmark (AlignMMBench preset, generated images) and demo users. Safe to re-run."
 
     def handle(self, **options):
+        if not settings.DEBUG:
+            raise CommandError("The demo creates accounts with published passwords, so it only runs with DEBUG on "
+                               "(the development default). Create real users with `manage.py create_user`.")
         benchmark = load_preset("alignmmbench", slug=DEMO_SLUG)
         users = {username: create_or_update_user(username, role, password=password, benchmarks=[benchmark])[0]
                  for username, role, password in DEMO_USERS}

@@ -1,0 +1,135 @@
+"""Requests the server makes to addresses people typed (URL imports, Label Studio connections).
+
+The rule: only public internet addresses, unless an operator allows more. A host name is
+resolved once, every address it resolves to is checked, and the connection goes to the checked
+address (the name is kept for the Host header and TLS), so a name that resolves to a public
+address for the check and to an internal one for the connection (DNS rebinding) gets nowhere.
+Every redirect hop goes through the same check, and a download has a total deadline.
+"""
+
+import ipaddress
+import socket
+import time
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+
+from .errors import DomainError
+
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 10.0  # one silent read; the whole download is bounded by the deadline
+MAX_REDIRECTS = 5
+USER_AGENT = "benchforge-image-import"
+
+
+class Refused(DomainError):
+    code = "address_refused"
+
+
+def is_public(address: str) -> bool:
+    """True for a globally routable unicast address. Everything else is refused: private, loopback,
+    link-local (cloud metadata at 169.254.169.254), shared/carrier-grade NAT (100.64.0.0/10),
+    reserved, multicast, and IPv6 forms that embed such an IPv4 address."""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if embedded is None and ip in ipaddress.ip_network("64:ff9b::/96"):  # NAT64
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embedded is not None and not is_public(str(embedded)):
+            return False
+    return ip.is_global and not ip.is_multicast
+
+
+def resolve_checked(host: str, port: int, *, allow_private: bool = False) -> str:
+    """The address to connect to for `host`: every address it resolves to must be public."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise Refused(f"Cannot resolve host '{host}'.") from None
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    if not addresses:
+        raise Refused(f"Cannot resolve host '{host}'.")
+    if not allow_private:
+        for address in addresses:
+            if not is_public(address):
+                raise Refused(f"Refusing to connect to an internal address ({host} is {address}).")
+    return addresses[0]
+
+
+def check_url(url: str, *, allow_private: bool = False) -> str:
+    """Refuse a URL that is not http(s) or whose host is internal; returns the checked address."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Refused("Only http:// and https:// URLs with a host name can be used.")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise Refused(f"The URL has an invalid port: {url[:200]}") from None
+    return resolve_checked(parts.hostname, port, allow_private=allow_private)
+
+
+def _pinned_request(client: httpx.Client, url: str, allow_private: bool) -> httpx.Request:
+    """A GET for `url` that connects to the address checked for its host."""
+    target = httpx.URL(url)
+    address = check_url(str(target), allow_private=allow_private)
+    host_header = target.netloc.decode("ascii")
+    request = client.build_request("GET", target.copy_with(host=address), headers={"Host": host_header})
+    if target.scheme == "https":
+        request.extensions["sni_hostname"] = target.host  # certificate checked against the name, not the address
+    return request
+
+
+def download(client: httpx.Client, url: str, *, max_bytes: int, deadline_seconds: float | None = None,
+             content_prefix: str = "image/", allow_private: bool | None = None) -> bytes:
+    """GET `url` following at most MAX_REDIRECTS redirects, each hop checked and pinned; refuse a
+    wrong content type or more than `max_bytes`; stop at the deadline. Raises DomainError."""
+    if allow_private is None:
+        allow_private = getattr(settings, "BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE", False)
+    if deadline_seconds is None:
+        deadline_seconds = settings.BENCHFORGE_DOWNLOAD_DEADLINE
+    deadline = time.monotonic() + deadline_seconds
+    try:
+        for _hop in range(MAX_REDIRECTS + 1):
+            request = _pinned_request(client, url, allow_private)
+            response = client.send(request, stream=True)
+            try:
+                if response.is_redirect:
+                    location = response.headers.get("location", "")
+                    url = str(httpx.URL(url).join(location))
+                    continue
+                return _read_body(response, max_bytes, deadline, deadline_seconds, content_prefix)
+            finally:
+                response.close()
+        raise DomainError(f"More than {MAX_REDIRECTS} redirects.")
+    except httpx.TimeoutException:
+        raise DomainError("The download timed out.") from None
+    except httpx.HTTPError as exc:
+        raise DomainError(f"Download failed: {exc}.") from None
+
+
+def _read_body(response: httpx.Response, max_bytes: int, deadline: float, deadline_seconds: float, prefix: str) -> bytes:
+    if response.status_code != 200:
+        raise DomainError(f"The server answered HTTP {response.status_code}.")
+    ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if prefix and not ctype.startswith(prefix):
+        raise DomainError(f"Not an image: the server sent content-type '{ctype or 'none'}'.")
+    declared = response.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
+        raise DomainError(f"The image is {int(declared) / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB.")
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            raise DomainError(f"The download exceeded the {max_bytes / 1e6:.0f} MB limit; stopped.")
+        if time.monotonic() > deadline:
+            raise DomainError(f"The download took longer than {deadline_seconds:.0f} s; stopped "
+                              f"({size} bytes received). The server is too slow, or sends very slowly on purpose.")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def download_client() -> httpx.Client:
+    """The client `download` expects: no automatic redirects (each hop is checked), short timeouts."""
+    return httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT), follow_redirects=False,
+                        headers={"User-Agent": USER_AGENT}, trust_env=False)

@@ -1,0 +1,156 @@
+"""Addresses people type: only public ones, checked per redirect hop, connected to exactly as
+checked (no second DNS lookup), with a total deadline per download."""
+
+import http.server
+import threading
+import time
+
+import httpx
+import pytest
+
+from benchforge import outbound
+from benchforge.errors import DomainError
+from tests.test_curation_ingest import jpeg
+
+
+@pytest.mark.parametrize("address", [
+    "10.0.0.1", "127.0.0.1", "169.254.169.254", "100.64.0.1", "100.100.100.200", "192.168.1.1", "0.0.0.0",
+    "224.0.0.1", "::1", "fc00::1", "fe80::1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "64:ff9b::a00:1",
+    "2002:a00:1::1",
+])
+def test_internal_addresses_are_not_public(address):
+    assert not outbound.is_public(address)
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"])
+def test_public_addresses_are(address):
+    assert outbound.is_public(address)
+
+
+def test_names_resolving_to_any_internal_address_are_refused(fake_dns):
+    fake_dns({"metadata.test": "100.100.100.200", "mixed.test": ["93.184.216.34", "10.1.2.3"]})
+    for host in ("metadata.test", "mixed.test"):
+        with pytest.raises(DomainError, match="internal address"):
+            outbound.check_url(f"http://{host}/x.jpg")
+    with pytest.raises(DomainError, match="Only http"):
+        outbound.check_url("file:///etc/passwd")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    routes: dict = {}
+
+    def do_GET(self):
+        Handler.hosts.append(self.headers.get("Host"))  # before answering: the test reads it after the reply
+        kind, value = self.routes.get(self.path, ("missing", None))
+        if kind == "redirect":
+            self.send_response(302)
+            self.send_header("Location", value)
+            self.end_headers()
+        elif kind == "image":
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", str(len(value)))
+            self.end_headers()
+            self.wfile.write(value)
+        elif kind == "dribble":
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            try:
+                for _ in range(1000):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(value)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        else:
+            self.send_response(404)
+            self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    Handler.hosts = []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_the_connection_goes_to_the_checked_address(server, fake_dns):
+    # "images.test" exists only in our resolver: had the client looked the name up again to
+    # connect, it would have failed. It connected to the checked address, with the name as Host.
+    calls = fake_dns({"images.test": "127.0.0.1"})
+    Handler.routes = {"/a.jpg": ("image", jpeg(9001))}
+    with outbound.download_client() as client:
+        data = outbound.download(client, f"http://images.test:{server}/a.jpg", max_bytes=10**6, allow_private=True)
+    assert data == jpeg(9001)
+    assert calls == ["images.test"] and Handler.hosts == [f"images.test:{server}"]
+
+
+def test_every_redirect_hop_is_checked(server, fake_dns, monkeypatch):
+    # Here 127.0.0.1 counts as public and 127.0.0.2 as internal; the redirect target is refused.
+    monkeypatch.setattr(outbound, "is_public", lambda address: address == "127.0.0.1")
+    fake_dns({"public.test": "127.0.0.1", "internal.test": "127.0.0.2"})
+    Handler.routes = {"/start": ("redirect", f"http://internal.test:{server}/a.jpg"), "/a.jpg": ("image", jpeg(9002))}
+    with outbound.download_client() as client, pytest.raises(DomainError, match="internal address"):
+        outbound.download(client, f"http://public.test:{server}/start", max_bytes=10**6, allow_private=False)
+    assert len(Handler.hosts) == 1  # the internal address was never contacted
+
+
+def test_redirect_loops_stop(server, fake_dns):
+    fake_dns({"loop.test": "127.0.0.1"})
+    Handler.routes = {"/loop": ("redirect", "/loop")}
+    with outbound.download_client() as client, pytest.raises(DomainError, match="More than 5 redirects"):
+        outbound.download(client, f"http://loop.test:{server}/loop", max_bytes=10**6, allow_private=True)
+
+
+def test_a_dribbling_server_is_cut_off_at_the_deadline(server):
+    Handler.routes = {"/slow.jpg": ("dribble", 0.2)}  # one byte every 0.2 s: never silent long enough to time out
+    started = time.monotonic()
+    with outbound.download_client() as client, pytest.raises(DomainError, match="took longer than 2 s"):
+        outbound.download(client, f"http://127.0.0.1:{server}/slow.jpg", max_bytes=10**6, deadline_seconds=2,
+                          allow_private=True)
+    assert time.monotonic() - started < 4
+
+
+def test_label_studio_urls_get_the_same_checks(benchmark, researcher, fake_dns, settings, monkeypatch):
+    from labelstudio import services as lss
+    from labelstudio.models import LabelStudioConnection
+
+    monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)
+    fake_dns({"ls.internal": "10.0.0.5", "ls.public": "93.184.216.34"})
+    with pytest.raises(DomainError, match="internal address"):
+        lss.save_connection(benchmark, url="http://ls.internal:8080", token_env="LABEL_STUDIO_API_KEY", user=researcher)
+    with pytest.raises(DomainError, match="internal address"):
+        lss.save_connection(benchmark, url="http://169.254.169.254/", token_env="LABEL_STUDIO_API_KEY", user=researcher)
+    assert not LabelStudioConnection.objects.filter(benchmark=benchmark).exclude(url="").exists()
+    lss.save_connection(benchmark, url="http://ls.public:8080", token_env="LABEL_STUDIO_API_KEY", user=researcher)
+    # The operator's own LABEL_STUDIO_URL is trusted, and so is a private one when allowed.
+    monkeypatch.setenv("LABEL_STUDIO_URL", "http://ls.internal:8080")
+    lss.save_connection(benchmark, url="http://ls.internal:8080", token_env="LABEL_STUDIO_API_KEY", user=researcher)
+    monkeypatch.delenv("LABEL_STUDIO_URL")
+    settings.BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE = True
+    lss.save_connection(benchmark, url="http://ls.internal:8081", token_env="LABEL_STUDIO_API_KEY", user=researcher)
+
+
+def test_url_imports_refuse_shared_address_space(benchmark, researcher, tmp_path, fake_dns):
+    from curation import services
+
+    fake_dns({"cgnat.test": "100.64.1.1"})
+    listing = tmp_path / "urls.txt"
+    listing.write_text("http://cgnat.test/a.jpg\n")
+    job = services.run_import_job(services.create_import_job("ingest_url_list", benchmark, user=researcher,
+                                                             path=str(listing)).pk)
+    (entry,) = job.entries.all()
+    assert entry.outcome == "error" and "internal address" in entry.message
+
+
+def test_httpx_is_not_told_to_follow_redirects():
+    with outbound.download_client() as client:
+        assert client.follow_redirects is False and isinstance(client, httpx.Client)
