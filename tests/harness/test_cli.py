@@ -171,10 +171,13 @@ def test_an_interrupted_judge_run_resumes_without_repeating_work(env):
     assert sorted(s["id"] for s in env.samples("j")) == ["c1", "c1-r1", "c1-r2", "w1"]
 
 
-def test_failed_judge_calls_are_recorded_and_retried_on_the_next_run(env):
+def test_failed_judge_calls_are_recorded_and_retried_on_the_next_run(env, capsys):
     env.server.script("judge", [Fault.bad_request("context too long"), '{"rating": 6, "reason": "ok"}'])
     preds = env.predictions("m", {"w1": "x"})
-    assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j")) == 0
+    # A failed call makes the run fail (exit 1), with its reason, until a rerun asks it again.
+    assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j")) == 1
+    err = capsys.readouterr().err
+    assert "1 call(s) failed for good" in err and "1 x endpoint 'judge'" in err and "context too long" in err
     first = env.results("j")["models"]["m"]
     assert first["errors"] == 1 and first["error_ids"] == ["w1"] and first["mean"] is None
     assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j")) == 0
