@@ -33,9 +33,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 
 from harness.io import InputError, iter_jsonl_numbered, write_jsonl
 from harness.llm import ForkSharedLimiter, set_process_limiter
@@ -120,8 +121,8 @@ class SampleLog:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.rows: dict[str, dict] = {}
-        for path in [self.path, *self._parts()]:
-            self._read(path)
+        for source in [self.path, *self._parts()]:
+            self._read(source)
         self._lock = threading.Lock()
         self._handle = None
         self._flushed = 0.0
@@ -150,7 +151,7 @@ class SampleLog:
             rows.append(row)
         return rows
 
-    def part(self, index: int) -> "SampleLog":
+    def part(self, index: int) -> SampleLog:
         return SampleLog(self.part_path(index))
 
     def collect_parts(self) -> list[dict]:
@@ -370,7 +371,7 @@ def _worker_main(index, reopen, workers, endpoint, jobs, part, events, parse_ret
         _run_here(client, endpoint, jobs, part, stats, progress, parse_retries, keep_outputs, with_images)
         stats.usage = dict(client.usage.get(endpoint, {}))
         failure = None
-    except BaseException as exc:  # the parent reports it; finished rows are already in the part file
+    except BaseException as exc:  # noqa: BLE001 - the parent reports it; finished rows are already in the part
         failure = f"{type(exc).__name__}: {exc}"
     progress.flush()
     events.put(("done", index, (stats.as_dict(), failure)))
@@ -447,7 +448,7 @@ def _run_chunk(client, endpoint, jobs, log, stats, progress, parse_retries, keep
             stats.cached += cached
             progress.advance(cached=cached, problem=status != OK)
 
-        def on_result(index: int, result, round_jobs=round_jobs, attempt=attempt) -> None:
+        def on_result(index: int, result, round_jobs=round_jobs, attempt=attempt, retry_next=retry_next) -> None:
             job = round_jobs[index]
             if isinstance(result, Exception):
                 stats.errors += 1

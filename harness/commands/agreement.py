@@ -93,8 +93,8 @@ def _row(name: str, a: dict) -> list:
 
 def build_report(results: dict) -> Report:
     report = Report(title="Judge-human agreement", intro=[
-        f"{results['paired']} answers scored by both; {results['judge_only']} judge-only and {results['human_only']} "
-        f"human-only rows unpaired; {results['judge_rows_not_ok']} judge rows without a readable score left out.",
+        (f"{results['paired']} answers scored by both; {results['judge_only']} judge-only and {results['human_only']} "
+         f"human-only rows unpaired; {results['judge_rows_not_ok']} judge rows without a readable score left out."),
         "For scale (AlignMMBench): CritiqueVLM e 0.818, r 0.846, rho 0.838, tau 0.740, f 0.747, s 0.646; GPT-4 e 1.256, f 0.677.",
     ])
     rows = [_row("all", results["overall"])] + [_row(m, a) for m, a in results["by_model"].items()]

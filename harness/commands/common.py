@@ -10,8 +10,8 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from harness import llm
 from harness.io import InputError

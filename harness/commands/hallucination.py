@@ -58,8 +58,8 @@ def run(args) -> int:
 def build_report(results: dict) -> Report:
     models = results["models"]
     report = Report(title=f"Hallucination: {results['release']}", intro=[
-        f"{results['items']} questions with an image description. 0 = everything the answer says about the "
-        "image is supported by the description, 10 = nearly all of it is made up; lower is better.",
+        (f"{results['items']} questions with an image description. 0 = everything the answer says about the "
+         "image is supported by the description, 10 = nearly all of it is made up; lower is better."),
     ])
     report.sections.append(Section("Overview", [
         Table(["model", "mean (0-10, lower is better)", "scored", "unparsed", "errors", "no answer"],

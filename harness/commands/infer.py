@@ -43,7 +43,7 @@ def run(args) -> int:
     others = {row.get("model") for row in log.rows.values()} - {args.model}
     if others:
         raise InputError(f"{out} holds answers of {', '.join(sorted(map(str, others)))}; use another --out for {args.model!r}")
-    answers, stats = answer_questions(client, args.model, release.items, sink=log, text_only=args.text_only,
+    _, stats = answer_questions(client, args.model, release.items, sink=log, text_only=args.text_only,
                                       image_loader=common.image_loader(release), limit=args.limit, **common.run_options(args))
     log.compact(stats.rows)
     failures = common.failed_rows(stats.rows.values())

@@ -112,8 +112,8 @@ def build_report(results: dict) -> Report:
         )]))
     methods = sorted({m for model in models.values() for m in model["extraction"]})
     report.sections.append(Section("Choice extraction", [
-        "heuristic: read by rules; heuristic_none: a refusal (Z); extractor / extractor_none: settled "
-        "by the extractor model; unresolved: nobody could tell (counted wrong); *_error: a call failed (run again).",
+        ("heuristic: read by rules; heuristic_none: a refusal (Z); extractor / extractor_none: settled "
+         "by the extractor model; unresolved: nobody could tell (counted wrong); *_error: a call failed (run again)."),
         Table(["model"] + methods, [[n] + [m["extraction"].get(x, 0) for x in methods] for n, m in models.items()]),
     ]))
     qc = results.get("qc")
@@ -121,9 +121,9 @@ def build_report(results: dict) -> Report:
         rule = "more than half the models solve it" if qc["filter"] == TEXT_ONLY else "no model solves it"
         calls = qc["calls"]
         report.sections.append(Section(f"Quality control: {qc['filter']} filter", [
-            f"An item is flagged when {rule}. Models were asked one after the other and not about items whose verdict "
-            f"was already settled: {calls['passes_asked']} passes asked instead of {calls['passes_without_stopping']} "
-            f"({calls['saved']} saved).",
+            (f"An item is flagged when {rule}. Models were asked one after the other and not about items whose verdict "
+             f"was already settled: {calls['passes_asked']} passes asked instead of {calls['passes_without_stopping']} "
+             f"({calls['saved']} saved)."),
             Table(["flagged items", "undecided (a call failed)"],
                   [[", ".join(qc["flagged"]) or "none", ", ".join(qc["undecided"]) or "none"]]),
         ]))

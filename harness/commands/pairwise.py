@@ -80,9 +80,9 @@ def build_report(results: dict) -> Report:
     elo = results.get("elo", {})
     boot = elo.get("bootstrap", {})
     report = Report(title=f"Pairwise votes against {results['anchor']}: {results['release']}", intro=[
-        f"{results['items']} questions, each judged in both answer orders. Win rate = wins / all questions; "
-        "every outcome that is neither a win nor a loss counts as a tie; 'failed' questions (no answer, or a "
-        "vote that could not be read) stay in the denominator.",
+        (f"{results['items']} questions, each judged in both answer orders. Win rate = wins / all questions; "
+         "every outcome that is neither a win nor a loss counts as a tie; 'failed' questions (no answer, or a "
+         "vote that could not be read) stay in the denominator."),
     ])
     rows = []
     for name, m in models.items():

@@ -60,8 +60,8 @@ def run(args) -> int:
 def build_report(results: dict) -> Report:
     models = results["models"]
     report = Report(title=f"TouchStone scoring: {results['release']}", intro=[
-        f"{results['items']} questions with an image description and a reference answer; each judged twice "
-        "with positions swapped, scores averaged. Unreadable judge replies are counted, not averaged.",
+        (f"{results['items']} questions with an image description and a reference answer; each judged twice "
+         "with positions swapped, scores averaged. Unreadable judge replies are counted, not averaged."),
     ])
     report.sections.append(Section("Overview", [Table(
         ["model", "score (1-10)", "score x100", "reference score", "scored", "unparsed", "errors", "no answer"],

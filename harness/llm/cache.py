@@ -8,8 +8,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol, Self
 
 from .endpoints import Endpoint
 from .errors import CacheError
@@ -98,7 +99,7 @@ class ResponseCache:
                 self._db.close()
                 self._db = None
 
-    def __enter__(self) -> "ResponseCache":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

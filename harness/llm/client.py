@@ -13,8 +13,9 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Self
 
 from .cache import Cache, cache_key
 from .cost import cost
@@ -181,7 +182,7 @@ class LLMClient:
                     state.sdk.close()
                     state.sdk = None
 
-    def __enter__(self) -> "LLMClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -221,7 +222,7 @@ class LLMClient:
             return self.chat(endpoint, messages, **params)
         except LLMError as exc:
             return exc
-        except Exception as exc:  # one bad item must not kill the batch: report it as its result
+        except Exception as exc:  # noqa: BLE001 - one bad item must not kill the batch: report it as its result
             self._states[endpoint].count(failures=1)
             error = LLMError(f"request {index} to endpoint {endpoint!r} failed: {type(exc).__name__}: {exc}", endpoint=endpoint)
             error.__cause__ = exc
@@ -289,7 +290,7 @@ class LLMClient:
                 state.count(calls=1)
                 try:
                     response = sdk.send(messages, params)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - classify() sorts every SDK error into retry or give up
                     failure, error = sdk.classify(exc), exc
                 else:
                     state.count(prompt_tokens=response.usage["prompt_tokens"],

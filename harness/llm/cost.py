@@ -18,7 +18,7 @@ this job cost", not for billing:
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .endpoints import Endpoint
 

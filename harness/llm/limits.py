@@ -26,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import ContextManager, Iterable, Iterator, Protocol
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager as ContextManager
+from typing import Protocol
 
 from .endpoints import Endpoint
 

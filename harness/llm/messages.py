@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, Union
+from typing import Any
 
 from ..io import InputError
 from .endpoints import Endpoint
@@ -13,7 +14,7 @@ from .errors import LLMError
 
 ROLES = ("system", "user", "assistant")
 # An image: its bytes, a file path, or a zero-argument callable returning either.
-Image = Union[bytes, str, os.PathLike, Callable[[], Union[bytes, str, os.PathLike]]]
+Image = bytes | str | os.PathLike | Callable[[], bytes | str | os.PathLike]
 
 _IMAGE_SIGNATURES = (
     (b"\xff\xd8\xff", "image/jpeg"),

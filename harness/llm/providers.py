@@ -13,7 +13,7 @@ import inspect
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .endpoints import Endpoint
 
@@ -33,7 +33,7 @@ class ChatResponse:
         return {"text": self.text, "usage": self.usage, "finish_reason": self.finish_reason, "model": self.model}
 
     @classmethod
-    def from_cache(cls, value: dict, endpoint: str) -> "ChatResponse":
+    def from_cache(cls, value: dict, endpoint: str) -> ChatResponse:
         return cls(text=value["text"], usage=value["usage"], cached=True, finish_reason=value.get("finish_reason"),
                    endpoint=endpoint, model=value.get("model") or "")
 
@@ -121,10 +121,10 @@ def _server_message(response: Any) -> str:
     """The error message a server put in its body, or the start of the body."""
     try:
         data = response.json()
-    except Exception:  # not JSON, or the body was never read
+    except Exception:  # noqa: BLE001 - not JSON, or the body was never read
         try:
             return response.text.strip()[:300]
-        except Exception:
+        except Exception:  # noqa: BLE001 - an error message is a courtesy, never a second failure
             return ""
     error = data.get("error") if isinstance(data, dict) else None
     for candidate in (error.get("message") if isinstance(error, dict) else error,
@@ -259,7 +259,7 @@ class _GLMClient(_SDKClient):
     # resource has no with_raw_response). zai-sdk and zhipuai share it.
     RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
     # Keyword arguments of create() that are not request-body params.
-    NOT_BODY_PARAMS = {"self", "model", "messages", "stream", "extra_headers", "extra_query", "extra_body", "timeout"}
+    NOT_BODY_PARAMS: ClassVar[set[str]] = {"self", "model", "messages", "stream", "extra_headers", "extra_query", "extra_body", "timeout"}
 
     def _connect(self, endpoint: Endpoint, api_key: str):
         import httpx

@@ -12,8 +12,9 @@ A model call that failed leaves the item's outcome for that model "error" (asked
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from harness import llm
 from harness.io import InputError
@@ -199,7 +200,7 @@ def circular_eval(
         stats={name: RunStats() for name in endpoints},
     )
     rows: dict[str, dict] = {}
-    run = dict(sink=sink, workers=workers, reopen=reopen, progress_stream=progress_stream)
+    run = {"sink": sink, "workers": workers, "reopen": reopen, "progress_stream": progress_stream}
     for index, name in enumerate(models):
         decided = set()
         if stop_when_decided:

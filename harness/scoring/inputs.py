@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from harness import llm
 from harness.io import InputError

@@ -9,8 +9,9 @@ run's counts and the judge endpoint's usage). METHODS.md 7 has the rules they en
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from harness import llm
 from harness.io import InputError
@@ -84,9 +85,9 @@ def pointwise_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]
         for item in scored:
             if item.id not in by_id:
                 continue
-            fields = dict(task=item.task or "", task_rule=task_rule(item.task, prompts, rules),
-                          history=render_history(item.history), question_type=item.question_type or "",
-                          question=item.question, reference=item.reference_answer, answer=by_id[item.id])
+            fields = {"task": item.task or "", "task_rule": task_rule(item.task, prompts, rules),
+                      "history": render_history(item.history), "question_type": item.question_type or "",
+                      "question": item.question, "reference": item.reference_answer, "answer": by_id[item.id]}
             jobs.append(Job(
                 key=f"{model}\t{item.id}",
                 build=lambda fields=fields: [llm.text_message("user", template.render(**fields))],

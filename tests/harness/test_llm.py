@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import urllib.request
+from datetime import UTC
 
 import pytest
 from PIL import Image
@@ -196,14 +197,14 @@ def test_429_with_retry_after_is_retried_after_the_wait_the_server_asked_for(pro
 
 
 def test_retry_after_header_forms():
+    from datetime import datetime, timedelta
     from email.utils import format_datetime
-    from datetime import datetime, timedelta, timezone
 
     from harness.llm import RETRY_AFTER_CAP, parse_retry_after
 
     assert parse_retry_after({"retry-after": "3"}) == 3.0
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    in_a_minute = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=60), usegmt=True)
+    in_a_minute = format_datetime(datetime.now(UTC) + timedelta(seconds=60), usegmt=True)
     assert 50 < parse_retry_after({"retry-after": in_a_minute}) <= 60
     assert parse_retry_after({"retry-after": "86400"}) == RETRY_AFTER_CAP
     assert parse_retry_after({"retry-after": "soon"}) is None
@@ -291,9 +292,9 @@ def test_unreachable_server_is_a_clear_connection_error(monkeypatch, fake_time):
     monkeypatch.setenv(KEY_ENV, "k")
     endpoint = Endpoint(name="ep", provider="openai", base_url=f"http://127.0.0.1:{port}/v1", model="m",
                         api_key_env=KEY_ENV, max_retries=1)
-    with LLMClient({"ep": endpoint}, sleep=fake_time.sleep, clock=fake_time.clock) as client:
-        with pytest.raises(LLMError, match=f"cannot connect to http://127.0.0.1:{port}/v1") as caught:
-            client.chat("ep", [user_message("q")])
+    with (LLMClient({"ep": endpoint}, sleep=fake_time.sleep, clock=fake_time.clock) as client,
+          pytest.raises(LLMError, match=f"cannot connect to http://127.0.0.1:{port}/v1") as caught):
+        client.chat("ep", [user_message("q")])
     assert caught.value.attempts == 2
 
 
@@ -938,7 +939,7 @@ def zhipuai_only_python(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
     done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-                           "zhipuai>=2.1.5,<2.2", "sniffio"], capture_output=True, text=True, timeout=300)
+                           "zhipuai>=2.1.5,<2.2", "sniffio"], capture_output=True, text=True, timeout=300, check=False)
     return python if done.returncode == 0 else done.stderr[-2000:]
 
 
@@ -948,11 +949,11 @@ def test_glm_falls_back_to_the_older_zhipuai_package(zhipuai_only_python, fake_l
     require(not isinstance(zhipuai_only_python, str),
             f"the zhipuai package from the package index (pip said: {zhipuai_only_python!s:.300})")
     python = zhipuai_only_python
-    absent = subprocess.run([str(python), "-c", "import zai"], capture_output=True, text=True)
+    absent = subprocess.run([str(python), "-c", "import zai"], capture_output=True, text=True, check=False)
     assert absent.returncode != 0  # really only zhipuai there
     fake_llm.script("glm-4", "hello from zhipuai")
     done = subprocess.run([str(python), "-c", GLM_CALL, fake_llm.base_url("zhipuai")], cwd=REPO_ROOT, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "id.secret", "PATH": "/usr/bin:/bin"})
+                          text=True, env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "id.secret", "PATH": "/usr/bin:/bin"}, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"sdk": "zhipuai._client", "text": "hello from zhipuai"}
     [body] = fake_llm.requests("glm-4")
@@ -963,7 +964,7 @@ def test_without_any_glm_sdk_the_error_names_both(fake_llm):
     fake_llm.script("glm-4", "never")
     code = BLOCK_IMPORTS.format(blocked={"zai", "zhipuai"}) + GLM_CALL
     done = subprocess.run([sys.executable, "-c", code, fake_llm.base_url("zhipuai")], cwd=REPO_ROOT, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "k", "PATH": "/usr/bin:/bin"})
+                          text=True, env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "k", "PATH": "/usr/bin:/bin"}, check=False)
     assert done.returncode != 0
     assert "needs zai-sdk (pip install zai-sdk) or the older zhipuai package (pip install zhipuai sniffio)" in done.stderr
     assert fake_llm.requests() == []
