@@ -324,7 +324,7 @@ def test_llm_error_keeps_its_details_when_pickled():
 
 
 def test_importing_the_module_loads_no_provider_sdk():
-    code = "import sys, harness.llm; print(sorted(m for m in ('openai', 'zhipuai', 'httpx', 'django') if m in sys.modules))"
+    code = "import sys, harness.llm; print(sorted(m for m in ('openai', 'zai', 'zhipuai', 'httpx', 'django') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
