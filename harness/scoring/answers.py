@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from harness import llm
 from harness.io import InputError
 from harness.release import Item
 from harness.runner import OK, Job, RunStats, Sink, run_jobs
@@ -21,7 +22,7 @@ def answer_questions(client, model: str, items: Iterable[Item | Mapping[str, Any
         raise InputError("no open (non multiple-choice) questions to answer")
     if model not in client.endpoints:
         declared = ", ".join(sorted(client.endpoints)) or "none"
-        raise InputError(f"no endpoint named {model!r} in the models file (declared: {declared})")
+        raise llm.ConfigError(f"no endpoint named {model!r} in the models file (declared: {declared})")
     attach = attach_images(client.endpoints[model], open_items, text_only, "model", image_loader)
     jobs = [
         Job(key=item.id, build=lambda item=item: conversation(item, item.question, attach, image_loader),

@@ -97,7 +97,7 @@ def attach_images(endpoint: llm.Endpoint, items: list[Item], text_only: bool, ro
     if not endpoint.vision:
         raise InputError(
             f"the {role} endpoint {endpoint.name!r} is declared vision = false but the items carry images; "
-            "use a vision endpoint, or pass --text-only to send the questions without images"
+            "use a vision endpoint, or send the questions without images (--text-only, text_only=True)"
         )
     check_images(items, loader)
     return True
