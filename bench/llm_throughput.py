@@ -3,7 +3,8 @@
 Run: .venv/bin/python bench/llm_throughput.py [--calls 1000] [--concurrency 32] [--latency 0.1]
 
 The fake server runs in its own process (with both in one process, the GIL would make this
-measure the server, not the client). For each provider SDK (openai, zhipuai) it prints:
+measure the server, not the client). For each provider (openai; zhipuai through zai-sdk, or the
+older zhipuai package when only that is installed) it prints:
   * calls/s for N distinct calls through chat_many with the cache off, against the ideal
     concurrency / latency (target: at least 80% of ideal), and the most requests the server
     saw in flight (must not exceed the concurrency);
@@ -25,7 +26,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
-from harness.llm import Endpoint, LLMClient, ResponseCache, user_message  # noqa: E402
+from harness.llm import Endpoint, LLMClient, ResponseCache, glm_sdk, user_message  # noqa: E402
 
 KEY_ENV = "BENCH_FAKE_LLM_KEY"
 TARGET_RATIO = 0.8
@@ -71,7 +72,8 @@ def bench_provider(server: FakeServerProcess, provider: str, args) -> bool:
                         base_url=server.url + {"openai": "/v1", "zhipuai": "/api/paas/v4"}[provider],
                         max_concurrency=args.concurrency, timeout=30)
     ideal = args.concurrency / args.latency
-    print(f"{provider} SDK, {args.calls} calls, concurrency {args.concurrency}, latency {args.latency * 1000:.0f} ms "
+    sdk = "openai" if provider == "openai" else glm_sdk()[0].__module__.split(".")[0]
+    print(f"{provider} provider ({sdk} SDK), {args.calls} calls, concurrency {args.concurrency}, latency {args.latency * 1000:.0f} ms "
           f"(ideal {ideal:.0f} calls/s):")
 
     with LLMClient({provider: endpoint}) as client:

@@ -6,11 +6,9 @@ import argparse
 import sys
 
 from harness import __version__
-from harness.commands import agreement, hallucination, infer, judge, mcq, pairwise, report, touchstone
+from harness.commands import COMMANDS
 from harness.io import InputError
 from harness.llm import ConfigError
-
-COMMANDS = (infer, mcq, judge, pairwise, touchstone, hallucination, agreement, report)
 
 DESCRIPTION = """\
 Score models on a benchforge release. Typical order, from inside the release folder:
@@ -27,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"benchforge harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
-    for command in COMMANDS:
+    for command in COMMANDS.values():
         command.add_parser(subparsers)
     return parser
 

@@ -53,7 +53,7 @@ _REFUSAL = re.compile(
     r"|(?:cannot|can't|unable\s+to|impossible\s+to|not\s+possible\s+to)\s+(?:determine|tell|answer|identify|see|say)"
     r"|none\s+of\s+the\s+(?:above|options|choices|answers)|no\s+(?:correct|valid)\s+(?:answer|option|choice))\b"
     r"|无法|不能确定|抱歉|对不起|都不(?:是|对|正确)|没有(?:正确|合适)",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -89,8 +89,8 @@ def _explicit_letters(text: str, letters: str) -> set[str]:
         rf"(?<![A-Za-z0-9])({cls})\s*(?:is|would\s+be|seems)\s+(?:the\s+)?(?:correct|right|best)\b",
     ]
     for pattern in patterns:
-        flags = re.I if pattern is patterns[2] or pattern is patterns[3] else 0
-        for match in re.finditer(pattern, text, flags | re.M):
+        flags = re.IGNORECASE if pattern is patterns[2] or pattern is patterns[3] else 0
+        for match in re.finditer(pattern, text, flags | re.MULTILINE):
             letter = match.group(1)
             if letter in letters:  # re.I must not turn "option a" into an article-like false hit
                 found.add(letter)
@@ -133,7 +133,7 @@ def parse_extractor_reply(reply: str, letters: str) -> str:
         cleaned = re.sub(r"[*_`#\"'()\[\].:]", " ", line).split()
         if len(cleaned) == 1 and cleaned[0] in allowed:
             return cleaned[0]
-        match = re.match(r"^(?:answer|option|letter)\s*(?:is)?\s*[:]?\s*([A-Z])$", " ".join(cleaned), re.I)
+        match = re.match(r"^(?:answer|option|letter)\s*(?:is)?\s*[:]?\s*([A-Z])$", " ".join(cleaned), re.IGNORECASE)
         if match and match.group(1) in allowed:
             return match.group(1)
     raise ParseError(f"expected one of {', '.join(allowed)}, got {lines[0][:40]!r}")

@@ -9,8 +9,8 @@ import math
 import random
 import statistics
 from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Mapping, Sequence
 
 # --------------------------------------------------------------------------- alignment
 

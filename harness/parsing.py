@@ -33,7 +33,7 @@ def normalize_text(text: str) -> str:
 
 
 _DECODER = json.JSONDecoder()
-_FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.S)
+_FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 
 
@@ -65,7 +65,7 @@ def parse_rating(text: str, low: float = 1, high: float = 10, keys: tuple[str, .
     normalized = normalize_text(text)
     pattern = re.compile(
         r"[\"'*]*(?:" + "|".join(map(re.escape, key_names)) + r")[\"'*]*\s*[:=]\s*[\"'*]*\s*(" + _NUMBER + r")(?:\s*/\s*10)?",
-        re.I,
+        re.IGNORECASE,
     )
     values = {float(m.group(1)) for m in pattern.finditer(normalized)}
     if len(values) > 1:
@@ -141,7 +141,7 @@ def _check_range(value: float, low: float, high: float) -> float:
 
 
 def _loose_reason(text: str) -> str | None:
-    match = re.search(r"reason[\"'*]*\s*:\s*\"?(.+?)\"?\s*(?:[,}]|$)", text, re.I | re.S)
+    match = re.search(r"reason[\"'*]*\s*:\s*\"?(.+?)\"?\s*(?:[,}]|$)", text, re.IGNORECASE | re.DOTALL)
     return match.group(1).strip() if match else None
 
 
@@ -151,9 +151,9 @@ ANSWER1, ANSWER2 = "Answer1", "Answer2"
 UNABLE_ONE, UNABLE_TWO = "unable to decide: situation one", "unable to decide: situation two"
 VOTES = (ANSWER1, ANSWER2, UNABLE_ONE, UNABLE_TWO)
 
-_VOTE_PREFIX = re.compile(r"^(?:final\s+)?(?:vote|verdict|decision|answer|output|result|choice|judg(?:e)?ment)\s*[:=-]\s*", re.I)
-_ANSWER_VOTE = re.compile(r"^answer\s*[-_ ]?\s*(1|2|one|two)$", re.I)
-_UNABLE_VOTE = re.compile(r"^unable\s+to\s+decide\W*(?:situation|case)\s*(1|2|one|two)$", re.I)
+_VOTE_PREFIX = re.compile(r"^(?:final\s+)?(?:vote|verdict|decision|answer|output|result|choice|judg(?:e)?ment)\s*[:=-]\s*", re.IGNORECASE)
+_ANSWER_VOTE = re.compile(r"^answer\s*[-_ ]?\s*(1|2|one|two)$", re.IGNORECASE)
+_UNABLE_VOTE = re.compile(r"^unable\s+to\s+decide\W*(?:situation|case)\s*(1|2|one|two)$", re.IGNORECASE)
 
 
 def parse_vote(text: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from harness.io import InputError
 
 BUILTIN_DIR = Path(__file__).with_name("prompts")
-_SECTION = re.compile(r"\{\{#(\w+)\}\}(.*?)\{\{/\1\}\}\n?", re.S)
+_SECTION = re.compile(r"\{\{#(\w+)\}\}(.*?)\{\{/\1\}\}\n?", re.DOTALL)
 _FIELD = re.compile(r"\{\{(\w+)\}\}")
 
 

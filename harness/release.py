@@ -29,7 +29,8 @@ taxonomy.json (optional): {"categories": [...], "tasks": [{"name", "category", "
 "judge_rule"}]}; a task's "judge_rule" text replaces the harness's built-in rule for that task.
 
 predictions JSONL (written by `infer`, read by every judge): {"id", "model", "answer", "error"};
-a later line for the same id replaces an earlier one (an append-only log of attempts).
+a later line for the same id replaces an earlier one (an append-only log of attempts). An id
+written as a whole number (17) is read as the string id "17".
 """
 
 from __future__ import annotations
@@ -238,6 +239,8 @@ def load_predictions(path: str | os.PathLike, release: Release, model: str | Non
     for lineno, row in iter_jsonl_numbered(path):
         where = f"{path}:{lineno}"
         item_id = row.get("id")
+        if isinstance(item_id, int) and not isinstance(item_id, bool):
+            item_id = str(item_id)  # items.jsonl ids are strings; 17 in a predictions file means "17"
         if not isinstance(item_id, str) or item_id not in release.by_id:
             raise InputError(f"{where}: id {item_id!r} is not an item of the release in {release.root}")
         if isinstance(row.get("model"), str) and row["model"]:

@@ -93,6 +93,15 @@ def to_markdown(report: Report) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def text_table(table: Table) -> str:
+    """A table as aligned plain-text columns, for the console."""
+    cells = [[str(h) for h in table.headers]] + [[fmt(c) for c in row] for row in table.rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(table.headers))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
 def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 

@@ -1,12 +1,28 @@
-"""The engine every LLM-driven command shares: resumable, concurrent, parse-checked calls.
+"""The engine every LLM-driven scoring function shares: resumable, concurrent, parse-checked calls.
 
-A command describes its calls as Jobs (a key, how to build the messages, how to read the
-reply). `run_jobs` skips keys the sample log already finished, sends the rest through
+A scoring function describes its calls as Jobs (a key, how to build the messages, how to read
+the reply). `run_jobs` skips keys its sink already finished, sends the rest through
 LLMClient.chat_many (bounded concurrency, rate limits, retries and the response cache live
-there), appends one JSONL row per finished job as it completes, and re-asks a job whose reply
-could not be read, with a short correction turn, up to `parse_retries` times. A job still
-unreadable after that is recorded as "unparsed" (reported and counted, never dropped); a call
-that failed for good is recorded as "error" and tried again on the next run.
+there), writes one row per finished job to the sink as it completes, and re-asks a job whose
+reply could not be read, with a short correction turn, up to `parse_retries` times. A job
+still unreadable after that is recorded as "unparsed" (reported and counted, never dropped); a
+call that failed for good is recorded as "error" and tried again on the next run.
+
+Sink protocol (where rows go; the CLI's is SampleLog, a JSONL file; the platform's writes
+database rows):
+
+    done_rows() -> Mapping[str, dict]   rows finished by an earlier run (status "ok" or
+                                        "unparsed"), by key: those jobs are not asked again
+    write(row: dict) -> None            one finished job, as it completes (called from one
+                                        thread at a time); a later row for a key replaces
+                                        an earlier one
+    close() -> None                     the run is over (flush)
+
+A row is {"key", **job.meta, "status": "ok" | "unparsed" | "error", "cached": bool, then the
+parsed fields (status ok), "parse_error" (unparsed) or "error" (the call's message), and
+"outputs" (the raw replies, when kept)}. Worker processes (workers > 1) need a sink that can
+be split: part(index) -> Sink for worker `index`, and collect_parts() -> list of the rows the
+parts wrote, called in the parent after the workers end.
 """
 
 from __future__ import annotations
@@ -17,11 +33,13 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Protocol
 
 from harness.io import InputError, iter_jsonl_numbered, write_jsonl
+from harness.llm import ForkSharedLimiter, set_process_limiter
 from harness.parsing import ParseError
 
 OK, UNPARSED, ERROR = "ok", "unparsed", "error"
@@ -72,14 +90,39 @@ class Job:
     params: dict = field(default_factory=dict)
 
 
+class Sink(Protocol):
+    def done_rows(self) -> Mapping[str, dict]: ...
+
+    def write(self, row: dict) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MemorySink:
+    """Rows kept in a dict: for callers that store rows themselves after the run, and tests."""
+
+    def __init__(self, rows: Iterable[dict] = ()):
+        self.rows: dict[str, dict] = {row["key"]: row for row in rows}
+
+    def done_rows(self) -> dict[str, dict]:
+        return {key: row for key, row in self.rows.items() if row.get("status") in FINAL}
+
+    def write(self, row: dict) -> None:
+        self.rows[row["key"]] = row
+
+    def close(self) -> None:
+        pass
+
+
 class SampleLog:
-    """An append-only JSONL of sample rows keyed by "key"; the last row for a key wins."""
+    """The CLI's sink: an append-only JSONL of sample rows keyed by "key"; the last row for a key
+    wins. Worker processes write part files beside it, folded in by compact()."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.rows: dict[str, dict] = {}
-        for path in [self.path, *self._parts()]:
-            self._read(path)
+        for source in [self.path, *self._parts()]:
+            self._read(source)
         self._lock = threading.Lock()
         self._handle = None
         self._flushed = 0.0
@@ -108,17 +151,25 @@ class SampleLog:
             rows.append(row)
         return rows
 
-    def read_parts(self) -> None:
+    def part(self, index: int) -> SampleLog:
+        return SampleLog(self.part_path(index))
+
+    def collect_parts(self) -> list[dict]:
         """Take in the rows the worker processes wrote. The part files stay until `compact`
         has written their rows into this log, so a crash in between loses nothing."""
+        rows = []
         for part in self._parts():
-            self._read(part)
+            rows += self._read(part)
+        return rows
 
     def finished(self, key: str) -> bool:
         row = self.rows.get(key)
         return row is not None and row.get("status") in FINAL
 
-    def append(self, row: dict) -> None:
+    def done_rows(self) -> dict[str, dict]:
+        return {key: row for key, row in self.rows.items() if row.get("status") in FINAL}
+
+    def write(self, row: dict) -> None:
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
             if self._handle is None:
@@ -149,7 +200,8 @@ class SampleLog:
 
 
 class Progress:
-    """Progress on stderr: a rewritten line on a terminal, a line every few seconds otherwise."""
+    """Progress on a stream: a rewritten line on a terminal, a line every few seconds otherwise.
+    Without a stream it only counts."""
 
     def __init__(self, label: str, total: int, stream=None, interval: float | None = None):
         self.label = label
@@ -157,7 +209,7 @@ class Progress:
         self.done = 0
         self.cached = 0
         self.problems = 0
-        self.stream = stream or sys.stderr
+        self.stream = stream
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.interval = interval if interval is not None else (0.2 if self.tty else 5.0)
         self.started = time.monotonic()
@@ -173,7 +225,7 @@ class Progress:
             self.cached += cached
             self.problems += problems
             now = time.monotonic()
-            if now - self._last >= self.interval or self.done == self.total:
+            if self.stream is not None and (now - self._last >= self.interval or self.done == self.total):
                 self._last = now
                 self._print(now)
 
@@ -193,13 +245,17 @@ class Progress:
 @dataclass
 class RunStats:
     sent: int = 0  # jobs that needed the model this run (finished rows are skipped)
-    skipped: int = 0  # already finished in the sample log
+    skipped: int = 0  # already finished in the sink
     ok: int = 0
     unparsed: int = 0
     errors: int = 0
     parse_retries: int = 0
-    cached: int = 0  # replies served by the response cache
+    cached: int = 0  # jobs whose every reply came from the response cache (never a failed one)
     usage: dict = field(default_factory=dict)  # the endpoint's usage counters for this run
+    # Every row of the run's jobs, finished earlier or now, by key (not part of as_dict).
+    rows: dict = field(default_factory=dict, repr=False)
+
+    COUNTS = ("sent", "skipped", "ok", "unparsed", "errors", "parse_retries", "cached")
 
     def add(self, other: dict) -> None:
         for name, value in other.items():
@@ -210,14 +266,14 @@ class RunStats:
                 setattr(self, name, getattr(self, name) + value)
 
     def as_dict(self) -> dict:
-        return {**self.__dict__, "usage": dict(self.usage)}
+        return {**{name: getattr(self, name) for name in self.COUNTS}, "usage": dict(self.usage)}
 
 
 def run_jobs(
     client,
     endpoint: str,
     jobs: list[Job],
-    log: SampleLog,
+    sink: Sink,
     *,
     label: str,
     parse_retries: int = 2,
@@ -227,19 +283,23 @@ def run_jobs(
     reopen: Callable[[int], Any] | None = None,
     progress_stream=None,
 ) -> RunStats:
-    """Run every job the log has not finished; returns counts for this run.
+    """Run every job the sink has not finished; returns counts for this run and every row.
 
     with_images: the messages carry inline images, so build and send them in chunks.
     workers > 1: split the jobs over that many forked processes, each with its own client from
-    reopen(workers) (sharing the endpoint's limits); for fast local endpoints, where the client's
-    own CPU time per call, not the model, is what limits one process. workers="auto": as many as
-    auto_workers() says for this run.
+    reopen(workers) (requests_per_minute is split between them; max_concurrency holds for all
+    of them together through one semaphore per endpoint made before the fork); for fast local
+    endpoints, where the client's own CPU time per call, not the model, is what limits one
+    process. workers="auto": as many as auto_workers() says for this run.
+    progress_stream: where to print progress (None: nowhere).
     """
     stats = RunStats()
+    done = sink.done_rows()
     pending = []
     for job in jobs:
-        if log.finished(job.key):
+        if job.key in done:
             stats.skipped += 1
+            stats.rows[job.key] = done[job.key]
         else:
             pending.append(job)
     stats.sent = len(pending)
@@ -252,13 +312,19 @@ def run_jobs(
         raise InputError(f"--workers {workers} needs worker processes started by fork, which this system "
                          f"({sys.platform}) does not offer; use --workers 1")
     if workers > 1 and reopen is not None and len(pending) >= 2 * workers:
-        print(f"{label}: {len(pending)} calls over {workers} worker processes", file=progress.stream, flush=True)
-        _run_in_workers(reopen, workers, endpoint, pending, log, stats, progress, parse_retries, keep_outputs, with_images)
+        if not hasattr(sink, "part"):
+            raise InputError(f"workers = {workers}: this sink cannot be split between worker processes; use workers = 1")
+        if progress.stream is not None:
+            print(f"{label}: {len(pending)} calls over {workers} worker processes", file=progress.stream, flush=True)
+        limiter = ForkSharedLimiter(client.endpoints.values(), multiprocessing.get_context("fork")) if client else None
+        _run_in_workers(reopen, workers, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images,
+                        limiter)
     else:
         before = dict(client.usage.get(endpoint, {}))
-        _run_here(client, endpoint, pending, log, stats, progress, parse_retries, keep_outputs, with_images)
+        _run_here(client, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images)
         after = client.usage.get(endpoint, {})
         stats.usage = {key: after[key] - before.get(key, 0) for key in after}
+    stats.rows = {job.key: stats.rows[job.key] for job in jobs if job.key in stats.rows}  # in the jobs' order
     return stats
 
 
@@ -295,34 +361,36 @@ class _ProgressToParent:
         self._sent = time.monotonic()
 
 
-def _worker_main(index, reopen, workers, endpoint, jobs, part_path, events, parse_retries, keep_outputs, with_images) -> None:
+def _worker_main(index, reopen, workers, endpoint, jobs, part, events, parse_retries, keep_outputs, with_images, limiter) -> None:
     stats = RunStats()
     progress = _ProgressToParent(events)
     try:
+        if limiter is not None:  # every client this worker opens shares the parent's slots
+            set_process_limiter(limiter)
         client = reopen(workers)
-        _run_here(client, endpoint, jobs, SampleLog(part_path), stats, progress, parse_retries, keep_outputs, with_images)
+        _run_here(client, endpoint, jobs, part, stats, progress, parse_retries, keep_outputs, with_images)
         stats.usage = dict(client.usage.get(endpoint, {}))
         failure = None
-    except BaseException as exc:  # the parent reports it; finished rows are already in the part file
+    except BaseException as exc:  # noqa: BLE001 - the parent reports it; finished rows are already in the part
         failure = f"{type(exc).__name__}: {exc}"
     progress.flush()
     events.put(("done", index, (stats.as_dict(), failure)))
 
 
-def _run_in_workers(reopen, workers, endpoint, pending, log, stats, progress, parse_retries, keep_outputs, with_images) -> None:
-    # fork: the jobs (closures) are inherited, not pickled. Each worker appends to its own part
-    # file; the parent reads the parts back, and compaction folds them into the log (a later run
-    # reads any that an interrupted one left behind).
+def _run_in_workers(reopen, workers, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images,
+                    limiter) -> None:
+    # fork: the jobs (closures) are inherited, not pickled. Each worker writes to its own part of
+    # the sink (a part file for SampleLog); the parent collects the parts back (SampleLog's
+    # compaction folds them into the log; a later run reads any an interrupted one left behind).
     context = multiprocessing.get_context("fork")
     events = context.SimpleQueue()
-    log.close()
+    sink.close()
     processes = []
     for index in range(workers):
-        part = log.part_path(index)
         process = context.Process(
             target=_worker_main, daemon=True,
-            args=(index, reopen, workers, endpoint, pending[index::workers], part, events, parse_retries, keep_outputs,
-                  with_images),
+            args=(index, reopen, workers, endpoint, pending[index::workers], sink.part(index), events, parse_retries,
+                  keep_outputs, with_images, limiter),
         )
         process.start()
         processes.append(process)
@@ -353,7 +421,10 @@ def _run_in_workers(reopen, workers, endpoint, pending, log, stats, progress, pa
             process.join(timeout=30)
             if process.is_alive():
                 process.terminate()
-        log.read_parts()
+        keys = {job.key for job in pending}
+        for row in sink.collect_parts():
+            if row["key"] in keys:
+                stats.rows[row["key"]] = row
     if failures:
         raise RuntimeError(f"{len(failures)} worker process(es) failed ({failures[0]}); finished samples are saved, run again to resume")
 
@@ -370,12 +441,14 @@ def _run_chunk(client, endpoint, jobs, log, stats, progress, parse_retries, keep
             row = {"key": job.key, **job.meta, "status": status, **fields}
             if keep_outputs:
                 row["outputs"] = outputs[job.key]
-            row["cached"] = all_cached[job.key]
-            log.append(row)
-            stats.cached += all_cached[job.key]
-            progress.advance(cached=all_cached[job.key], problem=status != OK)
+            cached = status != ERROR and all_cached[job.key]  # a failed call was never answered by the cache
+            row["cached"] = cached
+            log.write(row)
+            stats.rows[job.key] = row
+            stats.cached += cached
+            progress.advance(cached=cached, problem=status != OK)
 
-        def on_result(index: int, result, round_jobs=round_jobs, attempt=attempt) -> None:
+        def on_result(index: int, result, round_jobs=round_jobs, attempt=attempt, retry_next=retry_next) -> None:
             job = round_jobs[index]
             if isinstance(result, Exception):
                 stats.errors += 1
@@ -405,25 +478,3 @@ def _run_chunk(client, endpoint, jobs, log, stats, progress, parse_retries, keep
         if not retry_next:
             break
         round_jobs = retry_next
-
-
-def require_same_settings(out_dir: Path, settings: dict, restart: bool) -> None:
-    """Refuse to resume a run made with other settings (judge, templates...), unless restarting."""
-    run_file = out_dir / "run.json"
-    if run_file.exists():
-        try:
-            previous = json.loads(run_file.read_text(encoding="utf-8")).get("settings", {})
-        except json.JSONDecodeError:
-            previous = None
-        if previous != settings and not restart:
-            changed = sorted(k for k in set(previous or {}) | set(settings) if (previous or {}).get(k) != settings.get(k))
-            raise InputError(
-                f"{out_dir} holds a run made with different settings ({', '.join(changed) or 'unreadable run.json'}); "
-                "use another --out, or --restart to set the old samples aside and start over"
-            )
-    if restart:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        for path in out_dir.glob("*.jsonl"):
-            path.rename(path.with_name(f"{path.name}.{stamp}.old"))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    run_file.write_text(json.dumps({"settings": settings}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

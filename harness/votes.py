@@ -46,6 +46,12 @@ def combine_sides(first: str, second: str) -> str:
     return UNABLE
 
 
+def combine_votes(order1_vote: str, order2_vote: str) -> str:
+    """One question's outcome from the judge's positional votes in order 1 (anchor shown first)
+    and order 2 (model shown first): MODEL, ANCHOR, SPLIT, or an "unable" side."""
+    return combine_sides(vote_side(order1_vote, 1), vote_side(order2_vote, 2))
+
+
 def outcome_result(outcome: str) -> str:
     """win/tie/lose from the model's point of view; every non-win, non-loss outcome is a tie."""
     if outcome == MODEL:

@@ -8,7 +8,9 @@ from pathlib import Path
 from harness.commands import common
 from harness.io import InputError, iter_jsonl_numbered
 from harness.metrics import agreement
-from harness.report import Report, Section, Table, json_safe, write_outputs
+from harness.report import Report, Section, Table, json_safe
+
+NAME = "agreement"
 
 DESCRIPTION = """\
 Compare judge scores with human scores for the same answers: mean absolute error, Pearson,
@@ -22,7 +24,7 @@ Judge rows that are not "ok" (unreadable replies) are counted and left out.
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("agreement", help="judge-human agreement (MAE, Pearson, Spearman, Kendall, ranges)",
+    parser = subparsers.add_parser(NAME, help="judge-human agreement (MAE, Pearson, Spearman, Kendall, ranges)",
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--judge", required=True, metavar="JSONL", help="judge scores (e.g. results/judge/samples.jsonl)")
     parser.add_argument("--human", required=True, metavar="JSONL", help="human scores")
@@ -42,12 +44,15 @@ def read_scores(path: str, field: str, skip_not_ok: bool) -> tuple[dict, int, bo
         if skip_not_ok and row.get("status", "ok") != "ok":
             skipped += 1
             continue
-        if not isinstance(row.get("id"), str):
-            raise InputError(f"{path}:{lineno}: missing string 'id'")
+        item_id = row.get("id")
+        if isinstance(item_id, int) and not isinstance(item_id, bool):
+            item_id = str(item_id)  # ids are strings in items.jsonl; a number means the same id
+        if not isinstance(item_id, str):
+            raise InputError(f"{path}:{lineno}: missing 'id' (a string, or a whole number)")
         value = row.get(field)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(f"{path}:{lineno}: '{field}' must be a number, got {value!r}")
-        key = (row["model"], row["id"]) if with_model else row["id"]
+        key = (row["model"], item_id) if with_model else item_id
         if key in scores:
             raise InputError(f"{path}:{lineno}: a second score for {key!r}")
         scores[key] = float(value)
@@ -75,16 +80,8 @@ def run(args) -> int:
     for model in models:
         keys = [k for k in paired if k[0] == model]
         results["by_model"][model] = agreement([judge[k] for k in keys], [human[k] for k in keys])
-    paths = write_outputs(Path(args.out), results, build_report(json_safe(results)))
-    o = results["overall"]
-    common.say(f"agreement over {len(paired)} pairs: MAE {o['mae']:.3f}, Pearson {_f(o['pearson'])}, "
-               f"Spearman {_f(o['spearman'])}, Kendall {_f(o['kendall_tau_b'])}, fuzzy {o['fuzzy_accuracy']:.3f}, "
-               f"strict {o['strict_accuracy']:.3f}; results in {paths['results']}")
-    return 0
-
-
-def _f(value) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    return common.finish(NAME, Path(args.out), results, build_report(json_safe(results)), [],
+                         f"{len(paired)} pairs of judge and human scores")
 
 
 COLUMNS = ["pairs", "MAE e", "Pearson r", "Spearman rho", "Kendall tau-b", "fuzzy f", "strict s"]
@@ -96,8 +93,8 @@ def _row(name: str, a: dict) -> list:
 
 def build_report(results: dict) -> Report:
     report = Report(title="Judge-human agreement", intro=[
-        f"{results['paired']} answers scored by both; {results['judge_only']} judge-only and {results['human_only']} "
-        f"human-only rows unpaired; {results['judge_rows_not_ok']} judge rows without a readable score left out.",
+        (f"{results['paired']} answers scored by both; {results['judge_only']} judge-only and {results['human_only']} "
+         f"human-only rows unpaired; {results['judge_rows_not_ok']} judge rows without a readable score left out."),
         "For scale (AlignMMBench): CritiqueVLM e 0.818, r 0.846, rho 0.838, tau 0.740, f 0.747, s 0.646; GPT-4 e 1.256, f 0.677.",
     ])
     rows = [_row("all", results["overall"])] + [_row(m, a) for m, a in results["by_model"].items()]

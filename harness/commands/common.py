@@ -1,22 +1,28 @@
-"""Options and plumbing shared by the commands."""
+"""Options and plumbing shared by the commands: the CLI side of the scoring library."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import hashlib
-import math
+import json
 import os
 import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness import llm
 from harness.io import InputError
 from harness.prompts import Prompts
-from harness.release import Item, Predictions, Release, load_predictions
-from harness.runner import AUTO, AUTO_MAX_WORKERS, AUTO_MIN_CONCURRENCY, AUTO_MIN_JOBS
+from harness.release import Predictions, Release, load_predictions
+from harness.report import Report, Table, text_table, write_outputs
+from harness.runner import AUTO, AUTO_MAX_WORKERS, AUTO_MIN_CONCURRENCY, AUTO_MIN_JOBS, ERROR
+from harness.scoring.inputs import ImageLoader, path_loader
 
 DEFAULT_CACHE = Path(".harness-cache") / "responses.sqlite"
+FAILURE_REASONS_SHOWN = 3
 
 
 def say(message: str) -> None:
@@ -36,11 +42,11 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
                         help=f"response cache (SQLite); a rerun of the same calls is answered from it (default: {DEFAULT_CACHE})")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     parser.add_argument("--workers", type=_workers, default=AUTO, metavar="N",
-                        help="split the calls over N processes sharing each endpoint's concurrency and rate limits; "
-                             "this only speeds up fast endpoints, where this client's CPU is the limit. 'auto' "
-                             f"(the default) uses one process per core, up to {AUTO_MAX_WORKERS}, for runs of "
-                             f"{AUTO_MIN_JOBS}+ calls to an endpoint allowed {AUTO_MIN_CONCURRENCY}+ concurrent calls, "
-                             "else one")
+                        help="split the calls over N processes; together they never exceed an endpoint's "
+                             "max_concurrency, and share its requests_per_minute. This only speeds up fast endpoints, "
+                             f"where this client's CPU is the limit. 'auto' (the default) uses one process per core, up "
+                             f"to {AUTO_MAX_WORKERS}, for runs of {AUTO_MIN_JOBS}+ calls to an endpoint allowed "
+                             f"{AUTO_MIN_CONCURRENCY}+ concurrent calls, else one")
 
 
 def add_judge_option(parser: argparse.ArgumentParser) -> None:
@@ -64,21 +70,26 @@ def add_predictions_option(parser: argparse.ArgumentParser) -> None:
                         help="predictions file(s) written by `infer`, one model per file")
 
 
-def open_client(args, share: int = 1):
+def open_client(args, share: int = 1) -> llm.LLMClient:
     """A client for the models file; with share > 1, for one of `share` worker processes, each
-    getting its part of every endpoint's concurrency and request rate."""
+    getting its part of every endpoint's request rate (the concurrency bound is shared whole:
+    the runner installs one semaphore per endpoint for all the workers)."""
     endpoints = llm.load_endpoints(args.models)
     if share > 1:
         endpoints = {
-            name: dataclasses.replace(
-                ep,
-                max_concurrency=max(1, math.ceil(ep.max_concurrency / share)),
-                requests_per_minute=ep.requests_per_minute / share if ep.requests_per_minute else None,
-            )
+            name: dataclasses.replace(ep, requests_per_minute=ep.requests_per_minute / share if ep.requests_per_minute else None)
             for name, ep in endpoints.items()
         }
     cache = llm.ResponseCache(None if args.no_cache else args.cache)
     return llm.LLMClient(endpoints, cache)
+
+
+def ready_client(args, names: Iterable[str]) -> llm.LLMClient:
+    """open_client, then stop before the first call if an endpoint is unknown, its key variable
+    unset or its SDK missing: every problem in one message."""
+    client = open_client(args)
+    client.check(names)
+    return client
 
 
 def _workers(value: str) -> int | str:
@@ -89,16 +100,9 @@ def _workers(value: str) -> int | str:
     return int(value)
 
 
-def worker_options(args) -> dict:
-    """run_jobs keyword arguments for --workers."""
-    return {"workers": args.workers, "reopen": lambda share: open_client(args, share)}
-
-
-def endpoint(client, name: str):
-    if name not in client.endpoints:
-        declared = ", ".join(sorted(client.endpoints)) or "none"
-        raise llm.ConfigError(f"no endpoint named {name!r} in the models file (declared: {declared})")
-    return client.endpoints[name]
+def run_options(args) -> dict:
+    """Keyword arguments of the scoring functions for --workers, and progress on stderr."""
+    return {"workers": args.workers, "reopen": lambda share: open_client(args, share), "progress_stream": sys.stderr}
 
 
 def endpoint_identity(ep) -> dict:
@@ -116,32 +120,18 @@ def load_all_predictions(paths: list[str], release: Release) -> list[Predictions
     return loaded
 
 
-def image_paths(release: Release, item: Item) -> list[Path]:
-    paths = [release.image_path(p) for p in item.images]
-    for path in paths:
-        if not path.is_file():
-            raise InputError(f"{release.root / 'items.jsonl'}: item {item.id!r} needs image {path}, which is missing")
-    return paths
+def answers_of(predictions: list[Predictions]) -> dict[str, dict[str, str]]:
+    return {p.model: p.answers for p in predictions}
 
 
-def check_vision(ep, release: Release, items: list[Item], text_only: bool, role: str) -> bool:
-    """Whether to attach images; refuses a text-only endpoint unless --text-only says that is intended."""
-    has_images = any(item.images for item in items)
-    if not has_images or text_only:
-        return False
-    if not ep.vision:
-        raise InputError(
-            f"the {role} endpoint {ep.name!r} is declared vision = false but the items carry images; "
-            "use a vision endpoint, or pass --text-only to send the questions without images"
-        )
-    for item in items:
-        image_paths(release, item)  # fail before the first call, not halfway through
-    return True
+def image_loader(release: Release) -> ImageLoader:
+    return path_loader(release.image_path)
 
 
-def render_history(history) -> str:
-    names = {"user": "User", "assistant": "Assistant"}
-    return "\n".join(f"{names[turn['role']]}: {turn['content']}" for turn in history)
+def release_rules(release: Release) -> dict[str, str]:
+    """Task rules the release's taxonomy.json defines (they replace the built-in ones)."""
+    tasks = {item.task for item in release.items if item.task}
+    return {task: rule for task in tasks if (rule := release.judge_rule(task))}
 
 
 def rules_fingerprint(prompts: Prompts, release: Release, tasks: set) -> str:
@@ -149,22 +139,61 @@ def rules_fingerprint(prompts: Prompts, release: Release, tasks: set) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def group_mean(rows, key: str, value: str) -> dict:
-    """{group: {"mean", "n"}} over rows, in first-seen order."""
-    buckets: dict = {}
-    for row in rows:
-        buckets.setdefault(row.get(key) or "(none)", []).append(row[value])
-    return {k: {"mean": sum(v) / len(v), "n": len(v)} for k, v in buckets.items()}
+def require_same_settings(out_dir: Path, settings: dict, restart: bool) -> None:
+    """Refuse to resume a run made with other settings (judge, templates...), unless restarting."""
+    run_file = out_dir / "run.json"
+    if run_file.exists():
+        try:
+            previous = json.loads(run_file.read_text(encoding="utf-8")).get("settings", {})
+        except json.JSONDecodeError:
+            previous = None
+        if previous != settings and not restart:
+            changed = sorted(k for k in set(previous or {}) | set(settings) if (previous or {}).get(k) != settings.get(k))
+            raise InputError(
+                f"{out_dir} holds a run made with different settings ({', '.join(changed) or 'unreadable run.json'}); "
+                "use another --out, or --restart to set the old samples aside and start over"
+            )
+    if restart:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for path in out_dir.glob("*.jsonl"):
+            path.rename(path.with_name(f"{path.name}.{stamp}.old"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_file.write_text(json.dumps({"settings": settings}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def conversation(release: Release, item: Item, final_question: str, attach_images: bool) -> list[dict]:
-    """The item's history turns, then `final_question`; images ride on the first user turn."""
-    images = image_paths(release, item) if attach_images else []
-    messages = []
-    for turn in [*item.history, {"role": "user", "content": final_question}]:
-        if turn["role"] == "user" and images:
-            messages.append(llm.user_message(turn["content"], images=images))
-            images = []
-        else:
-            messages.append(llm.text_message(turn["role"], turn["content"]))
-    return messages
+def run_section(stats, client: llm.LLMClient, endpoint: str, role: str) -> dict:
+    """results.json's "run": this run's counts and usage, the endpoint, and the cost when priced."""
+    section = {**stats.as_dict(), role: endpoint}
+    price = llm.cost(client.endpoints[endpoint], stats.usage)
+    if price is not None:
+        section["cost"] = price
+    return section
+
+
+def failed_rows(rows: Iterable[dict]) -> list[dict]:
+    return [row for row in rows if row.get("status") == ERROR]
+
+
+def report_failures(label: str, failures: list[dict]) -> None:
+    """The first few distinct reasons calls failed, with how often each came up."""
+    if not failures:
+        return
+    reasons = Counter(str(row.get("error") or "unknown error") for row in failures)
+    say(f"{label}: {len(failures)} call(s) failed for good; run the same command again to retry them. Reasons:")
+    for reason, count in reasons.most_common(FAILURE_REASONS_SHOWN):
+        say(f"  {count} x {reason}")
+    if len(reasons) > FAILURE_REASONS_SHOWN:
+        say(f"  ... and {len(reasons) - FAILURE_REASONS_SHOWN} other reason(s); every failed row has its 'error' in the samples")
+
+
+def finish(label: str, out: Path, results: dict, report: Report, failures: list[dict], line: str) -> int:
+    """Write results.json and the report, print the overview table, the failure reasons and
+    where everything is; exit status 1 when calls failed, else 0."""
+    paths = write_outputs(out, results, report)
+    overview = next((block for section in report.sections for block in section.blocks if isinstance(block, Table)), None)
+    if overview is not None:
+        print(text_table(overview), flush=True)
+    report_failures(label, failures)
+    say(f"{label}: {line}; results in {paths['results']}, report in {paths['html']}")
+    return 1 if failures else 0
+

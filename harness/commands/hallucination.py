@@ -7,11 +7,13 @@ from pathlib import Path
 
 from harness import charts
 from harness.commands import common
-from harness.parsing import parse_rating
 from harness.prompts import Prompts
 from harness.release import load_release
-from harness.report import Chart, Report, Section, Table, json_safe, write_outputs
-from harness.runner import ERROR, OK, UNPARSED, Job, SampleLog, require_same_settings, run_jobs
+from harness.report import Chart, Report, Section, Table, json_safe
+from harness.runner import SampleLog
+from harness.scoring.judges import hallucination_judge
+
+NAME = "hallucination"
 
 DESCRIPTION = """\
 Rate from 0 to 10 how much of each answer's content about the image is absent from, or
@@ -22,7 +24,7 @@ Unreadable judge replies are re-asked, then counted as unparsed and left out of 
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("hallucination", help="0-10 hallucination degree from the image description",
+    parser = subparsers.add_parser(NAME, help="0-10 hallucination degree from the image description",
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_release_option(parser)
     common.add_llm_options(parser)
@@ -35,61 +37,29 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     release = load_release(args.release)
     prompts = Prompts(args.prompts)
-    template, retry = prompts.get("hallucination"), prompts.get("retry_hallucination")
     predictions = common.load_all_predictions(args.predictions, release)
-    client = common.open_client(args)
-    judge = common.endpoint(client, args.judge)
-    items = [item for item in release.items if item.description and not item.is_mcq]
+    client = common.ready_client(args, [args.judge])
     out = Path(args.out)
-    require_same_settings(out, {"command": "hallucination", "judge": common.endpoint_identity(judge),
-                                "template": template.sha256, "retry": retry.sha256,
-                                "parse_retries": args.parse_retries}, args.restart)
-
-    def parse(text: str) -> dict:
-        rating = parse_rating(text, low=0, high=10, keys=("score", "hallucination", "rating"))
-        return {"score": rating.value, "reason": rating.reason}
-
-    jobs = []
-    for model in predictions:
-        for item in items:
-            if item.id not in model.answers:
-                continue
-            prompt = template.render(description=item.description, question=item.question, answer=model.answers[item.id])
-            jobs.append(Job(
-                key=f"{model.model}\t{item.id}",
-                build=lambda prompt=prompt: [{"role": "user", "content": prompt}],
-                meta={"model": model.model, "id": item.id, "category": item.category, "task": item.task},
-                parse=parse,
-                retry=lambda problem: retry.render(problem=problem),
-            ))
+    common.require_same_settings(out, {"command": NAME, "judge": common.endpoint_identity(client.endpoints[args.judge]),
+                                       "template": prompts.get("hallucination").sha256,
+                                       "retry": prompts.get("retry_hallucination").sha256,
+                                       "parse_retries": args.parse_retries}, args.restart)
     log = SampleLog(out / "samples.jsonl")
-    stats = run_jobs(client, args.judge, jobs, log, label="hallucination", parse_retries=args.parse_retries,
-                     **common.worker_options(args))
-    log.compact(job.key for job in jobs)
-    results = {"command": "hallucination", "release": release.name, "items": len(items), "models": {}}
-    for model in predictions:
-        rows = [log.rows.get(f"{model.model}\t{item.id}") for item in items if item.id in model.answers]
-        ok_rows = [row for row in rows if row and row["status"] == OK]
-        results["models"][model.model] = {
-            "scored": len(ok_rows),
-            "unparsed": sum(1 for row in rows if row and row["status"] == UNPARSED),
-            "errors": sum(1 for row in rows if not row or row["status"] == ERROR),
-            "no_answer": sum(1 for item in items if item.id not in model.answers),
-            "mean": sum(r["score"] for r in ok_rows) / len(ok_rows) if ok_rows else None,
-            "by_category": common.group_mean(ok_rows, "category", "score"),
-        }
-    results["run"] = {**stats.as_dict(), "judge": args.judge}
-    paths = write_outputs(out, results, build_report(json_safe(results)))
-    common.say(f"hallucination: {stats.sent} judged this run ({stats.cached} from cache); "
-               f"{stats.usage.get('calls', 0)} judge calls; results in {paths['results']}")
-    return 0
+    scored = hallucination_judge(client, args.judge, release.items, common.answers_of(predictions), sink=log, prompts=prompts,
+                                 parse_retries=args.parse_retries, **common.run_options(args))
+    log.compact(scored.rows)
+    results = {**scored.results, "release": release.name, "run": common.run_section(scored.stats, client, args.judge, "judge")}
+    stats = scored.stats
+    return common.finish(NAME, out, results, build_report(json_safe(results)), common.failed_rows(scored.rows.values()),
+                         f"{stats.sent} judged this run ({stats.cached} from the cache), {stats.skipped} already done, "
+                         f"{stats.usage.get('calls', 0)} judge calls")
 
 
 def build_report(results: dict) -> Report:
     models = results["models"]
     report = Report(title=f"Hallucination: {results['release']}", intro=[
-        f"{results['items']} questions with an image description. 0 = everything the answer says about the "
-        "image is supported by the description, 10 = nearly all of it is made up; lower is better.",
+        (f"{results['items']} questions with an image description. 0 = everything the answer says about the "
+         "image is supported by the description, 10 = nearly all of it is made up; lower is better."),
     ])
     report.sections.append(Section("Overview", [
         Table(["model", "mean (0-10, lower is better)", "scored", "unparsed", "errors", "no answer"],

@@ -8,7 +8,10 @@ from pathlib import Path
 from harness.commands import common
 from harness.io import InputError
 from harness.release import load_release
-from harness.runner import OK, Job, SampleLog, run_jobs
+from harness.runner import SampleLog
+from harness.scoring.answers import answer_questions
+
+NAME = "infer"
 
 DESCRIPTION = """\
 Ask a model (an endpoint from the models file) every open question of the release: earlier
@@ -21,7 +24,7 @@ the same command again to resume: finished answers are kept, failed ones are ask
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("infer", help="answer the release's questions with a model under test",
+    parser = subparsers.add_parser(NAME, help="answer the release's questions with a model under test",
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_release_option(parser)
     common.add_llm_options(parser)
@@ -34,30 +37,17 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     release = load_release(args.release)
-    client = common.open_client(args)
-    model = common.endpoint(client, args.model)
-    items = [item for item in release.items if not item.is_mcq][: args.limit]
-    if not items:
-        raise InputError(f"{release.root}: no open (non multiple-choice) questions to answer")
-    attach = common.check_vision(model, release, items, args.text_only, "model")
+    client = common.ready_client(args, [args.model])
     out = Path(args.out or Path("predictions") / f"{args.model}.jsonl")
     log = SampleLog(out)
     others = {row.get("model") for row in log.rows.values()} - {args.model}
     if others:
         raise InputError(f"{out} holds answers of {', '.join(sorted(map(str, others)))}; use another --out for {args.model!r}")
-
-    def parse(text: str) -> dict:
-        return {"answer": text}
-
-    jobs = [
-        Job(key=item.id, build=lambda item=item: common.conversation(release, item, item.question, attach),
-            meta={"id": item.id, "model": args.model}, parse=parse)
-        for item in items
-    ]
-    stats = run_jobs(client, args.model, jobs, log, label=f"infer {args.model}", parse_retries=0, keep_outputs=False,
-                     with_images=attach, **common.worker_options(args))
-    log.compact(job.key for job in jobs)
-    failed = sum(1 for job in jobs if log.rows[job.key]["status"] != OK)
-    common.say(f"infer: {stats.sent} asked this run ({stats.cached} from cache), {stats.skipped} already answered, "
-               f"{failed} failed (run again to retry); predictions in {out}")
-    return 0 if failed == 0 else 1
+    _, stats = answer_questions(client, args.model, release.items, sink=log, text_only=args.text_only,
+                                      image_loader=common.image_loader(release), limit=args.limit, **common.run_options(args))
+    log.compact(stats.rows)
+    failures = common.failed_rows(stats.rows.values())
+    common.report_failures(NAME, failures)
+    common.say(f"{NAME}: {len(stats.rows)} questions: {stats.sent} asked this run ({stats.cached} answered from the cache), "
+               f"{stats.skipped} already answered, {len(failures)} failed; predictions in {out}")
+    return 1 if failures else 0

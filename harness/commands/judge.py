@@ -7,12 +7,13 @@ from pathlib import Path
 
 from harness import charts
 from harness.commands import common
-from harness.metrics import alignment_score
-from harness.parsing import parse_rating
 from harness.prompts import Prompts
 from harness.release import load_release
-from harness.report import Chart, Report, Section, Table, json_safe, number, write_outputs
-from harness.runner import ERROR, OK, UNPARSED, Job, SampleLog, require_same_settings, run_jobs
+from harness.report import Chart, Report, Section, Table, json_safe, number
+from harness.runner import SampleLog
+from harness.scoring.judges import pointwise_judge
+
+NAME = "judge"
 
 DESCRIPTION = """\
 Grade each model answer from 1 to 10 with a judge model that sees the question, its type, any
@@ -24,11 +25,8 @@ Replies that cannot be read are re-asked, then counted as "unparsed" and listed;
 part of the means, and the report says how many there were.
 """
 
-PROMPT_FIELDS = ("task", "task_rule", "history", "question_type", "question", "reference", "answer")
-
-
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("judge", help="pointwise 1-10 judging and the alignment score",
+    parser = subparsers.add_parser(NAME, help="pointwise 1-10 judging and the alignment score",
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     common.add_release_option(parser)
     common.add_llm_options(parser)
@@ -41,96 +39,27 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     release = load_release(args.release)
     prompts = Prompts(args.prompts)
-    template, retry = prompts.get("pointwise"), prompts.get("retry_pointwise")
     predictions = common.load_all_predictions(args.predictions, release)
-    client = common.open_client(args)
-    judge = common.endpoint(client, args.judge)
+    client = common.ready_client(args, [args.judge])
     items = [item for item in release.items if not item.is_mcq and item.reference_answer]
     out = Path(args.out)
-    require_same_settings(out, {
-        "command": "judge",
-        "judge": common.endpoint_identity(judge),
-        "template": template.sha256,
-        "retry": retry.sha256,
+    common.require_same_settings(out, {
+        "command": NAME,
+        "judge": common.endpoint_identity(client.endpoints[args.judge]),
+        "template": prompts.get("pointwise").sha256,
+        "retry": prompts.get("retry_pointwise").sha256,
         "rules": common.rules_fingerprint(prompts, release, {i.task for i in items}),
         "parse_retries": args.parse_retries,
     }, args.restart)
-
-    def parse(text: str) -> dict:
-        rating = parse_rating(text)
-        return {"rating": rating.value, "reason": rating.reason}
-
-    def correction(problem: str) -> str:
-        return retry.render(problem=problem)
-
-    template.check(PROMPT_FIELDS)
-    jobs = []
-    for model in predictions:
-        for item in items:
-            if item.id not in model.answers:
-                continue
-            fields = dict(
-                task=item.task or "",
-                task_rule=release.judge_rule(item.task) or prompts.task_rule(item.task),
-                history=common.render_history(item.history),
-                question_type=item.question_type or "",
-                question=item.question,
-                reference=item.reference_answer,
-                answer=model.answers[item.id],
-            )
-            jobs.append(Job(
-                key=f"{model.model}\t{item.id}",
-                build=lambda fields=fields: [{"role": "user", "content": template.render(**fields)}],
-                meta={"model": model.model, "id": item.id, "task": item.task, "category": item.category, "group": item.group},
-                parse=parse,
-                retry=correction,
-            ))
     log = SampleLog(out / "samples.jsonl")
-    stats = run_jobs(client, args.judge, jobs, log, label="judge", parse_retries=args.parse_retries,
-                     **common.worker_options(args))
-    log.compact(job.key for job in jobs)
-    results = summarize(release, items, predictions, log.rows)
-    results["skipped_without_reference"] = sum(1 for i in release.items if not i.is_mcq and not i.reference_answer)
-    results["run"] = {**stats.as_dict(), "judge": args.judge}
-    paths = write_outputs(out, results, build_report(json_safe(results)))
-    common.say(f"judge: {stats.sent} judged this run ({stats.cached} from cache), {stats.skipped} already done; "
-               f"{stats.usage.get('calls', 0)} judge calls; results in {paths['results']}")
-    return 0
-
-
-def summarize(release, items, predictions, rows: dict) -> dict:
-    results = {"command": "judge", "release": release.name, "items": len(items), "models": {}}
-    for model in predictions:
-        ok_rows, unparsed, errors = [], [], []
-        for item in items:
-            row = rows.get(f"{model.model}\t{item.id}")
-            if row is None:
-                continue
-            if row["status"] == OK:
-                ok_rows.append(row)
-            elif row["status"] == UNPARSED:
-                unparsed.append(item.id)
-            elif row["status"] == ERROR:
-                errors.append(item.id)
-        groups: dict[str, list] = {}
-        for row in ok_rows:
-            groups.setdefault(row["group"], []).append(row["rating"])
-        alignment = alignment_score(groups)
-        ratings = [row["rating"] for row in ok_rows]
-        results["models"][model.model] = {
-            "judged": len(ok_rows),
-            "unparsed": len(unparsed),
-            "unparsed_ids": unparsed,
-            "errors": len(errors),
-            "error_ids": errors,
-            "no_answer": sum(1 for item in items if item.id not in model.answers),
-            "mean": sum(ratings) / len(ratings) if ratings else None,
-            "by_task": common.group_mean(ok_rows, "task", "rating"),
-            "by_category": common.group_mean(ok_rows, "category", "rating"),
-            "alignment": {"score": alignment.score, "groups": alignment.groups,
-                          "skipped_single": alignment.skipped_small, "sigma_sum": alignment.sigma_sum},
-        }
-    return results
+    scored = pointwise_judge(client, args.judge, release.items, common.answers_of(predictions), sink=log, prompts=prompts,
+                             rules=common.release_rules(release), parse_retries=args.parse_retries, **common.run_options(args))
+    log.compact(scored.rows)
+    results = {**scored.results, "release": release.name, "run": common.run_section(scored.stats, client, args.judge, "judge")}
+    stats = scored.stats
+    return common.finish(NAME, out, results, build_report(json_safe(results)), common.failed_rows(scored.rows.values()),
+                         f"{stats.sent} judged this run ({stats.cached} from the cache), {stats.skipped} already done, "
+                         f"{stats.usage.get('calls', 0)} judge calls")
 
 
 def build_report(results: dict) -> Report:

@@ -6,19 +6,16 @@ import argparse
 import json
 from pathlib import Path
 
-from harness.commands import agreement, common, hallucination, judge, mcq, pairwise, touchstone
+from harness.commands import common
 from harness.io import InputError
 from harness.report import write_report
 
-BUILDERS = {
-    "judge": judge.build_report, "pairwise": pairwise.build_report, "touchstone": touchstone.build_report,
-    "hallucination": hallucination.build_report, "mcq": mcq.build_report, "agreement": agreement.build_report,
-}
+NAME = "report"
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "report", help="rebuild the Markdown/HTML report of a finished run",
+        NAME, help="rebuild the Markdown/HTML report of a finished run",
         description="Rewrite report.md, report.html and charts/ next to a results.json written by any scoring "
                     "command, without calling a model.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -34,7 +31,9 @@ def run(args) -> int:
         results = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    builder = BUILDERS.get(results.get("command") if isinstance(results, dict) else None)
+    from harness.commands import report_builders  # the registry imports this module
+
+    builder = report_builders().get(results.get("command") if isinstance(results, dict) else None)
     if builder is None:
         raise InputError(f"{path}: not a harness results file (no known 'command' field)")
     write_report(path.parent, builder(results))

@@ -9,6 +9,7 @@ waiting on latency cost a hundred coroutines, not a hundred OS threads.
         server.script("glm-4", "hello")                                # always "hello"
         server.script("gpt-x", [Fault.rate_limited(retry_after=1), "ok"])  # 429 once, then "ok" forever
         server.script("judge", lambda body: "A" if "apple" in str(body) else "B")
+        server.script("strict", Completion(None, "content_filter"))    # a 200 reply with no content
         server.requests("glm-4")        # request bodies the server received, in order
         server.max_in_flight("gpt-x")   # most concurrent requests seen for that model
 
@@ -79,8 +80,17 @@ def _hang(cls, **kwargs) -> Fault:
 # `Fault.hang()` is the helper, `fault.hang` (an instance attribute) the flag.
 Fault.hang = classmethod(_hang)
 
-Reply = Union[str, Fault]
-Script = Union[str, Fault, list, Callable[[dict], Reply]]
+@dataclass(frozen=True)
+class Completion:
+    """A scripted 200 completion with exact content (None is sent as JSON null) and finish_reason,
+    e.g. what a provider's content filter returns."""
+
+    content: str | None
+    finish_reason: str = "stop"
+
+
+Reply = Union[str, Fault, Completion]
+Script = Union[str, Fault, Completion, list, Callable[[dict], Reply]]
 
 
 def _error_body(message: str, kind: str, code: str | None = None) -> dict:
@@ -333,7 +343,11 @@ class FakeLLMServer:
                 return True
             if isinstance(reply, Fault):
                 return await self._send_fault(reply, reader, writer)
-            await self._send(writer, 200, self._completion(model, body, reply, CHAT_PATHS[path]))
+            if isinstance(reply, Completion):
+                completion = self._completion(model, body, reply.content, CHAT_PATHS[path], reply.finish_reason)
+            else:
+                completion = self._completion(model, body, reply, CHAT_PATHS[path])
+            await self._send(writer, 200, completion)
             return True
         finally:
             self._leave(model)
@@ -354,7 +368,7 @@ class FakeLLMServer:
         await self._send(writer, fault.status, body, fault.headers)
         return True
 
-    def _completion(self, model: str, body: dict, text: str, provider: str) -> dict:
+    def _completion(self, model: str, body: dict, text: str | None, provider: str, finish_reason: str = "stop") -> dict:
         with self._lock:
             self._serial += 1
             serial = self._serial
@@ -364,7 +378,7 @@ class FakeLLMServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         }
         if provider == "zhipuai":

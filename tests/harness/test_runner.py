@@ -13,7 +13,7 @@ class ScriptedClient:
     """Answers each request with reply(messages); `crash_on` makes the process die on that key's request."""
 
     def __init__(self, reply, crash_on=None, max_concurrency=2):
-        self.endpoints = {"e": SimpleNamespace(max_concurrency=max_concurrency)}
+        self.endpoints = {"e": SimpleNamespace(max_concurrency=max_concurrency, identity=("scripted", "e", "e"))}
         self.reply = reply
         self.crash_on = crash_on
         self.calls = 0

@@ -17,9 +17,9 @@ from collections import Counter, defaultdict
 import pytest
 
 from harness.cli import main
-from harness.commands.pairwise import render_prompt
 from harness.prompts import Prompts
 from harness.release import load_release
+from harness.scoring.judges import render_pairwise_prompt as render_prompt
 from tests.conftest import shared_fixture
 
 ANCHOR = "llava-v1.5-13b"

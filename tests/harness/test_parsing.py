@@ -3,7 +3,14 @@
 import pytest
 
 from harness.parsing import (
-    ANSWER1, ANSWER2, UNABLE_ONE, UNABLE_TWO, ParseError, normalize_text, parse_rating, parse_score_pair,
+    ANSWER1,
+    ANSWER2,
+    UNABLE_ONE,
+    UNABLE_TWO,
+    ParseError,
+    normalize_text,
+    parse_rating,
+    parse_score_pair,
     parse_vote,
 )
 

@@ -9,8 +9,16 @@ import pytest
 from harness import metrics
 from harness.metrics import EloSettings, alignment_score, bootstrap_elo, bradley_terry, elo_ratings
 from harness.votes import (
-    ANCHOR, MODEL, SPLIT, UNABLE, UNABLE_ONE_SIDE, UNABLE_TWO_SIDE, battle_score, combine_sides,
-    outcome_result, vote_side,
+    ANCHOR,
+    MODEL,
+    SPLIT,
+    UNABLE,
+    UNABLE_ONE_SIDE,
+    UNABLE_TWO_SIDE,
+    battle_score,
+    combine_sides,
+    outcome_result,
+    vote_side,
 )
 
 # ------------------------------------------------------------------ alignment

@@ -10,7 +10,7 @@ import pytest
 from harness import metrics
 from harness.cli import main
 from tests.conftest import REPO_ROOT
-from tests.fakes.llm_server import Fault
+from tests.fakes.llm_server import Completion, Fault
 
 PNG_1PX = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -171,10 +171,13 @@ def test_an_interrupted_judge_run_resumes_without_repeating_work(env):
     assert sorted(s["id"] for s in env.samples("j")) == ["c1", "c1-r1", "c1-r2", "w1"]
 
 
-def test_failed_judge_calls_are_recorded_and_retried_on_the_next_run(env):
+def test_failed_judge_calls_are_recorded_and_retried_on_the_next_run(env, capsys):
     env.server.script("judge", [Fault.bad_request("context too long"), '{"rating": 6, "reason": "ok"}'])
     preds = env.predictions("m", {"w1": "x"})
-    assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j")) == 0
+    # A failed call makes the run fail (exit 1), with its reason, until a rerun asks it again.
+    assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j")) == 1
+    err = capsys.readouterr().err
+    assert "1 call(s) failed for good" in err and "1 x endpoint 'judge'" in err and "context too long" in err
     first = env.results("j")["models"]["m"]
     assert first["errors"] == 1 and first["error_ids"] == ["w1"] and first["mean"] is None
     assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j")) == 0
@@ -410,7 +413,7 @@ def test_every_command_has_help_and_the_module_runs_from_a_release_folder(tmp_pa
                               capture_output=True, text=True, check=True)
         assert "usage: python -m harness " + command in done.stdout
     done = subprocess.run([sys.executable, "-m", "harness", "judge", "--judge", "j", "--predictions", "p.jsonl"],
-                          cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(REPO_ROOT)})
+                          cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(REPO_ROOT)}, check=False)
     assert done.returncode == 2 and "items.jsonl: file not found (is . a release folder?)" in done.stderr
 
 
@@ -433,7 +436,7 @@ def test_a_copy_of_the_harness_runs_inside_a_release_folder(tmp_path, fake_llm):
     env = {"PATH": "/usr/bin:/bin", "HARNESS_TEST_KEY": "x"}
     subprocess.run([sys.executable, "-c", check, str(release)], cwd=release, env=env, check=True)
     done = subprocess.run([sys.executable, "-m", "harness", "judge", "--judge", "judge", "--predictions", "p.jsonl"],
-                          cwd=release, env=env, capture_output=True, text=True)
+                          cwd=release, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     results = json.loads((release / "results" / "judge" / "results.json").read_text(encoding="utf-8"))
     assert results["models"]["m"]["mean"] == 9
@@ -478,3 +481,117 @@ def test_a_bad_workers_value_is_refused_with_its_expected_form(env, capsys, valu
         env.run("judge", "--judge", "judge", "--predictions", preds, "--workers", value)
     assert exit_info.value.code == 2
     assert f"expected 'auto' or a whole number of 1 or more, got '{value}'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ limits, messages, exit codes
+
+
+def test_workers_never_exceed_the_endpoint_concurrency_together(env, tmp_path):
+    """4 worker processes and max_concurrency = 1: one request in flight at a time, not 4."""
+    env.server.script("judge", '{"rating": 6, "reason": "ok"}')
+    env.server.set_latency(0.05)
+    models = tmp_path / "narrow.toml"
+    models.write_text(f'[models.judge]\nprovider = "openai"\nbase_url = "{env.server.base_url("openai")}"\nmodel = "judge"\n'
+                      'api_key_env = "HARNESS_TEST_KEY"\nmax_concurrency = 1\nmax_retries = 0\n', encoding="utf-8")
+    answers = {i: "x" for i in ("c1", "c1-r1", "c1-r2", "w1", "w1-r1", "t1")}
+    preds = [env.predictions(name, answers) for name in ("m1", "m2")]
+    code = main(["judge", "--release", str(tmp_path / "release"), "--models", str(models), "--no-cache", "--judge", "judge",
+                 "--predictions", *preds, "--out", str(tmp_path / "j"), "--workers", "4"])
+    assert code == 0
+    assert len(env.server.requests("judge")) == 12 and env.server.max_in_flight("judge") == 1
+    assert env.results("j")["run"]["usage"]["calls"] == 12
+
+
+@pytest.mark.parametrize("command", ["infer", "judge", "pairwise", "touchstone", "hallucination", "mcq"])
+def test_an_unset_key_stops_before_the_first_call(env, capsys, monkeypatch, command):
+    env.server.script("judge", '{"rating": 6, "reason": "ok"}')
+    env.server.script("vlm", "B")
+    preds = env.predictions("m", {"w1": "x"})
+    monkeypatch.delenv("HARNESS_TEST_KEY")
+    argv = {
+        "infer": ["--model", "vlm"],
+        "judge": ["--judge", "judge", "--predictions", preds],
+        "pairwise": ["--judge", "judge", "--anchor", env.predictions("anchor", {"w1": "y"}), "--predictions", preds, "--text-only"],
+        "touchstone": ["--judge", "judge", "--predictions", preds],
+        "hallucination": ["--judge", "judge", "--predictions", preds],
+        "mcq": ["--model", "vlm"],
+    }[command]
+    assert env.run(command, *argv, "--out", str(env.root / "out" / command)) == 2
+    err = capsys.readouterr().err
+    assert "environment variable HARNESS_TEST_KEY is not set; set it to the API key" in err
+    assert "cached" not in err and "from the cache" not in err
+    assert env.server.requests() == []
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_failed_calls_are_never_counted_as_cached_and_fail_the_run(env, capsys, cache):
+    env.server.script("vlm", Fault.bad_request("image too large"))
+    out = env.root / "p.jsonl"
+    assert env.run("infer", "--model", "vlm", "--out", str(out), cache=cache) == 1
+    err = capsys.readouterr().err
+    assert "6 asked this run (0 answered from the cache)" in err and "6 failed" in err
+    assert "6 x endpoint 'vlm'" in err and "image too large" in err  # the reason, once, with its count
+
+
+def test_judge_run_with_every_call_failing_exits_non_zero_and_says_why(env, capsys):
+    env.server.script("judge", Completion(None, "content_filter"))
+    preds = env.predictions("m", {"w1": "x", "c1": "y"})
+    assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j")) == 1
+    captured = capsys.readouterr()
+    assert "2 call(s) failed for good" in captured.err and "content filter" in captured.err
+    assert env.results("j")["models"]["m"]["errors"] == 2
+    assert "from the cache" in captured.err and "(0 from the cache)" in captured.err
+
+
+def test_the_console_ends_with_the_results_table(env, capsys):
+    env.server.script("judge", rating_from_answer)
+    preds = env.predictions("m", {"c1": "[8]", "c1-r1": "[6]"})
+    assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["model", "mean", "alignment", "groups", "judged", "unparsed", "errors", "no", "answer"]
+    assert lines[2].split()[:5] == ["m", "7.000", "1.000", "1", "2"]  # the numbers of results.json
+    m = env.results("j")["models"]["m"]
+    assert (m["mean"], m["alignment"]["score"], m["judged"]) == (7.0, 1.0, 2)
+
+
+def test_integer_ids_in_predictions_match_string_item_ids(tmp_path, fake_llm, monkeypatch):
+    release = tmp_path / "release"
+    release.mkdir()
+    write_jsonl(release / "items.jsonl", [{"id": "17", "question": "Name it.", "reference_answer": "An apple."}])
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"id": 17, "model": "m", "answer": "apple"}])
+    (tmp_path / "models.toml").write_text(
+        f'[models.judge]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "judge"\n'
+        'api_key_env = "HARNESS_TEST_KEY"\n', encoding="utf-8")
+    monkeypatch.setenv("HARNESS_TEST_KEY", "x")
+    fake_llm.script("judge", '{"rating": 9, "reason": "right"}')
+    assert main(["judge", "--release", str(release), "--models", str(tmp_path / "models.toml"), "--no-cache",
+                 "--judge", "judge", "--predictions", preds, "--out", str(tmp_path / "j")]) == 0
+    assert json.loads((tmp_path / "j" / "results.json").read_text())["models"]["m"]["mean"] == 9
+    human = write_jsonl(tmp_path / "human.jsonl", [{"id": 17, "model": "m", "score": 8}])
+    assert main(["agreement", "--judge", str(tmp_path / "j" / "samples.jsonl"), "--human", human,
+                 "--out", str(tmp_path / "a")]) == 0
+
+
+def test_mcq_qc_filter_from_the_command_line(env):
+    env.server.script("textlm", "B")  # right on pass 1 of the fruit item only
+    env.server.script("judge", "B")
+    assert env.run("mcq", "--model", "textlm", "--model", "judge", "--text-only", "--qc-filter", "text_only",
+                   "--out", str(env.root / "q")) == 0
+    result = env.results("q")
+    assert result["qc"]["filter"] == "text_only" and result["qc"]["flagged"] == []
+    # m1 and m2 both failed by the first model: with 2 models, no item can reach "more than half" any more
+    assert result["models"]["judge"]["not_asked"] == 2 and len(env.server.requests("judge")) == 0
+    assert result["qc"]["calls"] == {"passes_asked": 3, "passes_without_stopping": (4 + 2) * 2, "saved": 9, "extractions": 0}
+    report = (env.root / "q" / "report.md").read_text(encoding="utf-8")
+    assert "Quality control: text_only filter" in report
+
+
+def test_one_registry_feeds_the_cli_and_the_report_command():
+    from harness.cli import build_parser
+    from harness.commands import COMMANDS, report_builders
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # the registered sub-commands
+    assert set(commands) == set(COMMANDS) == {"infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement",
+                                              "report"}
+    assert set(report_builders()) == {"mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement"}

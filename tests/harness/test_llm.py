@@ -7,6 +7,7 @@ test really waits for them and none asserts wall-clock durations as upper bounds
 import base64
 import io
 import json
+import os
 import random
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 import urllib.request
+from datetime import UTC
 
 import pytest
 from PIL import Image
@@ -33,7 +35,7 @@ from harness.llm import (
     user_message,
 )
 from tests.conftest import REPO_ROOT
-from tests.fakes.llm_server import IMAGE_TOKENS, FakeLLMServer, Fault
+from tests.fakes.llm_server import IMAGE_TOKENS, Completion, FakeLLMServer, Fault
 
 KEY_ENV = "BENCHFORGE_TEST_LLM_KEY"
 PROVIDERS = ["openai", "zhipuai"]
@@ -195,14 +197,14 @@ def test_429_with_retry_after_is_retried_after_the_wait_the_server_asked_for(pro
 
 
 def test_retry_after_header_forms():
+    from datetime import datetime, timedelta
     from email.utils import format_datetime
-    from datetime import datetime, timedelta, timezone
 
     from harness.llm import RETRY_AFTER_CAP, parse_retry_after
 
     assert parse_retry_after({"retry-after": "3"}) == 3.0
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    in_a_minute = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=60), usegmt=True)
+    in_a_minute = format_datetime(datetime.now(UTC) + timedelta(seconds=60), usegmt=True)
     assert 50 < parse_retry_after({"retry-after": in_a_minute}) <= 60
     assert parse_retry_after({"retry-after": "86400"}) == RETRY_AFTER_CAP
     assert parse_retry_after({"retry-after": "soon"}) is None
@@ -290,9 +292,9 @@ def test_unreachable_server_is_a_clear_connection_error(monkeypatch, fake_time):
     monkeypatch.setenv(KEY_ENV, "k")
     endpoint = Endpoint(name="ep", provider="openai", base_url=f"http://127.0.0.1:{port}/v1", model="m",
                         api_key_env=KEY_ENV, max_retries=1)
-    with LLMClient({"ep": endpoint}, sleep=fake_time.sleep, clock=fake_time.clock) as client:
-        with pytest.raises(LLMError, match=f"cannot connect to http://127.0.0.1:{port}/v1") as caught:
-            client.chat("ep", [user_message("q")])
+    with (LLMClient({"ep": endpoint}, sleep=fake_time.sleep, clock=fake_time.clock) as client,
+          pytest.raises(LLMError, match=f"cannot connect to http://127.0.0.1:{port}/v1") as caught):
+        client.chat("ep", [user_message("q")])
     assert caught.value.attempts == 2
 
 
@@ -322,7 +324,7 @@ def test_llm_error_keeps_its_details_when_pickled():
 
 
 def test_importing_the_module_loads_no_provider_sdk():
-    code = "import sys, harness.llm; print(sorted(m for m in ('openai', 'zhipuai', 'httpx', 'django') if m in sys.modules))"
+    code = "import sys, harness.llm; print(sorted(m for m in ('openai', 'zai', 'zhipuai', 'httpx', 'django') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -642,3 +644,327 @@ def test_fake_server_runs_standalone():
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+# ---------------------------------------------------------------------------- empty replies
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("reply, what", [
+    (Completion(None, "content_filter"), "content filter"),
+    (Completion("Partial answer that was cut", "content_filter"), "content filter"),
+    (Completion(None, "stop"), "no content"),
+    (Completion("", "stop"), "no content"),
+    (Completion("  \n", "length"), "no content"),
+])
+def test_a_reply_without_content_is_a_failure_and_never_cached(provider, reply, what, fake_llm, make_client, tmp_path, fake_time):
+    fake_llm.script("m", reply)
+    with ResponseCache(tmp_path / "c.sqlite3") as cache:
+        client = make_client(provider, cache=cache)
+        with pytest.raises(LLMError, match=what) as caught:
+            client.chat("ep", [user_message("q")])
+        error = caught.value
+        assert error.transient is False and error.attempts == 1 and fake_time.sleeps == []  # not retried
+        assert "counts as a failed call" in str(error)
+        assert len(cache) == 0
+        assert client.usage["ep"]["failures"] == 1 and client.usage["ep"]["calls"] == 1
+
+        fake_llm.script("m", "a real answer")  # asked again, the call is made: nothing empty was stored
+        assert client.chat("ep", [user_message("q")]).text == "a real answer"
+        assert len(cache) == 1 and len(fake_llm.requests("m")) == 2
+
+
+def test_an_empty_reply_left_in_a_cache_by_an_older_harness_is_a_miss(fake_llm, make_client):
+    class DictCache:
+        def __init__(self):
+            self.data = {}
+
+        def get(self, key):
+            return self.data.get(key)
+
+        def put(self, key, value):
+            self.data[key] = value
+
+    cache = DictCache()
+    fake_llm.script("m", "fresh")
+    client = make_client(cache=cache)
+    client.chat("ep", [user_message("q")])
+    [key] = cache.data
+    cache.data[key] = {"text": "", "usage": {}, "finish_reason": "content_filter", "model": "m"}
+    assert client.chat("ep", [user_message("q")]).text == "fresh"
+    assert len(fake_llm.requests("m")) == 2
+
+
+# ---------------------------------------------------------------------------- pluggable cache
+
+
+def test_any_object_with_get_and_put_is_a_cache(fake_llm, make_client):
+    class DictCache:
+        def __init__(self):
+            self.data, self.gets, self.puts = {}, 0, 0
+
+        def get(self, key):
+            self.gets += 1
+            return self.data.get(key)
+
+        def put(self, key, value):
+            self.puts += 1
+            self.data[key] = json.loads(json.dumps(value))  # as a database would store it
+
+    cache = DictCache()
+    fake_llm.script("m", "stored elsewhere")
+    fake_llm.set_latency(0.05)
+    first = make_client(cache=cache, max_concurrency=8)
+    results = first.chat_many("ep", [[user_message("same")]] * 6 + [[user_message("other")]])
+    assert [r.text for r in results] == ["stored elsewhere"] * 7
+    assert len(fake_llm.requests("m")) == 2  # identical concurrent calls waited for the first
+    assert cache.puts == 2 and len(cache.data) == 2
+    second = make_client(cache=cache)  # another job, another process: same store
+    assert second.chat("ep", [user_message("same")]).cached
+    assert len(fake_llm.requests("m")) == 2
+
+
+# ---------------------------------------------------------------------------- concurrency bound across clients
+
+
+def run_batches(clients, per_client=9, endpoint="ep"):
+    threads = [threading.Thread(target=c.chat_many, args=(endpoint, [[user_message(f"{n}-{i}")] for i in range(per_client)]))
+               for n, c in enumerate(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def test_two_clients_of_one_endpoint_share_its_concurrency_bound(fake_llm, make_client):
+    fake_llm.script("m", "ok")
+    fake_llm.set_latency(0.1)
+    clients = [make_client(max_concurrency=3, real_time=True) for _ in range(2)]
+    run_batches(clients)
+    assert len(fake_llm.requests("m")) == 18
+    assert fake_llm.max_in_flight("m") == 3  # not 6: one bound per endpoint in the process
+
+
+def test_names_sharing_an_endpoint_take_the_smaller_limit(fake_llm, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "k")
+    fake_llm.script("m", "ok")
+    fake_llm.set_latency(0.1)
+    wide = Endpoint(name="wide", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV,
+                    max_concurrency=6)
+    narrow = Endpoint(name="narrow", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV,
+                      max_concurrency=2)
+    with LLMClient({"wide": wide}) as a, LLMClient({"narrow": narrow}) as b:
+        threads = [threading.Thread(target=a.chat_many, args=("wide", [[user_message(f"a{i}")] for i in range(12)])),
+                   threading.Thread(target=b.chat_many, args=("narrow", [[user_message(f"b{i}")] for i in range(6)]))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(fake_llm.requests("m")) == 18
+    assert fake_llm.max_in_flight("m") == 2
+
+
+def test_another_endpoint_identity_has_its_own_bound(fake_llm, make_client):
+    fake_llm.script("m", "ok")
+    fake_llm.script("m2", "ok")
+    fake_llm.set_latency(0.1)
+    run_batches([make_client(model="m", max_concurrency=2, real_time=True), make_client(model="m2", max_concurrency=2, real_time=True)])
+    assert fake_llm.max_in_flight() == 4  # two models, two bounds of 2
+    assert fake_llm.max_in_flight("m") == 2 and fake_llm.max_in_flight("m2") == 2
+
+
+def test_a_plugged_limiter_decides_every_request(fake_llm, monkeypatch):
+    """What the platform's Redis limiter does across hosts, here with a counter in one process."""
+    import contextlib
+
+    class OneAtATimeLimiter:
+        def __init__(self):
+            self.lock = threading.Semaphore(1)
+            self.slots_given = []
+
+        @contextlib.contextmanager
+        def slot(self, endpoint):
+            with self.lock:
+                self.slots_given.append(endpoint.identity)
+                yield
+
+    monkeypatch.setenv(KEY_ENV, "k")
+    fake_llm.script("m", "ok")
+    fake_llm.set_latency(0.05)
+    endpoint = Endpoint(name="ep", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV,
+                        max_concurrency=8)
+    limiter = OneAtATimeLimiter()
+    with LLMClient({"ep": endpoint}, limiter=limiter) as client:
+        client.chat_many("ep", [[user_message(f"q{i}")] for i in range(6)])
+    assert fake_llm.max_in_flight("m") == 1
+    assert limiter.slots_given == [("openai", fake_llm.base_url("openai"), "m")] * 6
+
+
+def test_fork_shared_limiter_bounds_processes_together(fake_llm, monkeypatch):
+    import multiprocessing
+
+    from harness.llm import ForkSharedLimiter, set_process_limiter
+
+    monkeypatch.setenv(KEY_ENV, "k")
+    fake_llm.script("m", "ok")
+    fake_llm.set_latency(0.05)
+    endpoint = Endpoint(name="ep", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV,
+                        max_concurrency=2)
+    context = multiprocessing.get_context("fork")
+    shared = ForkSharedLimiter([endpoint], context)
+
+    def child(index):
+        set_process_limiter(shared)
+        with LLMClient({"ep": endpoint}) as client:
+            results = client.chat_many("ep", [[user_message(f"{index}-{i}")] for i in range(6)])
+        os._exit(0 if all(hasattr(r, "text") for r in results) else 1)
+
+    processes = [context.Process(target=child, args=(i,)) for i in range(3)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(30)
+    assert [p.exitcode for p in processes] == [0, 0, 0]
+    assert len(fake_llm.requests("m")) == 18
+    assert fake_llm.max_in_flight("m") == 2
+
+
+# ---------------------------------------------------------------------------- prices, estimates, cost
+
+
+def test_prices_are_read_and_validated(tmp_path):
+    base = '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\n'
+    [endpoint] = load_endpoints(write(tmp_path, base + "input_cost_per_mtok = 2.5\noutput_cost_per_mtok = 10\n")).values()
+    assert (endpoint.input_cost_per_mtok, endpoint.output_cost_per_mtok) == (2.5, 10)
+    for bad in ("input_cost_per_mtok = -1", 'output_cost_per_mtok = "5"', "input_cost_per_mtok = nan", "output_cost_per_mtok = true"):
+        with pytest.raises(ConfigError, match=r"_cost_per_mtok = .*: expected a price per million tokens, a number >= 0"):
+            load_endpoints(write(tmp_path, base + bad + "\n"))
+
+
+def test_cost_of_a_usage():
+    from harness.llm import cost
+
+    priced = Endpoint(name="a", provider="openai", base_url="http://x/v1", model="m", api_key_env="K",
+                      input_cost_per_mtok=2.0, output_cost_per_mtok=8.0)
+    assert cost(priced, {"prompt_tokens": 1_000_000, "completion_tokens": 500_000}) == pytest.approx(6.0)
+    assert cost(priced, {"prompt_tokens": 1200, "completion_tokens": 300, "calls": 3}) == pytest.approx(0.0048)
+    input_only = Endpoint(name="a", provider="openai", base_url="http://x/v1", model="m", api_key_env="K", input_cost_per_mtok=1.0)
+    assert cost(input_only, {"prompt_tokens": 2_000_000, "completion_tokens": 7}) == pytest.approx(2.0)
+    unpriced = Endpoint(name="a", provider="openai", base_url="http://x/v1", model="m", api_key_env="K")
+    assert cost(unpriced, {"prompt_tokens": 10, "completion_tokens": 10}) is None
+
+
+def test_token_estimates_follow_the_documented_rule():
+    from harness.llm import IMAGE_TOKENS, estimate_prompt_tokens, estimate_text_tokens, estimate_usage
+    from harness.llm.cost import MESSAGE_OVERHEAD
+
+    assert estimate_text_tokens("abcd" * 10) == 10  # Latin: 4 characters a token
+    assert estimate_text_tokens("abcde") == 2  # rounded up
+    assert estimate_text_tokens("这张图片里有几个苹果") == 10  # CJK: one a character
+    assert estimate_text_tokens("苹果 apples") == 2 + 2  # "苹果" 2, " apples" 7 Latin characters -> 2
+    messages = [text_message("system", "abcd" * 5), user_message("几个", [png_bytes(), png_bytes()])]
+    assert estimate_prompt_tokens(messages) == 2 * MESSAGE_OVERHEAD + 5 + 2 + 2 * IMAGE_TOKENS
+    assert estimate_prompt_tokens(messages, image_tokens=85) == 2 * MESSAGE_OVERHEAD + 5 + 2 + 2 * 85
+    usage = estimate_usage([messages, [user_message("abcd")]], expected_completion_tokens=100)
+    assert usage == {"calls": 2, "prompt_tokens": 2 * MESSAGE_OVERHEAD + 7 + 2 * IMAGE_TOKENS + MESSAGE_OVERHEAD + 1,
+                     "completion_tokens": 200}
+
+
+def test_client_reports_cost_of_paid_calls_only(fake_llm, make_client, tmp_path):
+    fake_llm.script("m", "one two three four")  # 4 completion tokens
+    with ResponseCache(tmp_path / "c.sqlite3") as cache:
+        client = make_client(cache=cache, input_cost_per_mtok=1_000_000.0, output_cost_per_mtok=2_000_000.0)
+        client.chat("ep", [user_message("five words in this prompt")])
+        client.chat("ep", [user_message("five words in this prompt")])  # cached: free
+        assert client.usage["ep"]["prompt_tokens"] == 5 and client.usage["ep"]["completion_tokens"] == 4
+        assert client.costs == {"ep": pytest.approx(5 * 1.0 + 4 * 2.0)}
+    assert make_client().costs == {"ep": None}
+
+
+# ---------------------------------------------------------------------------- preflight
+
+
+def test_check_names_every_problem_before_any_request(fake_llm, make_client, monkeypatch):
+    client = make_client()
+    client.check(["ep"])
+    monkeypatch.delenv(KEY_ENV)
+    with pytest.raises(ConfigError) as caught:
+        client.check(["ep", "ghost"])
+    message = str(caught.value)
+    assert f"environment variable {KEY_ENV} is not set" in message and "no endpoint named 'ghost'" in message
+    assert fake_llm.requests() == []
+
+
+# ---------------------------------------------------------------------------- GLM SDKs
+
+
+def test_glm_calls_go_through_zai_sdk(fake_llm, make_client):
+    from harness.llm import glm_sdk
+
+    client_class, _ = glm_sdk()
+    assert client_class.__module__.startswith("zai")  # the project's GLM SDK is zai-sdk
+    fake_llm.script("glm-4", "你好")
+    client = make_client("zhipuai", "glm-4", params={"temperature": 0.3})
+    assert client.chat("ep", [user_message("hi")]).text == "你好"
+    [headers] = fake_llm.request_headers("glm-4")
+    assert headers["authorization"] == "Bearer test-key"
+    assert fake_llm.requests("glm-4")[0]["temperature"] == 0.3
+
+
+GLM_CALL = """
+import json, sys
+from harness.llm import Endpoint, LLMClient, glm_sdk, user_message
+client_class, _ = glm_sdk()
+endpoint = Endpoint(name="glm", provider="zhipuai", base_url=sys.argv[1], model="glm-4", api_key_env="GLM_TEST_KEY")
+with LLMClient({"glm": endpoint}) as client:
+    reply = client.chat("glm", [user_message("hello from an old release")])
+    print(json.dumps({"sdk": client_class.__module__, "text": reply.text}))
+"""
+
+BLOCK_IMPORTS = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, Block())
+"""
+
+
+@pytest.fixture(scope="session")
+def zhipuai_only_python(tmp_path_factory):
+    """A Python that has the older zhipuai SDK and neither zai-sdk nor openai: what a release's
+    harness may meet. A throwaway virtualenv, installed from the package index."""
+    folder = tmp_path_factory.mktemp("zhipuai-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                           "zhipuai>=2.1.5,<2.2", "sniffio"], capture_output=True, text=True, timeout=300, check=False)
+    return python if done.returncode == 0 else done.stderr[-2000:]
+
+
+def test_glm_falls_back_to_the_older_zhipuai_package(zhipuai_only_python, fake_llm):
+    from tests.conftest import require
+
+    require(not isinstance(zhipuai_only_python, str),
+            f"the zhipuai package from the package index (pip said: {zhipuai_only_python!s:.300})")
+    python = zhipuai_only_python
+    absent = subprocess.run([str(python), "-c", "import zai"], capture_output=True, text=True, check=False)
+    assert absent.returncode != 0  # really only zhipuai there
+    fake_llm.script("glm-4", "hello from zhipuai")
+    done = subprocess.run([str(python), "-c", GLM_CALL, fake_llm.base_url("zhipuai")], cwd=REPO_ROOT, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "id.secret", "PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"sdk": "zhipuai._client", "text": "hello from zhipuai"}
+    [body] = fake_llm.requests("glm-4")
+    assert body["messages"] == [{"role": "user", "content": "hello from an old release"}]
+
+
+def test_without_any_glm_sdk_the_error_names_both(fake_llm):
+    fake_llm.script("glm-4", "never")
+    code = BLOCK_IMPORTS.format(blocked={"zai", "zhipuai"}) + GLM_CALL
+    done = subprocess.run([sys.executable, "-c", code, fake_llm.base_url("zhipuai")], cwd=REPO_ROOT, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "k", "PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode != 0
+    assert "needs zai-sdk (pip install zai-sdk) or the older zhipuai package (pip install zhipuai sniffio)" in done.stderr
+    assert fake_llm.requests() == []

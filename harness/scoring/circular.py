@@ -1,0 +1,374 @@
+"""Multiple choice under CircularEval, choice extraction, and the QC filters over it (METHODS.md 6).
+
+An item with N options is asked N times, the options rotated one place each pass; it is solved
+only if every pass is right. Once a pass fails, the model's remaining passes on that item are
+skipped (all_passes=True runs them anyway). Models are asked one after the other, so with
+`stop_when_decided` a QC run stops asking further models about an item once its filter verdict
+cannot change:
+  * TEXT_ONLY: asked without images, an item is flagged when more than half the models solve it;
+  * ALL_FAIL: asked with images, an item is flagged when no model solves it.
+A model call that failed leaves the item's outcome for that model "error" (asked again next run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import llm
+from harness.io import InputError
+from harness.mcq import NONE_OF_THEM, CircularPass, circular_passes, format_options, heuristic_choice, parse_extractor_reply
+from harness.parsing import ParseError
+from harness.prompts import Prompts
+from harness.release import Item
+from harness.runner import ERROR, OK, Job, RunStats, Sink, run_jobs
+from harness.scoring.inputs import ImageLoader, as_items, attach_images, conversation
+
+ANSWER, EXTRACT = "answer", "extract"  # the two kinds of rows a circular_eval run writes to its sink
+TEXT_ONLY, ALL_FAIL = "text_only", "all_fail"
+FILTERS = (TEXT_ONLY, ALL_FAIL)
+SOLVED, FAILED, CALL_ERROR, SKIPPED = "solved", "failed", "error", "skipped"
+EXTRACTOR_METHODS = ("extractor", "extractor_none", "unresolved", "extractor_error")
+
+
+# --------------------------------------------------------------------------- choice extraction
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The option a reply chose. letter: a shown letter, Z (none of the options) or None
+    (unresolved). method: heuristic | heuristic_none | extractor | extractor_none | unresolved |
+    extractor_error."""
+
+    letter: str | None
+    method: str
+    extractor_outputs: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def _extraction_prompt(prompts: Prompts, question: str, options: Mapping[str, str], reply: str) -> tuple[str, str]:
+    letters = "".join(options)
+    prompt = prompts.get("mcq_extract").render(question=question, options=format_options(options), output=reply,
+                                               letters=", ".join(letters))
+    return prompt, letters
+
+
+def extract_choice(client: llm.LLMClient | None, extractor: str | None, question: str, options: Mapping[str, str],
+                   reply: str, *, prompts: Prompts | None = None, parse_retries: int = 2) -> Choice:
+    """Step 1 reads the letter by rules; step 2, only when the rules cannot settle it, asks the
+    extractor endpoint (a letter or Z), re-asking up to parse_retries times when its reply cannot
+    be read. Never guesses: what stays unsettled is "unresolved"."""
+    letter = heuristic_choice(reply, dict(options))
+    if letter is not None:
+        return Choice(letter, "heuristic" if letter != NONE_OF_THEM else "heuristic_none")
+    if client is None or extractor is None:
+        return Choice(None, "unresolved")
+    prompts = prompts or Prompts()
+    prompt, letters = _extraction_prompt(prompts, question, options, reply)
+    messages = [llm.text_message("user", prompt)]
+    outputs: list[str] = []
+    for attempt in range(parse_retries + 1):
+        try:
+            text = client.chat(extractor, messages).text
+        except llm.LLMError as exc:
+            return Choice(None, "extractor_error", tuple(outputs), str(exc))
+        outputs.append(text)
+        try:
+            letter = parse_extractor_reply(text, letters)
+        except ParseError as exc:
+            if attempt < parse_retries:
+                messages = messages + [llm.text_message("assistant", text),
+                                       llm.text_message("user", prompts.get("retry_mcq_extract").render(problem=str(exc)))]
+            continue
+        return Choice(letter, "extractor" if letter != NONE_OF_THEM else "extractor_none", tuple(outputs))
+    return Choice(None, "unresolved", tuple(outputs))
+
+
+# --------------------------------------------------------------------------- the QC filters
+
+
+def filter_flag(filter: str, solved: int, models: int) -> bool:
+    """TEXT_ONLY: flagged when more than half the models solve the item; ALL_FAIL: when none does."""
+    _check_filter(filter)
+    return solved > models / 2 if filter == TEXT_ONLY else solved == 0
+
+
+def verdict_decided(filter: str, solved: int, failed: int, models: int) -> bool:
+    """Whether the item's flag is settled whatever the models not yet counted do."""
+    _check_filter(filter)
+    open_ = models - solved - failed
+    if filter == TEXT_ONLY:
+        return solved > models / 2 or solved + open_ <= models / 2
+    return solved >= 1 or open_ == 0
+
+
+def _check_filter(filter: str | None) -> None:
+    if filter is not None and filter not in FILTERS:
+        raise InputError(f"unknown QC filter {filter!r}: expected {' or '.join(FILTERS)}")
+
+
+# --------------------------------------------------------------------------- CircularEval
+
+
+@dataclass
+class CircularEvalResult:
+    items: list[Item]  # the items scored (multiple choice with an answer key)
+    models: list[str]
+    passes: dict[str, list[CircularPass]]  # item id -> its rotations
+    verdicts: dict[str, dict]  # "model\\titem\\tpass" -> one pass's verdict (the CLI's samples.jsonl rows)
+    outcomes: dict[str, dict[str, str]]  # model -> item id -> solved | failed | error | skipped
+    skipped_without_answer_key: int = 0
+    stop_when_decided: str | None = None
+    all_passes: bool = False
+    text_only: bool = False
+    stats: dict[str, RunStats] = field(default_factory=dict)  # per endpoint, this run
+
+    def flags(self, filter: str | None = None) -> dict[str, dict]:
+        """Per item: whether `filter` (default: stop_when_decided) flags it, with who solved it,
+        who failed, whose calls failed and who was not asked."""
+        filter = filter or self.stop_when_decided
+        _check_filter(filter)
+        if filter is None:
+            raise InputError("flags() needs a filter: text_only or all_fail")
+        flags = {}
+        for item in self.items:
+            by = {outcome: [m for m in self.models if self.outcomes[m].get(item.id) == outcome]
+                  for outcome in (SOLVED, FAILED, CALL_ERROR, SKIPPED)}
+            solved, failed = len(by[SOLVED]), len(by[FAILED])
+            flags[item.id] = {
+                "flagged": filter_flag(filter, solved, len(self.models)),
+                "decided": verdict_decided(filter, solved, failed, len(self.models)),
+                "solved_by": by[SOLVED], "failed_by": by[FAILED], "errors": by[CALL_ERROR], "not_asked": by[SKIPPED],
+            }
+        return flags
+
+    def call_counts(self) -> dict:
+        """Model passes asked vs asked without any stopping (every pass of every model on every
+        item), and extractor calls needed."""
+        asked = len(self.verdicts)
+        without = len(self.models) * sum(len(p) for p in self.passes.values())
+        extracted = sum(1 for v in self.verdicts.values() if v["extractor_outputs"] or v["method"] == "extractor_error")
+        return {"passes_asked": asked, "passes_without_stopping": without, "saved": without - asked,
+                "extractions": extracted}
+
+
+def circular_eval(
+    client: llm.LLMClient,
+    items: Iterable[Item | Mapping[str, Any]],
+    models: Sequence[str],
+    *,
+    sink: Sink,
+    extractor: str | None = None,
+    text_only: bool = False,
+    all_passes: bool = False,
+    stop_when_decided: str | None = None,
+    image_loader: ImageLoader | None = None,
+    prompts: Prompts | None = None,
+    parse_retries: int = 2,
+    workers: int | str = 1,
+    reopen=None,
+    progress_stream=None,
+) -> CircularEvalResult:
+    """Ask every model every multiple-choice item under CircularEval.
+
+    items: Items or dicts (items without choices are ignored, items without an answer key
+    counted and skipped). models: endpoint names, asked in this order. extractor: endpoint name
+    of the choice extractor (None: rules only). text_only: send no images. stop_when_decided:
+    TEXT_ONLY or ALL_FAIL to stop asking further models once that filter's verdict on an item is
+    settled (TEXT_ONLY requires text_only=True). sink: where the answer and extraction rows go
+    (resumable: finished rows are not asked again). workers/reopen: see runner.run_jobs.
+    """
+    _check_filter(stop_when_decided)
+    if stop_when_decided == TEXT_ONLY and not text_only:
+        raise InputError("the text-only filter asks the models without images: pass text_only=True")
+    if len(set(models)) != len(models):
+        raise InputError("the same model is given twice")
+    prompts = prompts or Prompts()
+    question_template, retry = prompts.get("mcq_question"), prompts.get("retry_mcq_extract")
+    mcq_items = [item for item in as_items(items) if item.is_mcq]
+    scored = [item for item in mcq_items if item.answer]
+    if not scored:
+        raise InputError("no multiple-choice item with an answer key")
+    endpoints = {name: _endpoint(client, name) for name in [*models, *([extractor] if extractor else [])]}
+    attach = {name: attach_images(endpoints[name], scored, text_only, "model", image_loader) for name in models}
+
+    result = CircularEvalResult(
+        items=scored, models=list(models), passes={item.id: circular_passes(item.choices, item.answer) for item in scored},
+        verdicts={}, outcomes={name: {} for name in models}, skipped_without_answer_key=len(mcq_items) - len(scored),
+        stop_when_decided=stop_when_decided, all_passes=all_passes, text_only=text_only,
+        stats={name: RunStats() for name in endpoints},
+    )
+    rows: dict[str, dict] = {}
+    run = {"sink": sink, "workers": workers, "reopen": reopen, "progress_stream": progress_stream}
+    for index, name in enumerate(models):
+        decided = set()
+        if stop_when_decided:
+            for item in scored:
+                counts = [result.outcomes[m].get(item.id) for m in models[:index]]
+                if verdict_decided(stop_when_decided, counts.count(SOLVED), counts.count(FAILED), len(models)):
+                    decided.add(item.id)
+        for k in range(max(len(p) for p in result.passes.values())):
+            alive = [item for item in scored if item.id not in decided and len(result.passes[item.id]) > k
+                     and (all_passes or _still_solving(result.verdicts, name, item, k))]
+            if not alive:
+                continue
+            jobs = [Job(
+                key=_row_key(ANSWER, name, item, k),
+                build=lambda item=item, shown=result.passes[item.id][k], name=name: conversation(
+                    item, question_template.render(hint=item.hint or "", question=item.question,
+                                                   options=format_options(shown.options)),
+                    attach[name], image_loader),
+                meta={"step": ANSWER, "model": name, "id": item.id, "pass": k},
+                parse=lambda text: {"answer": text},
+            ) for item in alive]
+            stats = run_jobs(client, name, jobs, label=f"mcq {name} pass {k + 1}", parse_retries=0, keep_outputs=False,
+                             with_images=attach[name], **run)
+            result.stats[name].add(stats.as_dict())
+            rows.update(stats.rows)
+            pending = []
+            for item in alive:
+                row = rows.get(_row_key(ANSWER, name, item, k))
+                shown = result.passes[item.id][k]
+                if row and row["status"] == OK and extractor and heuristic_choice(row["answer"], shown.options) is None:
+                    prompt, letters = _extraction_prompt(prompts, item.question, shown.options, row["answer"])
+                    pending.append(Job(
+                        key=_row_key(EXTRACT, name, item, k),
+                        build=lambda prompt=prompt: [llm.text_message("user", prompt)],
+                        meta={"step": EXTRACT, "model": name, "id": item.id, "pass": k},
+                        parse=lambda text, letters=letters: {"letter": parse_extractor_reply(text, letters)},
+                        retry=lambda problem: retry.render(problem=problem),
+                    ))
+            if pending:
+                stats = run_jobs(client, extractor, pending, label=f"mcq extract pass {k + 1}", parse_retries=parse_retries, **run)
+                result.stats[extractor].add(stats.as_dict())
+                rows.update(stats.rows)
+            for item in alive:
+                key = _verdict_key(name, item, k)
+                result.verdicts[key] = _verdict(item, result.passes[item.id][k], name, k, rows)
+        for item in scored:
+            result.outcomes[name][item.id] = SKIPPED if item.id in decided else _outcome(result, name, item)
+    return result
+
+
+def _endpoint(client, name: str) -> llm.Endpoint:
+    if name not in client.endpoints:
+        declared = ", ".join(sorted(client.endpoints)) or "none"
+        raise llm.ConfigError(f"no endpoint named {name!r} in the models file (declared: {declared})")
+    return client.endpoints[name]
+
+
+def _row_key(step: str, model: str, item: Item, k: int) -> str:
+    return f"{step}\t{model}\t{item.id}\t{k}"
+
+
+def _verdict_key(model: str, item: Item, k: int) -> str:
+    return f"{model}\t{item.id}\t{k}"
+
+
+def _still_solving(verdicts: dict, model: str, item: Item, k: int) -> bool:
+    return all(verdicts.get(_verdict_key(model, item, j), {}).get("correct") for j in range(k))
+
+
+def _outcome(result: CircularEvalResult, model: str, item: Item) -> str:
+    for k in range(len(result.passes[item.id])):
+        verdict = result.verdicts[_verdict_key(model, item, k)]  # every earlier pass was right, so this one was asked
+        if verdict["method"] in ("model_error", "extractor_error"):
+            return CALL_ERROR
+        if not verdict["correct"]:
+            return FAILED
+    return SOLVED
+
+
+def _verdict(item: Item, shown: CircularPass, model: str, k: int, rows: dict) -> dict:
+    verdict = {"key": _verdict_key(model, item, k), "model": model, "id": item.id, "pass": k,
+               "shown_answer": shown.answer, "options": shown.options, "output": None, "heuristic": None,
+               "extractor": None, "extractor_outputs": None, "letter": None, "method": None, "correct": False}
+    row = rows.get(_row_key(ANSWER, model, item, k))
+    if row is None or row["status"] != OK:
+        verdict["method"] = "model_error"
+        verdict["error"] = (row or {}).get("error", "not asked")
+        return verdict
+    verdict["output"] = row["answer"]
+    letter = heuristic_choice(row["answer"], shown.options)
+    verdict["heuristic"] = letter
+    if letter is not None:
+        verdict["method"] = "heuristic" if letter != NONE_OF_THEM else "heuristic_none"
+    else:
+        extracted = rows.get(_row_key(EXTRACT, model, item, k))
+        if extracted is None:
+            verdict["method"] = "unresolved"
+        else:
+            verdict["extractor_outputs"] = extracted.get("outputs")
+            if extracted["status"] == OK:
+                letter = extracted["letter"]
+                verdict["extractor"] = letter
+                verdict["method"] = "extractor" if letter != NONE_OF_THEM else "extractor_none"
+            else:
+                verdict["method"] = "unresolved" if extracted["status"] != ERROR else "extractor_error"
+                if extracted["status"] == ERROR:
+                    verdict["error"] = extracted.get("error")
+    verdict["letter"] = letter
+    verdict["correct"] = letter is not None and letter == shown.answer
+    return verdict
+
+
+# --------------------------------------------------------------------------- results
+
+
+def summarize_circular(result: CircularEvalResult) -> dict:
+    """The numbers of a run: accuracy (circular and vanilla) per model, category, subcategory and
+    task, and how each pass's choice was read. Items a QC run did not ask a model are left out of
+    that model's accuracy and counted in `not_asked`. "item_rows" holds one row per model and item."""
+    results = {"command": "mcq", "items": len(result.items), "skipped_without_answer_key": result.skipped_without_answer_key,
+               "all_passes": result.all_passes, "text_only": result.text_only, "models": {}}
+    item_rows = []
+    for model in result.models:
+        rows = []
+        methods: dict[str, int] = {}
+        for item in result.items:
+            outcome = result.outcomes[model].get(item.id)
+            if outcome == SKIPPED:
+                continue
+            asked = [v for k in range(len(result.passes[item.id]))
+                     if (v := result.verdicts.get(_verdict_key(model, item, k))) is not None]
+            for v in asked:
+                methods[v["method"]] = methods.get(v["method"], 0) + 1
+            rows.append({
+                "model": model, "id": item.id, "category": item.category, "subcategory": item.subcategory, "task": item.task,
+                "vanilla": bool(asked) and asked[0]["correct"],
+                "circular": outcome == SOLVED,
+                "passes_run": len(asked),
+                "problem": next((v["method"] for v in asked if v["method"] in ("model_error", "extractor_error")), None),
+            })
+        item_rows += rows
+        results["models"][model] = {
+            **_accuracy(rows),
+            "by_category": _accuracy_by(rows, "category"),
+            "by_subcategory": _accuracy_by(rows, "subcategory"),
+            "by_task": _accuracy_by(rows, "task"),
+            "passes": sum(methods.values()),
+            "extraction": methods,
+            "needed_extractor": sum(methods.get(m, 0) for m in EXTRACTOR_METHODS),
+            "item_problems": sum(1 for r in rows if r["problem"]),
+            "not_asked": sum(1 for outcome in result.outcomes[model].values() if outcome == SKIPPED),
+        }
+    if result.stop_when_decided:
+        flags = result.flags()
+        results["qc"] = {"filter": result.stop_when_decided, "flagged": [i for i, f in flags.items() if f["flagged"]],
+                         "undecided": [i for i, f in flags.items() if not f["decided"]], "calls": result.call_counts()}
+    results["item_rows"] = item_rows
+    return results
+
+
+def _accuracy(rows: list[dict]) -> dict:
+    n = len(rows)
+    return {"n": n, "vanilla": sum(r["vanilla"] for r in rows) / n if n else None,
+            "circular": sum(r["circular"] for r in rows) / n if n else None}
+
+
+def _accuracy_by(rows: list[dict], field_name: str) -> dict:
+    groups: dict[str, list] = {}
+    for row in rows:
+        groups.setdefault(row[field_name] or "(none)", []).append(row)
+    return {name: _accuracy(members) for name, members in groups.items()}

@@ -1,0 +1,356 @@
+"""LLM judges as library functions: pointwise grades, pairwise votes, TouchStone, hallucination.
+
+Each takes the client and the judge's endpoint name, the items (Items or dicts), the answers to
+judge as {model name: {item id: answer text}}, and a sink for the sample rows (resumable: rows
+the sink already finished are not asked again). Each returns a Scored: `results` (the numbers,
+as the CLI writes them to results.json), `rows` (every sample row by key) and `stats` (this
+run's counts and the judge endpoint's usage). METHODS.md 7 has the rules they encode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness import llm
+from harness.io import InputError
+from harness.metrics import FAILED, alignment_score, bootstrap_elo, bradley_terry, elo_ratings, spearman, win_tie_lose
+from harness.parsing import parse_rating, parse_score_pair, parse_vote
+from harness.prompts import Prompts, Template
+from harness.release import Item
+from harness.runner import ERROR, OK, UNPARSED, Job, RunStats, Sink, run_jobs
+from harness.scoring.inputs import ImageLoader, as_answers, as_items, attach_images, item_images, render_history
+from harness.votes import ORDERS, battle_score, combine_votes, outcome_result, vote_side
+
+POINTWISE_FIELDS = ("task", "task_rule", "history", "question_type", "question", "reference", "answer")
+
+
+@dataclass
+class Scored:
+    results: dict
+    rows: dict[str, dict]
+    stats: RunStats
+
+
+def _endpoint(client, name: str) -> llm.Endpoint:
+    if name not in client.endpoints:
+        declared = ", ".join(sorted(client.endpoints)) or "none"
+        raise llm.ConfigError(f"no endpoint named {name!r} in the models file (declared: {declared})")
+    return client.endpoints[name]
+
+
+def _run(client, judge, jobs, sink, label, parse_retries, with_images=False, workers=1, reopen=None, progress_stream=None):
+    return run_jobs(client, judge, jobs, sink, label=label, parse_retries=parse_retries, with_images=with_images,
+                    workers=workers, reopen=reopen, progress_stream=progress_stream)
+
+
+def group_mean(rows, key: str, value: str) -> dict:
+    """{group: {"mean", "n"}} over rows, in first-seen order."""
+    buckets: dict = {}
+    for row in rows:
+        buckets.setdefault(row.get(key) or "(none)", []).append(row[value])
+    return {k: {"mean": sum(v) / len(v), "n": len(v)} for k, v in buckets.items()}
+
+
+def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | None = None) -> str:
+    """The judge's rule for a task: the release's own (rules) first, then the built-in one."""
+    return (rules or {}).get(task or "") or prompts.task_rule(task)
+
+
+# --------------------------------------------------------------------------- pointwise
+
+
+def pointwise_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]], predictions: Mapping[str, Mapping],
+                    *, sink: Sink, prompts: Prompts | None = None, rules: Mapping[str, str] | None = None,
+                    parse_retries: int = 2, **run) -> Scored:
+    """1-10 grades against the reference answer (the judge does not see the image), mean per task,
+    category and overall, and the alignment score over seed groups. rules: task -> judging rule
+    text that replaces the built-in rule of that task. Items without a reference are skipped
+    and counted."""
+    prompts = prompts or Prompts()
+    template, retry = prompts.get("pointwise"), prompts.get("retry_pointwise")
+    template.check(POINTWISE_FIELDS)
+    _endpoint(client, judge)
+    all_items = as_items(items)
+    scored = [item for item in all_items if not item.is_mcq and item.reference_answer]
+    answers = as_answers(predictions)
+
+    def parse(text: str) -> dict:
+        rating = parse_rating(text)
+        return {"rating": rating.value, "reason": rating.reason}
+
+    jobs = []
+    for model, by_id in answers.items():
+        for item in scored:
+            if item.id not in by_id:
+                continue
+            fields = {"task": item.task or "", "task_rule": task_rule(item.task, prompts, rules),
+                      "history": render_history(item.history), "question_type": item.question_type or "",
+                      "question": item.question, "reference": item.reference_answer, "answer": by_id[item.id]}
+            jobs.append(Job(
+                key=f"{model}\t{item.id}",
+                build=lambda fields=fields: [llm.text_message("user", template.render(**fields))],
+                meta={"model": model, "id": item.id, "task": item.task, "category": item.category, "group": item.group},
+                parse=parse,
+                retry=lambda problem: retry.render(problem=problem),
+            ))
+    stats = _run(client, judge, jobs, sink, "judge", parse_retries, **run)
+    results = {"command": "judge", "items": len(scored), "models": {},
+               "skipped_without_reference": sum(1 for i in all_items if not i.is_mcq and not i.reference_answer)}
+    for model, by_id in answers.items():
+        ok_rows, unparsed, errors = [], [], []
+        for item in scored:
+            row = stats.rows.get(f"{model}\t{item.id}")
+            if row is None:
+                continue
+            if row["status"] == OK:
+                ok_rows.append(row)
+            elif row["status"] == UNPARSED:
+                unparsed.append(item.id)
+            else:
+                errors.append(item.id)
+        groups: dict[str, list] = {}
+        for row in ok_rows:
+            groups.setdefault(row["group"], []).append(row["rating"])
+        alignment = alignment_score(groups)
+        ratings = [row["rating"] for row in ok_rows]
+        results["models"][model] = {
+            "judged": len(ok_rows), "unparsed": len(unparsed), "unparsed_ids": unparsed,
+            "errors": len(errors), "error_ids": errors,
+            "no_answer": sum(1 for item in scored if item.id not in by_id),
+            "mean": sum(ratings) / len(ratings) if ratings else None,
+            "by_task": group_mean(ok_rows, "task", "rating"),
+            "by_category": group_mean(ok_rows, "category", "rating"),
+            "alignment": {"score": alignment.score, "groups": alignment.groups,
+                          "skipped_single": alignment.skipped_small, "sigma_sum": alignment.sigma_sum},
+        }
+    return Scored(results, stats.rows, stats)
+
+
+# --------------------------------------------------------------------------- pairwise
+
+
+def render_pairwise_prompt(template: Template, item: Item, answer1: str, answer2: str, has_image: bool) -> str:
+    return template.render(
+        has_image="yes" if has_image else "",
+        question_type=item.question_type or "",
+        question=item.question,
+        criteria="\n".join(f"- {c}" for c in item.criteria),
+        answer1=answer1,
+        answer2=answer2,
+    )
+
+
+def question_outcome(rows: Mapping[str, dict], model: str, item_id: str) -> tuple[str, str | None]:
+    """(combined outcome, or FAILED with why) for one model and question from its two order rows."""
+    votes = []
+    for order in ORDERS:
+        row = rows.get(f"{model}\t{item_id}\t{order}")
+        if row is None:
+            return FAILED, "not judged"
+        if row["status"] != OK:
+            return FAILED, "unreadable vote" if row["status"] == UNPARSED else "judge call failed"
+        votes.append(row["vote"])
+    return combine_votes(*votes), None
+
+
+def pairwise_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]], anchor_model: str, anchor_answers: Mapping,
+                   predictions: Mapping[str, Mapping], *, sink: Sink, text_only: bool = False,
+                   image_loader: ImageLoader | None = None, prompts: Prompts | None = None, parse_retries: int = 2,
+                   bootstrap: int = 1000, seed: int = 0, **run) -> Scored:
+    """MLLM-Bench votes of each model against an anchor model, every question judged in both
+    answer orders (order 1: anchor first) with the item's criteria and, unless text_only, its
+    images; the two votes combined (votes.combine_votes). Win/tie/lose per category and overall,
+    win rate, Elo (bootstrap median) and Bradley-Terry."""
+    prompts = prompts or Prompts()
+    template, retry = prompts.get("pairwise"), prompts.get("retry_pairwise")
+    answers = as_answers(predictions)
+    anchor = as_answers({anchor_model: anchor_answers})[anchor_model]
+    if anchor_model in answers:
+        raise InputError(f"the anchor {anchor_model!r} is also among the models compared with it")
+    scored = [item for item in as_items(items) if not item.is_mcq]
+    attach = attach_images(_endpoint(client, judge), scored, text_only, "judge", image_loader)
+
+    def parse(text: str) -> dict:
+        return {"vote": parse_vote(text)}
+
+    jobs = []
+    for model, by_id in answers.items():
+        for item in scored:
+            if item.id not in by_id or item.id not in anchor:
+                continue
+            for order in ORDERS:
+                first, second = (anchor, by_id) if order == 1 else (by_id, anchor)
+                prompt = render_pairwise_prompt(template, item, first[item.id], second[item.id], attach)
+                jobs.append(Job(
+                    key=f"{model}\t{item.id}\t{order}",
+                    build=lambda prompt=prompt, item=item: [llm.user_message(prompt, images=item_images(item, image_loader)
+                                                                             if attach else [])],
+                    meta={"model": model, "id": item.id, "order": order, "category": item.category, "task": item.task},
+                    parse=parse,
+                    retry=lambda problem: retry.render(problem=problem),
+                ))
+    stats = _run(client, judge, jobs, sink, "pairwise", parse_retries, with_images=attach, **run)
+    results = {"command": "pairwise", "anchor": anchor_model, "items": len(scored), "images": attach, "models": {}}
+    battles = []
+    for model, by_id in answers.items():
+        per_level, failures, outcomes = [], {}, {}
+        consistent = both_read = 0
+        for item in scored:
+            if item.id not in by_id:
+                outcome, why = FAILED, "no answer from the model"
+            elif item.id not in anchor:
+                outcome, why = FAILED, "no answer from the anchor"
+            else:
+                outcome, why = question_outcome(stats.rows, model, item.id)
+            per_level.append((item.category or "(none)", FAILED if outcome == FAILED else outcome_result(outcome)))
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            if outcome == FAILED:
+                failures[item.id] = why
+                continue
+            battles.append((model, anchor_model, battle_score(outcome)))
+            sides = [vote_side(stats.rows[f"{model}\t{item.id}\t{o}"]["vote"], o) for o in ORDERS]
+            both_read += 1
+            consistent += sides[0] == sides[1]
+        overall = win_tie_lose(("overall", r) for _, r in per_level)["overall"]
+        results["models"][model] = {
+            **overall,
+            "by_category": win_tie_lose(per_level),
+            "outcomes": outcomes,
+            "same_vote_both_orders": consistent / both_read if both_read else None,
+            "failed_ids": failures,
+        }
+    if battles:
+        results["elo"] = {
+            "settings": {"k": 4, "scale": 400, "base": 10, "initial": 1000, "bootstrap_rounds": bootstrap, "seed": seed},
+            "online": elo_ratings(battles),
+            "bootstrap": bootstrap_elo(battles, rounds=bootstrap, seed=seed),
+            "bradley_terry": bradley_terry(battles),
+        }
+        names = list(results["models"])
+        if len(names) >= 2:
+            win_rates = [results["models"][n]["win_rate"] for n in names]
+            elo = [results["elo"]["bootstrap"][n]["median"] for n in names if n in results["elo"]["bootstrap"]]
+            if len(elo) == len(names):
+                results["elo"]["spearman_win_rate_vs_elo"] = spearman(win_rates, elo)
+    return Scored(results, stats.rows, stats)
+
+
+# --------------------------------------------------------------------------- TouchStone
+
+
+def touchstone_scores(rows: Mapping[str, dict], model: str, item_id: str) -> tuple[float, float] | str:
+    """(model score, reference score), each the mean over both positions; or why there is none."""
+    model_scores, reference_scores = [], []
+    for position in (1, 2):
+        row = rows.get(f"{model}\t{item_id}\t{position}")
+        if row is None or row["status"] == ERROR:
+            return ERROR
+        if row["status"] == UNPARSED:
+            return UNPARSED
+        s1, s2 = row["scores"]
+        model_score, reference_score = (s1, s2) if position == 1 else (s2, s1)
+        model_scores.append(model_score)
+        reference_scores.append(reference_score)
+    return sum(model_scores) / 2, sum(reference_scores) / 2
+
+
+def touchstone_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]], predictions: Mapping[str, Mapping], *,
+                     sink: Sink, prompts: Prompts | None = None, parse_retries: int = 2, **run) -> Scored:
+    """The judge reads the image description instead of the image and scores the model's answer
+    and the reference answer 1-10, twice with positions swapped; a question's score is the mean
+    of both. Needs items with a description and a reference answer."""
+    prompts = prompts or Prompts()
+    template, retry = prompts.get("touchstone"), prompts.get("retry_touchstone")
+    _endpoint(client, judge)
+    answers = as_answers(predictions)
+    scored = [item for item in as_items(items) if item.description and item.reference_answer and not item.is_mcq]
+
+    def parse(text: str) -> dict:
+        return {"scores": list(parse_score_pair(text))}
+
+    jobs = []
+    for model, by_id in answers.items():
+        for item in scored:
+            if item.id not in by_id:
+                continue
+            for position in (1, 2):  # where the model's answer is shown
+                pair = (by_id[item.id], item.reference_answer)
+                first, second = pair if position == 1 else pair[::-1]
+                prompt = template.render(description=item.description, question=item.question, answer1=first, answer2=second)
+                jobs.append(Job(
+                    key=f"{model}\t{item.id}\t{position}",
+                    build=lambda prompt=prompt: [llm.text_message("user", prompt)],
+                    meta={"model": model, "id": item.id, "position": position, "category": item.category, "task": item.task},
+                    parse=parse,
+                    retry=lambda problem: retry.render(problem=problem),
+                ))
+    stats = _run(client, judge, jobs, sink, "touchstone", parse_retries, **run)
+    results = {"command": "touchstone", "items": len(scored), "models": {}}
+    for model, by_id in answers.items():
+        rows, counts = [], {UNPARSED: 0, ERROR: 0, "no_answer": 0}
+        for item in scored:
+            if item.id not in by_id:
+                counts["no_answer"] += 1
+                continue
+            outcome = touchstone_scores(stats.rows, model, item.id)
+            if isinstance(outcome, str):
+                counts[outcome] += 1
+                continue
+            rows.append({"category": item.category, "task": item.task, "model": outcome[0], "reference": outcome[1]})
+        mean = sum(r["model"] for r in rows) / len(rows) if rows else None
+        results["models"][model] = {
+            "scored": len(rows), "unparsed": counts[UNPARSED], "errors": counts[ERROR], "no_answer": counts["no_answer"],
+            "score": mean, "score_x100": mean * 100 if mean is not None else None,
+            "reference_score": sum(r["reference"] for r in rows) / len(rows) if rows else None,
+            "by_category": group_mean(rows, "category", "model"),
+            "by_task": group_mean(rows, "task", "model"),
+        }
+    return Scored(results, stats.rows, stats)
+
+
+# --------------------------------------------------------------------------- hallucination
+
+
+def hallucination_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]], predictions: Mapping[str, Mapping], *,
+                        sink: Sink, prompts: Prompts | None = None, parse_retries: int = 2, **run) -> Scored:
+    """0-10: how much of an answer's content about the image the human description does not
+    support (lower is better). Needs items with a description."""
+    prompts = prompts or Prompts()
+    template, retry = prompts.get("hallucination"), prompts.get("retry_hallucination")
+    _endpoint(client, judge)
+    answers = as_answers(predictions)
+    scored = [item for item in as_items(items) if item.description and not item.is_mcq]
+
+    def parse(text: str) -> dict:
+        rating = parse_rating(text, low=0, high=10, keys=("score", "hallucination", "rating"))
+        return {"score": rating.value, "reason": rating.reason}
+
+    jobs = []
+    for model, by_id in answers.items():
+        for item in scored:
+            if item.id not in by_id:
+                continue
+            prompt = template.render(description=item.description, question=item.question, answer=by_id[item.id])
+            jobs.append(Job(
+                key=f"{model}\t{item.id}",
+                build=lambda prompt=prompt: [llm.text_message("user", prompt)],
+                meta={"model": model, "id": item.id, "category": item.category, "task": item.task},
+                parse=parse,
+                retry=lambda problem: retry.render(problem=problem),
+            ))
+    stats = _run(client, judge, jobs, sink, "hallucination", parse_retries, **run)
+    results = {"command": "hallucination", "items": len(scored), "models": {}}
+    for model, by_id in answers.items():
+        rows = [stats.rows.get(f"{model}\t{item.id}") for item in scored if item.id in by_id]
+        ok_rows = [row for row in rows if row and row["status"] == OK]
+        results["models"][model] = {
+            "scored": len(ok_rows),
+            "unparsed": sum(1 for row in rows if row and row["status"] == UNPARSED),
+            "errors": sum(1 for row in rows if not row or row["status"] == ERROR),
+            "no_answer": sum(1 for item in scored if item.id not in by_id),
+            "mean": sum(r["score"] for r in ok_rows) / len(ok_rows) if ok_rows else None,
+            "by_category": group_mean(ok_rows, "category", "score"),
+        }
+    return Scored(results, stats.rows, stats)

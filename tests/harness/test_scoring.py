@@ -1,0 +1,286 @@
+"""The scoring library called the way the platform calls it: plain items, a client, a sink.
+
+No release folder and no CLI here: items are dicts, images come as bytes or loaders, rows go to a
+sink that is not a file.
+"""
+
+import json
+import threading
+
+import pytest
+
+from harness import llm
+from harness.runner import MemorySink
+from harness.scoring import (
+    ALL_FAIL,
+    CALL_ERROR,
+    FAILED,
+    SKIPPED,
+    SOLVED,
+    TEXT_ONLY,
+    answer_questions,
+    circular_eval,
+    combine_votes,
+    extract_choice,
+    filter_flag,
+    hallucination_judge,
+    pairwise_judge,
+    pointwise_judge,
+    summarize_circular,
+    touchstone_judge,
+    verdict_decided,
+)
+from harness.votes import ANCHOR, MODEL, SPLIT, UNABLE
+from tests.fakes.llm_server import Completion, Fault
+from tests.harness.test_cli import PNG_1PX
+
+KEY_ENV = "SCORING_TEST_KEY"
+
+
+class DatabaseSink:
+    """What the platform implements: rows stored elsewhere, finished rows read back on resume."""
+
+    def __init__(self):
+        self.table: dict[str, str] = {}  # key -> JSON, as a text column would hold it
+        self.writes = 0
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def done_rows(self):
+        rows = {key: json.loads(value) for key, value in self.table.items()}
+        return {key: row for key, row in rows.items() if row["status"] in ("ok", "unparsed")}
+
+    def write(self, row):
+        with self.lock:
+            self.table[row["key"]] = json.dumps(row)
+            self.writes += 1
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def client(fake_llm, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "k")
+
+    def endpoint(name, vision=False, concurrency=4):
+        return llm.Endpoint(name=name, provider="openai", base_url=fake_llm.base_url("openai"), model=name,
+                            api_key_env=KEY_ENV, vision=vision, max_concurrency=concurrency, max_retries=0)
+
+    names = {"vlm": True, "a": False, "b": False, "c": False, "judge": False, "extractor": False}
+    with llm.LLMClient({n: endpoint(n, v) for n, v in names.items()}) as c:
+        yield c
+
+
+def options(body) -> dict:
+    content = body["messages"][-1]["content"]
+    text = content if isinstance(content, str) else content[-1]["text"]
+    return {line[0]: line[3:] for line in text.splitlines() if len(line) > 3 and line[1:3] == ". "}
+
+
+def picks(text: str):
+    """A fake model that always picks the option whose text is `text` (so it is right or wrong on every pass)."""
+    return lambda body: {v: k for k, v in options(body).items()}.get(text, "A")
+
+
+MCQ = [
+    {"id": "q1", "question": "Which fruit?", "choices": {"A": "pear", "B": "apple", "C": "plum"}, "answer": "B"},
+    {"id": "q2", "question": "What colour?", "choices": {"A": "red", "B": "blue"}, "answer": "A"},
+    {"id": "q3", "question": "Which shape?", "choices": {"A": "round", "B": "square"}, "answer": "B"},
+    {"id": "q4", "question": "No key here", "choices": {"A": "x", "B": "y"}},
+    {"id": "open", "question": "Describe it.", "reference_answer": "A pear."},
+]
+
+
+def mcq_script(correct: set):
+    """Right on the items in `correct`, wrong (the first shown option that is not the key) elsewhere."""
+    truth = {"Which fruit?": "apple", "What colour?": "red", "Which shape?": "square"}
+
+    def reply(body):
+        text = json.dumps(body)
+        question = next(q for q in truth if q in text)
+        shown = options(body)
+        if question in correct:
+            return {v: k for k, v in shown.items()}[truth[question]]
+        return next(letter for letter, option in shown.items() if option != truth[question])
+
+    return reply
+
+
+# ------------------------------------------------------------------ CircularEval and QC
+
+
+def test_circular_eval_over_several_models_writes_to_any_sink(client, fake_llm):
+    fake_llm.script("a", mcq_script({"Which fruit?", "What colour?"}))
+    fake_llm.script("b", mcq_script({"Which fruit?"}))
+    sink = DatabaseSink()
+    result = circular_eval(client, MCQ, ["a", "b"], sink=sink)
+    assert [i.id for i in result.items] == ["q1", "q2", "q3"] and result.skipped_without_answer_key == 1
+    assert result.outcomes == {"a": {"q1": SOLVED, "q2": SOLVED, "q3": FAILED}, "b": {"q1": SOLVED, "q2": FAILED, "q3": FAILED}}
+    # early stop: a wrong first pass skips the other rotations of that model on that item
+    assert len(fake_llm.requests("b")) == 3 + 1 + 1
+    assert result.call_counts() == {"passes_asked": (3 + 2 + 1) + (3 + 1 + 1), "passes_without_stopping": 2 * (3 + 2 + 2),
+                                    "saved": 3, "extractions": 0}
+    assert sink.writes == 11 and all(json.loads(v)["step"] == "answer" for v in sink.table.values())
+    summary = summarize_circular(result)
+    assert summary["models"]["a"]["circular"] == pytest.approx(2 / 3) and summary["models"]["b"]["vanilla"] == pytest.approx(1 / 3)
+
+    fake_llm.reset()  # resumed from the sink's rows: nothing is asked again
+    again = circular_eval(client, MCQ, ["a", "b"], sink=sink)
+    assert fake_llm.requests() == [] and again.outcomes == result.outcomes
+
+
+def test_text_only_filter_stops_asking_once_the_verdict_is_settled(client, fake_llm):
+    # Three models: q1 solved by a and b (more than half: flagged, c is not asked);
+    # q2 failed by a and b (can no longer reach more than half: not flagged, c is not asked);
+    # q3 solved by a, failed by b: undecided, so c is asked.
+    fake_llm.script("a", mcq_script({"Which fruit?", "Which shape?"}))
+    fake_llm.script("b", mcq_script({"Which fruit?"}))
+    fake_llm.script("c", mcq_script({"Which shape?"}))
+    result = circular_eval(client, MCQ, ["a", "b", "c"], sink=MemorySink(), text_only=True, stop_when_decided=TEXT_ONLY)
+    assert result.outcomes["c"] == {"q1": SKIPPED, "q2": SKIPPED, "q3": SOLVED}
+    assert len(fake_llm.requests("c")) == 2 and all("Which shape?" in json.dumps(r) for r in fake_llm.requests("c"))
+    flags = result.flags()
+    assert {i: f["flagged"] for i, f in flags.items()} == {"q1": True, "q2": False, "q3": True}
+    assert all(f["decided"] for f in flags.values())
+    assert flags["q1"]["not_asked"] == ["c"] and flags["q3"]["solved_by"] == ["a", "c"]
+    counts = result.call_counts()
+    # a: 3 + 1 + 2 passes; b: 3 + 1 + 1; c: only q3, 2 passes
+    assert counts["passes_asked"] == 6 + 5 + 2 and counts["passes_without_stopping"] == 3 * 7
+    assert counts["saved"] == 21 - 13
+
+    without = circular_eval(client, MCQ, ["a", "b", "c"], sink=MemorySink(), text_only=True)
+    assert without.call_counts()["passes_asked"] > counts["passes_asked"]
+    assert {i: f["flagged"] for i, f in without.flags(TEXT_ONLY).items()} == {i: f["flagged"] for i, f in flags.items()}
+
+
+def test_all_fail_filter_stops_once_one_model_solves_the_item(client, fake_llm):
+    fake_llm.script("a", mcq_script({"Which fruit?"}))
+    fake_llm.script("b", mcq_script(set()))
+    result = circular_eval(client, MCQ, ["a", "b"], sink=MemorySink(), stop_when_decided=ALL_FAIL)
+    assert result.outcomes["b"] == {"q1": SKIPPED, "q2": FAILED, "q3": FAILED}
+    assert {i: f["flagged"] for i, f in result.flags().items()} == {"q1": False, "q2": True, "q3": True}
+    assert summarize_circular(result)["qc"]["flagged"] == ["q2", "q3"]
+
+
+def test_filter_rules():
+    assert filter_flag(TEXT_ONLY, 2, 3) and not filter_flag(TEXT_ONLY, 2, 4)  # more than half, strictly
+    assert filter_flag(ALL_FAIL, 0, 5) and not filter_flag(ALL_FAIL, 1, 5)
+    assert verdict_decided(TEXT_ONLY, 3, 0, 5) and verdict_decided(TEXT_ONLY, 0, 3, 5) and not verdict_decided(TEXT_ONLY, 2, 2, 5)
+    assert verdict_decided(TEXT_ONLY, 0, 2, 4) and not verdict_decided(TEXT_ONLY, 1, 1, 4)
+    assert verdict_decided(ALL_FAIL, 1, 0, 5) and not verdict_decided(ALL_FAIL, 0, 4, 5) and verdict_decided(ALL_FAIL, 0, 5, 5)
+    from harness.io import InputError
+
+    with pytest.raises(InputError, match="unknown QC filter 'most'"):
+        filter_flag("most", 1, 2)
+
+
+def test_text_only_filter_refuses_to_send_images(client):
+    from harness.io import InputError
+
+    with pytest.raises(InputError, match="text_only=True"):
+        circular_eval(client, MCQ, ["a"], sink=MemorySink(), stop_when_decided=TEXT_ONLY)
+
+
+def test_a_failed_call_leaves_the_item_undecided_and_is_asked_again(client, fake_llm):
+    fake_llm.script("a", lambda body: Fault.bad_request("too long") if "What colour?" in json.dumps(body) else
+                    mcq_script({"Which fruit?", "Which shape?"})(body))
+    sink = MemorySink()
+    result = circular_eval(client, MCQ, ["a"], sink=sink, stop_when_decided=ALL_FAIL)
+    assert result.outcomes["a"]["q2"] == CALL_ERROR
+    assert result.flags()["q2"]["errors"] == ["a"] and not result.flags()["q2"]["decided"]
+    fake_llm.script("a", mcq_script({"What colour?"}))
+    fake_llm.reset()
+    again = circular_eval(client, MCQ, ["a"], sink=sink, stop_when_decided=ALL_FAIL)
+    assert again.outcomes["a"]["q2"] == SOLVED
+    assert all("What colour?" in json.dumps(r) for r in fake_llm.requests("a"))  # only the failed item
+
+
+def test_images_as_bytes_or_a_loader_reach_a_vision_model(client, fake_llm):
+    fake_llm.script("vlm", "B")
+    loaded = []
+
+    def load(name):  # the platform reads from its storage (here: a dict)
+        loaded.append(name)
+        return {"images/x.png": PNG_1PX}[name]
+
+    items = [{**MCQ[0], "images": ["images/x.png"]}, {**MCQ[2], "images": [PNG_1PX]}]
+    result = circular_eval(client, items, ["vlm"], sink=MemorySink(), image_loader=load)
+    assert result.outcomes["vlm"]["q1"] == FAILED  # "B" is right on pass 1 only
+    for body in fake_llm.requests("vlm"):
+        first = body["messages"][0]["content"][0]
+        assert first["type"] == "image_url" and first["image_url"]["url"].startswith("data:image/png;base64,")
+    assert loaded == ["images/x.png"] * 2  # read when each request is built, never before
+
+
+# ------------------------------------------------------------------ choice extraction
+
+
+def test_extract_choice_rules_first_then_the_extractor(client, fake_llm):
+    shown = {"A": "pear", "B": "apple"}
+    assert (extract_choice(client, "extractor", "Which?", shown, "The answer is B.").letter, fake_llm.requests()) == ("B", [])
+    refusal = extract_choice(client, "extractor", "Which?", shown, "I cannot tell from this.")
+    assert (refusal.letter, refusal.method) == ("Z", "heuristic_none")
+    fake_llm.script("extractor", ["hmm, maybe the fruit", "B"])
+    extracted = extract_choice(client, "extractor", "Which?", shown, "The crunchy one from the orchard.")
+    assert (extracted.letter, extracted.method, extracted.extractor_outputs) == ("B", "extractor", ("hmm, maybe the fruit", "B"))
+    assert extract_choice(None, None, "Which?", shown, "The crunchy one.").method == "unresolved"
+    fake_llm.script("extractor", Fault.bad_request("nope"))
+    failed = extract_choice(client, "extractor", "Which?", shown, "The crunchy one, surely.")
+    assert failed.method == "extractor_error" and "nope" in failed.error
+
+
+# ------------------------------------------------------------------ judges
+
+
+ITEMS = [
+    {"id": 1, "question": "How many apples?", "task": "Counting", "category": "Perception", "reference_answer": "Three.",
+     "description": "Three red apples.", "criteria": ["counts right"]},
+    {"id": "2", "seed_id": "1", "question": "Count the apples.", "task": "Counting", "category": "Perception",
+     "reference_answer": "Three.", "description": "Three red apples."},
+]
+
+
+def test_pointwise_judge_with_dict_items_and_integer_ids(client, fake_llm):
+    fake_llm.script("judge", lambda body: '{"rating": 8, "reason": "ok"}' if "three" in json.dumps(body) else '{"rating": 4, "reason": "x"}')
+    sink = DatabaseSink()
+    scored = pointwise_judge(client, "judge", ITEMS, {"m": {1: "three", "2": "four"}}, sink=sink,
+                             rules={"Counting": "RELEASE RULE: counts must match."})
+    m = scored.results["models"]["m"]
+    assert m["judged"] == 2 and m["mean"] == 6 and m["alignment"]["groups"] == 1
+    assert set(scored.rows) == {"m\t1", "m\t2"} and sink.writes == 2 and sink.closed
+    assert all("RELEASE RULE" in r["messages"][0]["content"] for r in fake_llm.requests("judge"))
+
+
+def test_pairwise_judge_both_orders_and_the_vote_combination(client, fake_llm):
+    fake_llm.script("judge", lambda body: "reasons\nAnswer1" if "[Answer1]\nmodel" in body["messages"][0]["content"]
+                    else "reasons\nAnswer2" if "[Answer2]\nmodel" in body["messages"][0]["content"] else "Answer1")
+    scored = pairwise_judge(client, "judge", ITEMS, "anchor", {"1": "anchor says", "2": "anchor says"},
+                            {"m": {"1": "model says", "2": "model says"}}, sink=MemorySink(), bootstrap=10)
+    prompts = [r["messages"][0]["content"] for r in fake_llm.requests("judge")]
+    assert len(prompts) == 4 and sum("[Answer1]\nanchor" in p for p in prompts) == 2  # order 1: anchor first
+    assert scored.results["models"]["m"]["win"] == 2 and scored.results["models"]["m"]["win_rate"] == 1.0
+
+
+def test_combine_votes_follows_the_published_rules():
+    assert combine_votes("Answer2", "Answer1") == MODEL  # the model's answer won in both orders
+    assert combine_votes("Answer1", "Answer2") == ANCHOR
+    assert combine_votes("Answer1", "Answer1") == SPLIT  # position wins each time: one win each -> tie
+    assert combine_votes("Answer2", "unable to decide: situation one") == MODEL
+    assert combine_votes("unable to decide: situation one", "unable to decide: situation two") == UNABLE
+
+
+def test_touchstone_and_hallucination_judges(client, fake_llm):
+    fake_llm.script("judge", lambda body: "7 5" if "Assistant 1" in body["messages"][0]["content"] else '{"score": 2, "reason": "x"}')
+    touch = touchstone_judge(client, "judge", ITEMS, {"m": {"1": "three apples"}}, sink=MemorySink())
+    assert touch.results["models"]["m"]["score"] == 6 and touch.results["models"]["m"]["no_answer"] == 1
+    hall = hallucination_judge(client, "judge", ITEMS, {"m": {"1": "three apples", "2": "a dragon"}}, sink=MemorySink())
+    assert hall.results["models"]["m"]["mean"] == 2 and hall.results["models"]["m"]["scored"] == 2
+
+
+def test_answer_questions_records_empty_replies_as_failures(client, fake_llm):
+    fake_llm.script("a", lambda body: Completion(None, "content_filter") if "Count" in json.dumps(body) else "three")
+    answers, stats = answer_questions(client, "a", ITEMS, sink=MemorySink())
+    assert answers == {"1": "three"}
+    assert stats.rows["2"]["status"] == "error" and "content filter" in stats.rows["2"]["error"]
+    assert stats.cached == 0 and stats.errors == 1
