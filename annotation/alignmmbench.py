@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.db import transaction
+
 from benchforge.errors import DomainError
 from curation.imaging import ImageRejected
 from curation.models import Image, Task
-from jobs import services as jobs
 
 from .models import Item
 from .services import import_external_items
@@ -73,71 +74,94 @@ def _parse(obj, line: int, tasks: dict[str, Task]) -> Row:
     return Row(line, obj["question_id"], match["group"], int(match["k"]), obj, task)
 
 
-def _read_rows(job, tasks) -> tuple[list[Row], set[str], int]:
-    """Parsed rows, the question_ids of rows refused, and the number of non-empty lines."""
-    path = Path(job.params["path"])
+def _row_key(row_or_qid, line: int) -> str:
+    qid = row_or_qid.question_id if isinstance(row_or_qid, Row) else row_or_qid
+    return f"{qid} (line {line})" if qid else f"line {line}"
+
+
+def _read_text(job) -> tuple[str, str]:
+    """The metadata file's text and a name for messages: the staged upload, or a server path."""
+    from jobs.staging import open_staged
+
+    staged = job.params.get("staged")
+    name = Path(job.params.get("filename") or staged or job.params.get("path", "metadata.jsonl")).name
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        if staged:
+            with open_staged(staged) as handle:
+                return handle.read().decode("utf-8-sig"), name
+        return Path(job.params["path"]).read_text(encoding="utf-8-sig"), name
     except (OSError, UnicodeDecodeError) as exc:
-        raise DomainError(f"{path.name} cannot be read as UTF-8 text ({exc}).") from None
+        raise DomainError(f"{name} cannot be read as UTF-8 text ({exc}).") from None
+
+
+def _read_rows(run, tasks) -> tuple[list[Row], set[str], int]:
+    """Parsed rows, the question_ids of rows refused (each recorded), and the number of non-empty lines."""
+    text, _name = _read_text(run.job)
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    jobs.start_job(job.pk, total=len(lines))
-    rows, refused, first_line = [], set(), {}
+    run.set_total(len(lines))
+    rows, refused, first_line, problems = [], set(), {}, []
     for n, line in lines:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            jobs.record_entry(job.pk, f"line {n}", "error", f"line {n} is not valid JSON ({exc.msg} at column {exc.colno}); row skipped")
+            problems.append((f"line {n}", f"line {n} is not valid JSON ({exc.msg} at column {exc.colno}); row skipped"))
             refused.add(f"line {n}")
             continue
         try:
             row = _parse(obj, n, tasks)
         except ValueError as exc:
             qid = obj.get("question_id") if isinstance(obj, dict) else None
-            jobs.record_entry(job.pk, f"{qid} (line {n})" if qid else f"line {n}", "error", f"line {n}: {exc}; row skipped")
+            problems.append((_row_key(qid, n), f"line {n}: {exc}; row skipped"))
             refused.add(str(qid) if qid else f"line {n}")
             continue
         if row.question_id in first_line:
-            jobs.record_entry(job.pk, f"{row.question_id} (line {n})", "error",
-                              f"line {n}: question_id {row.question_id} already appeared on line {first_line[row.question_id]}; "
-                              "the first one was kept")
+            problems.append((_row_key(row, n), f"line {n}: question_id {row.question_id} already appeared on line "
+                                               f"{first_line[row.question_id]}; the first one was kept"))
             refused.add(f"line {n}")
             continue
         first_line[row.question_id] = n
         rows.append(row)
+    run.record_many([(key, "error", message, {"row": True}) for key, message in problems])
     return rows, refused, len(lines)
 
 
-def _attach_images(job, rows: list[Row]) -> tuple[dict[str, int], int]:
+def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
     """Ingest images found next to metadata.jsonl (accepted: screened by their publisher).
-    Returns {image_path: image id} and how many paths were not provided."""
+    Returns {image_path: image id} for the images stored (in this run or an earlier one)."""
     from curation.services import ingest_image, screen_images
 
-    base = Path(job.params["path"]).parent.resolve()
+    job = run.job
     wanted: dict[str, list[Row]] = {}
     for row in rows:
         wanted.setdefault(row.data["image_path"], []).append(row)
-    found, missing = {}, 0
+    run.set_total(run.job.total + len([p for p in wanted if f"image {p}" not in done]))
+    earlier = {e.key[len("image "):]: e.data.get("image_id") for e in run.job.entries.filter(key__in=[f"image {p}" for p in wanted])}
+    found = {path: image_id for path, image_id in earlier.items() if image_id}
+    # Only a metadata file on this server can have images next to it; an upload comes alone.
+    base = Path(job.params["path"]).parent.resolve() if job.params.get("path") else None
     for image_path, users in wanted.items():
-        candidate = (base / image_path).resolve()
-        provided = not job.params.get("uploaded") and candidate.is_relative_to(base) and candidate.is_file()
-        if not provided:
-            missing += 1
-            jobs.record_entry(job.pk, f"image {image_path}", "skipped",
-                              f"image {image_path} not provided; {len(users)} item(s) imported without image")
+        key = f"image {image_path}"
+        if key in done:
+            continue
+        candidate = (base / image_path).resolve() if base else None
+        if candidate is None or not candidate.is_relative_to(base) or not candidate.is_file():
+            run.record(key, "skipped", f"image {image_path} not provided; {len(users)} item(s) imported without image",
+                       {"image": True})
             continue
         try:
-            outcome = ingest_image(job.benchmark, candidate.read_bytes(), original_name=candidate.name, source="AlignMMBench",
-                                   collected_by=job.created_by, tasks=sorted({r.task for r in users}, key=lambda t: t.pk))
+            with transaction.atomic():
+                outcome = ingest_image(job.benchmark, candidate.read_bytes(), original_name=candidate.name, source="AlignMMBench",
+                                       collected_by=job.created_by, tasks=sorted({r.task for r in users}, key=lambda t: t.pk))
+                if outcome.image.status != Image.Status.ACCEPTED:
+                    screen_images(job.benchmark, [outcome.image.pk], action="accept", user=job.created_by)
+                run.record(key, "ok", f"image {image_path} stored as #{outcome.image.pk}",
+                           {"image": True, "image_id": outcome.image.pk})
         except (ImageRejected, DomainError) as exc:
-            missing += 1
-            jobs.record_entry(job.pk, f"image {image_path}", "error",
-                              f"image {image_path} could not be stored ({exc.message}); {len(users)} item(s) imported without image")
+            run.record(key, "error", f"image {image_path} could not be stored ({exc.message}); "
+                                     f"{len(users)} item(s) imported without image", {"image": True})
             continue
-        if outcome.image.status != Image.Status.ACCEPTED:
-            screen_images(job.benchmark, [outcome.image.pk], action="accept", user=job.created_by)
         found[image_path] = outcome.image.pk
-    return found, missing
+    return found
 
 
 def _spec(row: Row, images: dict[str, int], seed: Item | None) -> dict:
@@ -152,46 +176,71 @@ def _spec(row: Row, images: dict[str, int], seed: Item | None) -> dict:
     return spec
 
 
-def _create(job, rows: list[Row], specs: list[dict], *, done_before: int) -> tuple[dict[str, Item], int]:
-    """Create items chunk by chunk (each chunk one transaction); returns them by question_id
-    and how many rows were refused."""
+def _create(run, rows: list[Row], specs: list[dict]) -> dict[str, Item]:
+    """Create items chunk by chunk; a chunk's items and its rows' entries commit together, so a
+    crash leaves no item without its entry (a resumed run would count it as someone else's)."""
     created: dict[str, Item] = {}
-    refused = 0
     for start in range(0, len(specs), CHUNK):
         chunk_rows, chunk_specs = rows[start:start + CHUNK], specs[start:start + CHUNK]
-        items, problems = import_external_items(job.benchmark, chunk_specs, user=job.created_by)
-        for index, found in problems.items():
-            row = chunk_rows[index]
-            jobs.record_entry(job.pk, f"{row.question_id} (line {row.line})", "error", f"line {row.line}: {' '.join(found)} Row skipped.")
-            refused += 1
-        created.update({item.external_id: item for item in items})
-        for row in chunk_rows:
-            if row.notes and row.question_id in created:
-                jobs.record_entry(job.pk, f"{row.question_id} (line {row.line})", "ok", " ".join(row.notes))
-        jobs.job_progress(job.pk, done_before + start + len(chunk_rows))
-    return created, refused
+        with transaction.atomic():
+            items, problems = import_external_items(run.job.benchmark, chunk_specs, user=run.job.created_by)
+            made = {item.external_id: item for item in items}
+            entries = []
+            for index, row in enumerate(chunk_rows):
+                key = _row_key(row, row.line)
+                if index in problems:
+                    entries.append((key, "error", f"line {row.line}: {' '.join(problems[index])} Row skipped.", {"row": True}))
+                elif row.question_id in made:
+                    item = made[row.question_id]
+                    entries.append((key, "ok", " ".join(row.notes), {
+                        "row": True, "seed": item.seed_id is None, "multi_turn": item.kind == Item.Kind.MULTI_TURN}))
+            run.record_many(entries)
+        created.update(made)
+    return created
 
 
-def run_import(job) -> dict:
-    benchmark = job.benchmark
+def _summary(run, total: int) -> dict:
+    """What the job did over all its runs, from its entries (a resumed import counts everything)."""
+    rows = {"imported": 0, "seeds": 0, "multi_turn": 0, "errors": 0, "already_imported": 0}
+    images = {"images_attached": 0, "images_not_provided": 0}
+    for outcome, data in run.job.entries.values_list("outcome", "data"):
+        if data.get("image"):
+            images["images_attached" if outcome == "ok" else "images_not_provided"] += 1
+        elif outcome == "error":
+            rows["errors"] += 1
+        elif outcome == "ok":
+            rows["imported"] += 1
+            rows["seeds"] += bool(data.get("seed"))
+            rows["multi_turn"] += bool(data.get("multi_turn"))
+        elif data.get("already"):
+            rows["already_imported"] += 1
+    return {"rows": total, "imported": rows["imported"], "already_imported": rows["already_imported"],
+            "seeds": rows["seeds"], "rewrites": rows["imported"] - rows["seeds"], "multi_turn": rows["multi_turn"],
+            "errors": rows["errors"], **images}
+
+
+def run_import(run) -> dict:
+    benchmark = run.job.benchmark
     tasks = {}
     for task in Task.objects.filter(benchmark=benchmark).select_related("category"):
         tasks[task.slug.lower()] = task
         tasks[task.name.lower()] = task
-    rows, refused_ids, total = _read_rows(job, tasks)
-    errors = len(refused_ids)
+    done = run.done_keys()
+    parsed, refused_ids, total = _read_rows(run, tasks)
+    rows = [row for row in parsed if _row_key(row, row.line) not in done]  # earlier runs did the rest
     existing = dict(Item.objects.filter(benchmark=benchmark).exclude(external_id="").values_list("external_id", "pk"))
+    # Rows already in the benchmark (imported by another job or by hand) are not imported again.
+    run.record_many([(_row_key(row, row.line), "skipped", f"{row.question_id} is already in the benchmark",
+                      {"row": True, "already": True}) for row in rows if row.question_id in existing])
     todo = [row for row in rows if row.question_id not in existing]
-    images, missing = _attach_images(job, todo)
+    images = _attach_images(run, todo, done)
 
-    seed_rows = {row.group: row for row in rows if row.is_seed}
+    seed_rows = {row.group: row for row in parsed if row.is_seed}
     new_seeds = [row for row in todo if row.is_seed]
-    done = total - len(todo)
-    seeds, refused = _create(job, new_seeds, [_spec(row, images, None) for row in new_seeds], done_before=done)
-    errors += refused
+    seeds = _create(run, new_seeds, [_spec(row, images, None) for row in new_seeds])
     seed_items = {**{e: Item(pk=pk) for e, pk in existing.items()}, **seeds}
 
-    rewrite_rows, rewrite_specs = [], []
+    rewrite_rows, rewrite_specs, orphans = [], [], []
     for row in (r for r in todo if not r.is_seed):
         seed_row = seed_rows.get(row.group)
         seed = seed_items.get(seed_row.question_id) if seed_row else None
@@ -200,8 +249,7 @@ def run_import(job) -> dict:
                 reason = f"its seed row {row.group}-0 was not imported (see that row's error)"
             else:
                 reason = f"there is no seed row {row.group}-0 in the file"
-            jobs.record_entry(job.pk, f"{row.question_id} (line {row.line})", "error", f"line {row.line}: {reason}; rewrite skipped")
-            errors += 1
+            orphans.append((_row_key(row, row.line), "error", f"line {row.line}: {reason}; rewrite skipped", {"row": True}))
             continue
         if row.data["ref_answer"] != seed_row.data["ref_answer"] or row.data["image_path"] != seed_row.data["image_path"]:
             # Rewrites share their seed's image and reference: a row that differs keeps its own as a seed of its own.
@@ -212,20 +260,14 @@ def run_import(job) -> dict:
             continue
         rewrite_rows.append(row)
         rewrite_specs.append(_spec(row, images, seed))
-    rewrites, refused = _create(job, rewrite_rows, rewrite_specs, done_before=done + len(new_seeds))
-    errors += refused
+    run.record_many(orphans)
+    _create(run, rewrite_rows, rewrite_specs)
 
-    created = {**seeds, **rewrites}
-    multi_turn = sum(1 for item in created.values() if item.kind == Item.Kind.MULTI_TURN)
-    result = {
-        "rows": total, "imported": len(created), "already_imported": len(rows) - len(todo),
-        "seeds": sum(1 for i in created.values() if i.seed_id is None),
-        "rewrites": sum(1 for i in created.values() if i.seed_id is not None), "multi_turn": multi_turn,
-        "errors": errors, "images_attached": len(images), "images_not_provided": missing,
-    }
+    result = _summary(run, total)
     message = (f"Imported {result['imported']} items ({result['seeds']} seeds, {result['rewrites']} rewrites, "
-               f"{multi_turn} multi-turn); {result['already_imported']} were already there; {errors} row(s) with errors")
-    if missing:
-        message += f"; {missing} image(s) not provided, their items were imported without image"
-    jobs.job_progress(job.pk, total, message=message + ".")
+               f"{result['multi_turn']} multi-turn); {result['already_imported']} were already there; "
+               f"{result['errors']} row(s) with errors")
+    if result["images_not_provided"]:
+        message += f"; {result['images_not_provided']} image(s) not provided, their items were imported without image"
+    run.say(message + ".")
     return result

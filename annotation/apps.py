@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Annotation (items, criteria, review)"
+
+    def ready(self):
+        from jobs import registry
+
+        from . import alignmmbench, services
+
+        registry.register(services.ALIGNMMBENCH_JOB, alignmmbench.run_import, label="AlignMMBench import")

@@ -636,41 +636,22 @@ ALIGNMMBENCH_JOB = "import_alignmmbench"
 
 
 def import_alignmmbench(benchmark: Benchmark, path, user):
-    """Import an AlignMMBench metadata.jsonl as a tracked job, now; returns the finished job.
-    Re-running adds nothing already imported (items are matched by question_id)."""
+    """Import an AlignMMBench metadata.jsonl from a server path as a job, now (management command);
+    returns the finished job. Re-running adds nothing already imported (matched by question_id)."""
     from jobs import services as jobs
 
-    job = jobs.create_job(ALIGNMMBENCH_JOB, user=user, benchmark=benchmark, params={"path": str(path)})
-    return run_alignmmbench_job(job.pk)
+    return jobs.run_now(jobs.create_job(ALIGNMMBENCH_JOB, user=user, benchmark=benchmark, params={"path": str(path)}))
 
 
 def start_alignmmbench_import(benchmark: Benchmark, *, user, file):
-    """Keep an uploaded metadata.jsonl and import it in the background (Celery)."""
-    from curation.services import save_import_upload
+    """Stage an uploaded metadata.jsonl and import it in the background."""
     from jobs import services as jobs
-
-    from .tasks import run_alignmmbench_job_task
+    from jobs.staging import stage_upload
 
     _check_researcher(user)
-    path = save_import_upload(file, ".jsonl")
-    job = jobs.create_job(ALIGNMMBENCH_JOB, user=user, benchmark=benchmark, params={"path": path, "uploaded": True})
-    transaction.on_commit(lambda: run_alignmmbench_job_task.delay(job.pk))
-    return job
-
-
-def run_alignmmbench_job(job_id: int):
-    from pathlib import Path
-
-    from jobs import services as jobs
-    from jobs.models import Job
-
-    from .alignmmbench import run_import
-
-    job = Job.objects.select_related("benchmark", "created_by").get(pk=job_id)
-    finished = jobs.run_tracked(job_id, lambda j: run_import(job))
-    if finished.status == Job.Status.SUCCEEDED and job.params.get("uploaded"):
-        Path(job.params["path"]).unlink(missing_ok=True)  # kept until now so a failed run can resume
-    return finished
+    staged = stage_upload(file, ".jsonl")
+    return jobs.start_job(ALIGNMMBENCH_JOB, user=user, benchmark=benchmark,
+                          params={"staged": staged, "filename": getattr(file, "name", "metadata.jsonl")})
 
 
 # ---- demo data -----------------------------------------------------------------------------------------

@@ -195,11 +195,20 @@ BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE = env_bool("BENCHFORGE_LABEL_STUDIO_ALLOW_
 BENCHFORGE_MODELS = Path(os.environ.get("BENCHFORGE_MODELS", BASE_DIR / "models.toml"))
 BENCHFORGE_LLM_CACHE = Path(os.environ.get("BENCHFORGE_LLM_CACHE", VAR_DIR / "llm-cache.sqlite3"))
 
-# No broker: tasks run eagerly in-process; "memory://" keeps Celery from ever dialling its
-# default AMQP address by accident.
-CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")
+# Background jobs (jobs.runner): on Celery workers when a broker is set; otherwise in a thread
+# of the web process (`make run`: a request never waits for an import), or "inline" (tests, CLI).
+# "memory://" keeps Celery from ever dialling its default AMQP address by accident.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_ALWAYS_EAGER = not os.environ.get("CELERY_BROKER_URL")
+BENCHFORGE_JOB_RUNNER = os.environ.get("BENCHFORGE_JOB_RUNNER") or ("celery" if os.environ.get("CELERY_BROKER_URL") else "thread")
+BENCHFORGE_JOB_QUEUE = os.environ.get("BENCHFORGE_JOB_QUEUE", "celery")
+# A running job's worker writes a heartbeat this often; a job not heard from for the timeout is
+# shown as interrupted (its worker died) and can be resumed.
+BENCHFORGE_JOB_HEARTBEAT_SECONDS = float(os.environ.get("BENCHFORGE_JOB_HEARTBEAT_SECONDS", "10"))
+BENCHFORGE_JOB_HEARTBEAT_TIMEOUT = float(os.environ.get("BENCHFORGE_JOB_HEARTBEAT_TIMEOUT", "120"))
+# Uploads staged for a job are deleted when it succeeds or is cancelled; a failed job keeps its
+# upload (it can be resumed) for this many days.
+BENCHFORGE_STAGED_UPLOAD_DAYS = float(os.environ.get("BENCHFORGE_STAGED_UPLOAD_DAYS", "7"))
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -4,3 +4,13 @@ from django.apps import AppConfig
 class CurationConfig(AppConfig):
     name = "curation"
     verbose_name = "Curation (taxonomy and images)"
+
+    def ready(self):
+        from jobs import registry
+
+        from . import services
+
+        registry.register("load_preset", services.run_preset_load, label="taxonomy preset")
+        registry.register("ingest_zip", services.run_zip_import, label="zip import")
+        registry.register("ingest_folder", services.run_folder_import, label="server folder import")
+        registry.register("ingest_url_list", services.run_url_list_import, label="URL list import")

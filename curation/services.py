@@ -5,7 +5,6 @@ import csv
 import hashlib
 import io
 import json
-import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -23,6 +22,7 @@ from django.utils.text import slugify
 from benchforge import outbound
 from benchforge.errors import DomainError
 from jobs import services as jobs
+from jobs.staging import open_staged, stage_upload
 
 from .imaging import ImageLimits, ImageRejected, analyse_image, hamming, hex_to_hash
 from .models import Benchmark, Category, ContaminationMatch, Image, KnownHash, KnownImageSet, Task
@@ -314,17 +314,15 @@ def ingest_image(
     return IngestOutcome(image, created=True)
 
 
-def _record(job_id: int, key: str, func) -> str:
-    """Run one unit of an import and record what happened to it; returns the outcome."""
+def _ingest_unit(run, key: str, func) -> None:
+    """Run one unit of an import and record what happened to it. The image row and the unit's
+    entry commit together, so a killed worker leaves neither and the unit is redone on resume."""
     try:
-        outcome = func()
+        with transaction.atomic():
+            outcome = func()
+            run.record(key, "ok" if outcome.created else "skipped", outcome.message, outcome.as_dict())
     except (ImageRejected, DomainError) as exc:
-        jobs.record_entry(job_id, key, "error", exc.message)
-        return "error"
-    if outcome is None:
-        return "skipped"
-    jobs.record_entry(job_id, key, "ok" if outcome.created else "skipped", outcome.message, outcome.as_dict())
-    return "ok" if outcome.created else "skipped"
+        run.record(key, "error", exc.message)
 
 
 # ---- bulk imports as resumable jobs ----------------------------------------------------------
@@ -332,34 +330,17 @@ def _record(job_id: int, key: str, func) -> str:
 IMPORT_KINDS = ("ingest_zip", "ingest_folder", "ingest_url_list")
 
 
-def create_import_job(kind: str, benchmark: Benchmark, *, user=None, path: str, source: str = "",
-                      license: str = "", tasks=(), uploaded: bool = False):
+def create_import_job(kind: str, benchmark: Benchmark, *, user=None, path: str = "", staged: str = "", source: str = "",
+                      license: str = "", tasks=()):
+    """A queued import job reading a staged upload (`staged`, a storage name) or a server path."""
     if kind not in IMPORT_KINDS:
         raise DomainError(f"Unknown import kind '{kind}'.")
+    if bool(path) == bool(staged):
+        raise DomainError("An import reads either an uploaded file or a path on the server.")
     tasks = _check_tasks(benchmark, tasks)
-    return jobs.create_job(kind, user=user, benchmark=benchmark, params={
-        "path": str(path), "source": source, "license": license, "task_ids": [t.pk for t in tasks],
-        "uploaded": uploaded,
-    })
-
-
-def save_import_upload(uploaded, suffix: str) -> str:
-    """Keep an uploaded archive/list under MEDIA_ROOT/imports until its job has run (resumable).
-    Never served over HTTP (see curation.views.media_file)."""
-    name = default_storage.save(f"imports/{uuid.uuid4().hex}{suffix}", uploaded)
-    return default_storage.path(name)
-
-
-def run_import_job(job_id: int):
-    """Body of every import task: runs (or resumes) the job, skipping units already done."""
-    from jobs.models import Job
-
-    job = Job.objects.select_related("benchmark", "created_by").get(pk=job_id)
-    runner = {"ingest_zip": _run_zip, "ingest_folder": _run_folder, "ingest_url_list": _run_url_list}[job.kind]
-    finished = jobs.run_tracked(job_id, lambda j: runner(job))
-    if finished.status == Job.Status.SUCCEEDED and job.params.get("uploaded"):
-        Path(job.params["path"]).unlink(missing_ok=True)  # kept until now so a failed run can resume
-    return finished
+    params = {"source": source, "license": license, "task_ids": [t.pk for t in tasks]}
+    params.update({"staged": staged} if staged else {"path": str(path)})
+    return jobs.create_job(kind, user=user, benchmark=benchmark, params=params)
 
 
 def _job_context(job):
@@ -367,11 +348,20 @@ def _job_context(job):
     tasks = list(Task.objects.filter(pk__in=params.get("task_ids", []), benchmark=job.benchmark))
     common = {"source": params.get("source", ""), "license": params.get("license", ""),
               "collected_by": job.created_by, "job": job}
-    return tasks, common, jobs.finished_keys(job.pk)
+    return tasks, common
 
 
-def _summary(counts: dict) -> dict:
+def _summary(run) -> dict:
+    """Counts over every run of the job (a resumed import reports all it did, not its last run)."""
+    counts = run.outcome_counts()
     return {"added": counts.get("ok", 0), "skipped": counts.get("skipped", 0), "errors": counts.get("error", 0)}
+
+
+def _open_source(job):
+    """The job's input as a binary file: its staged upload, or the server path it names."""
+    if job.params.get("staged"):
+        return open_staged(job.params["staged"])
+    return open(job.params["path"], "rb")
 
 
 def _task_from_folder(name: str, by_slug: dict[str, Task]) -> list[Task]:
@@ -384,19 +374,21 @@ def _unsafe_member_name(name: str) -> bool:
     return path.is_absolute() or ".." in path.parts or (len(name) > 1 and name[1] == ":")
 
 
-def _run_zip(job):
-    tasks, common, done = _job_context(job)
+def run_zip_import(run):
+    job = run.job
+    tasks, common = _job_context(job)
+    done = run.done_keys()
     by_slug = {t.slug: t for t in job.benchmark.tasks.all()}
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
     try:
-        archive = zipfile.ZipFile(job.params["path"])
+        source = _open_source(job)
+        archive = zipfile.ZipFile(source)
     except (zipfile.BadZipFile, OSError) as exc:
         raise DomainError(f"The upload is not a readable zip archive ({exc}).") from None
-    counts: dict[str, int] = {}
-    with archive:
+    with source, archive:
         members = _zip_members(archive)
         check_zip_members(members)
-        jobs.start_job(job.pk, total=len(members))
+        run.set_total(len(members))
         seen: dict[str, int] = {}
         for member in members:
             # Keys must be stable across runs (resume) and unique even for repeated names.
@@ -420,20 +412,20 @@ def _run_zip(job):
                 return ingest_image(job.benchmark, data, original_name=PurePosixPath(member.filename).name,
                                     tasks=tasks + _task_from_folder(member.filename, by_slug), **common)
 
-            outcome = _record(job.pk, key, ingest)
-            counts[outcome] = counts.get(outcome, 0) + 1
-    return _summary(counts)
+            _ingest_unit(run, key, ingest)
+    return _summary(run)
 
 
-def _run_folder(job):
-    tasks, common, done = _job_context(job)
+def run_folder_import(run):
+    job = run.job
+    tasks, common = _job_context(job)
+    done = run.done_keys()
     by_slug = {t.slug: t for t in job.benchmark.tasks.all()}
     root = Path(job.params["path"])
     if not root.is_dir():
         raise DomainError(f"{root} is not a folder on this server.")
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and p.name not in _JUNK_NAMES)
-    jobs.start_job(job.pk, total=len(files))
-    counts: dict[str, int] = {}
+    run.set_total(len(files))
     for path in files:
         key = path.relative_to(root).as_posix()
         if key in done:
@@ -445,9 +437,8 @@ def _run_folder(job):
             return ingest_image(job.benchmark, path.read_bytes(), original_name=path.name,
                                 tasks=tasks + _task_from_folder(key, by_slug), **common)
 
-        outcome = _record(job.pk, key, ingest)
-        counts[outcome] = counts.get(outcome, 0) + 1
-    return _summary(counts)
+        _ingest_unit(run, key, ingest)
+    return _summary(run)
 
 
 # ---- URL lists -------------------------------------------------------------------------------
@@ -487,20 +478,22 @@ def _resolve_tasks(benchmark: Benchmark, spec: str, by_key: dict[str, Task]) -> 
     return tasks
 
 
-def _run_url_list(job):
-    tasks, common, done = _job_context(job)
+def run_url_list_import(run):
+    job = run.job
+    tasks, common = _job_context(job)
+    done = run.done_keys()
     try:
-        text = Path(job.params["path"]).read_text(encoding="utf-8-sig")
+        with _open_source(job) as handle:
+            text = handle.read().decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise DomainError(f"The URL list cannot be read as UTF-8 text ({exc}).") from None
     rows = parse_url_list(text)
-    jobs.start_job(job.pk, total=len(rows))
+    run.set_total(len(rows))
     by_key = {}
     for task in job.benchmark.tasks.all():
         by_key[task.name.lower()] = task
         by_key[task.slug.lower()] = task
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
-    counts: dict[str, int] = {}
     with outbound.download_client() as client:
         for row in rows:
             key = f"line {row.line}: {row.url}"
@@ -515,9 +508,8 @@ def _run_url_list(job):
                 return ingest_image(job.benchmark, data, original_name=PurePosixPath(urlsplit(row.url).path).name,
                                     tasks=tasks + [t for t in row_tasks if t not in tasks], **options)
 
-            outcome = _record(job.pk, key, ingest)
-            counts[outcome] = counts.get(outcome, 0) + 1
-    return _summary(counts)
+            _ingest_unit(run, key, ingest)
+    return _summary(run)
 
 
 # ---- screening -------------------------------------------------------------------------------
@@ -774,15 +766,27 @@ def _check_import_file(kind: str, file) -> None:
 
 
 def start_upload_import(benchmark: Benchmark, *, user, kind: str, file, tasks=(), source: str = "", license: str = ""):
-    """Keep an uploaded zip or URL list and launch its import job (a Celery task)."""
-    from .tasks import run_import_job_task  # tasks.py imports this module
-
+    """Stage an uploaded zip or URL list and start its import job."""
     if kind not in ("zip", "url_list"):
         raise DomainError("Choose what the file is: a zip of images or a URL list.")
     tasks = _check_tasks(benchmark, tasks)
     _check_import_file(kind, file)
-    path = save_import_upload(file, ".zip" if kind == "zip" else ".txt")
-    job = create_import_job("ingest_zip" if kind == "zip" else "ingest_url_list", benchmark, user=user, path=path,
-                            source=source, license=license, tasks=tasks, uploaded=True)
-    transaction.on_commit(lambda: run_import_job_task.delay(job.pk))
-    return job
+    staged = stage_upload(file, ".zip" if kind == "zip" else ".txt")
+    job = create_import_job("ingest_zip" if kind == "zip" else "ingest_url_list", benchmark, user=user, staged=staged,
+                            source=source, license=license, tasks=tasks)
+    return jobs.enqueue(job)
+
+
+def start_preset_load(benchmark: Benchmark, preset: str, *, user):
+    """Load a preset into a benchmark as a job (the page does not wait for it)."""
+    if preset not in PRESETS:
+        raise DomainError(f"Unknown preset '{preset}'. Available presets: {', '.join(sorted(PRESETS))}.", code="unknown_preset")
+    return jobs.start_job("load_preset", user=user, benchmark=benchmark, total=1, params={"preset": preset})
+
+
+def run_preset_load(run) -> dict:
+    preset = run.params["preset"]
+    with run.unit(preset) as unit:
+        load_preset(preset, benchmark=run.benchmark)
+        unit.ok(f"taxonomy has {run.benchmark.tasks.count()} tasks")
+    return {"tasks": run.benchmark.tasks.count()}

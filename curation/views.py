@@ -31,7 +31,6 @@ from .selectors import (
     task_collection_progress,
     taxonomy_tree,
 )
-from .tasks import load_preset_task
 
 
 @role_required(ANNOTATOR)
@@ -61,7 +60,7 @@ def benchmark_create(request):
         data = form.cleaned_data
         benchmark = services.create_benchmark(name=data["name"], slug=data["slug"], description=data["description"], user=request.user)
         if data["preset"]:
-            load_preset_task.delay(data["preset"], benchmark.pk, request.user.pk)
+            services.start_preset_load(benchmark, data["preset"], user=request.user)
             messages.success(request, f"Created '{benchmark.name}'; its {data['preset']} taxonomy is loading.")
         else:
             messages.success(request, f"Created '{benchmark.name}'.")
@@ -77,7 +76,7 @@ def preset_load(request, slug):
     if not form.is_valid():
         messages.error(request, "Choose one of the listed presets.")
     else:
-        load_preset_task.delay(form.cleaned_data["preset"], benchmark.pk, request.user.pk)
+        services.start_preset_load(benchmark, form.cleaned_data["preset"], user=request.user)
         messages.success(request, "Preset tasks added (existing tasks were kept as they were).")
     return redirect("taxonomy", slug=benchmark.slug)
 

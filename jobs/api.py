@@ -1,27 +1,78 @@
 from django.urls import path
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from benchforge.roles import ANNOTATOR, role_permission
+from benchforge.roles import ANNOTATOR, RESEARCHER, role_permission
 
+from . import registry, services
 from .models import Job
-from .selectors import visible_jobs
+from .selectors import get_job_for, jobs_list
 
 
 class JobSerializer(serializers.ModelSerializer):
     percent = serializers.IntegerField(read_only=True)
     benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    label = serializers.SerializerMethodField()
+    state = serializers.ChoiceField(choices=[*Job.Status.choices, ("interrupted", "Interrupted")], read_only=True,
+                                    help_text="status, or 'interrupted' when a running job's worker stopped beating")
+    can_resume = serializers.BooleanField(read_only=True)
+    can_cancel = serializers.BooleanField(read_only=True)
 
     class Meta:
         model = Job
-        fields = ["id", "kind", "benchmark", "status", "total", "done", "percent", "message", "result", "created_at", "started_at", "finished_at"]
+        fields = ["id", "kind", "label", "benchmark", "status", "state", "total", "done", "percent", "message", "result",
+                  "runs", "created_at", "started_at", "finished_at", "heartbeat_at", "can_resume", "can_cancel"]
+
+    def get_label(self, job) -> str:
+        return registry.label(job.kind)
 
 
-class JobDetail(generics.RetrieveAPIView):
+class JobList(generics.ListAPIView):
+    """Jobs you can see, newest first; filter by `benchmark` (slug), `kind` and `state`."""
+
     serializer_class = JobSerializer
     permission_classes = [role_permission(ANNOTATOR)]
 
+    @extend_schema(parameters=[OpenApiParameter("benchmark", str), OpenApiParameter("kind", str),
+                               OpenApiParameter("state", str, enum=[*Job.Status.values, "interrupted"])])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):
-        return visible_jobs(self.request.user).distinct()
+        params = self.request.query_params
+        return jobs_list(self.request.user, benchmark=params.get("benchmark", ""), kind=params.get("kind", ""),
+                         state=params.get("state", ""))
 
 
-urlpatterns = [path("jobs/<id:pk>/", JobDetail.as_view(), name="api-job-detail")]
+class JobDetail(generics.RetrieveAPIView):
+    """One job: progress, status ('interrupted' when its worker died), summary."""
+
+    serializer_class = JobSerializer
+    permission_classes = [role_permission(ANNOTATOR)]
+
+    def get_object(self):
+        return get_job_for(self.request.user, self.kwargs["pk"])
+
+
+class JobAction(APIView):
+    """Researchers: POST to resume a failed, cancelled or interrupted job (it skips the units already
+    done), or to cancel a queued or running one (what it did stays done)."""
+
+    permission_classes = [role_permission(RESEARCHER)]
+    action = ""
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    def post(self, request, pk):
+        job = get_job_for(request.user, pk)
+        job = services.resume(job, user=request.user) if self.action == "resume" else services.cancel(job, user=request.user)
+        return Response(JobSerializer(job).data)
+
+
+urlpatterns = [
+    path("jobs/", JobList.as_view(), name="api-jobs"),
+    path("jobs/<id:pk>/", JobDetail.as_view(), name="api-job-detail"),
+    path("jobs/<id:pk>/resume/", JobAction.as_view(action="resume"), name="api-job-resume"),
+    path("jobs/<id:pk>/cancel/", JobAction.as_view(action="cancel"), name="api-job-cancel"),
+]

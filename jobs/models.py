@@ -1,12 +1,16 @@
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Job(models.Model):
     """One long-running piece of work (an import, a rewrite batch, a QC run...).
 
-    Progress lives here so any web process can show it, whichever worker runs the job.
-    Per-unit outcomes are JobEntry rows keyed by the unit, which is what makes jobs resumable.
+    Progress lives here so any web process can show it, whichever worker runs the job. Per-unit
+    outcomes are JobEntry rows keyed by the unit, which is what makes jobs resumable. The life of
+    a job (claim, heartbeat, finish, resume, cancel) is in jobs.runner and jobs.services only.
     """
 
     class Status(models.TextChoices):
@@ -14,6 +18,9 @@ class Job(models.Model):
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
     kind = models.CharField(max_length=64)
     benchmark = models.ForeignKey("curation.Benchmark", null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
@@ -27,9 +34,15 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The run that owns the job now: a worker whose token no longer matches stops at its next step.
+    run_token = models.CharField(max_length=32, blank=True)
+    runs = models.PositiveIntegerField(default=0, help_text="how many times a worker started (or resumed) it")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
 
     class Meta:
-        ordering = ["-created_at"]
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["benchmark", "kind", "-created_at"])]
 
     def __str__(self):
         return f"{self.kind} #{self.pk} ({self.status})"
@@ -37,16 +50,41 @@ class Job(models.Model):
     @property
     def percent(self) -> int:
         if not self.total:
-            return 100 if self.is_finished else 0
+            return 100 if self.status == self.Status.SUCCEEDED else 0
         return min(100, round(100 * self.done / self.total))
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+        return self.status in self.FINISHED
+
+    @property
+    def is_interrupted(self) -> bool:
+        """Running, but its worker has not been heard from for the heartbeat timeout: it died."""
+        if self.status != self.Status.RUNNING:
+            return False
+        limit = timedelta(seconds=settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT)
+        return self.heartbeat_at is None or self.heartbeat_at < timezone.now() - limit
+
+    @property
+    def state(self) -> str:
+        """The status a person sees: the stored one, or "interrupted"."""
+        return "interrupted" if self.is_interrupted else self.status
+
+    @property
+    def state_label(self) -> str:
+        return "Interrupted" if self.is_interrupted else self.get_status_display()
+
+    @property
+    def can_resume(self) -> bool:
+        return self.status in (self.Status.FAILED, self.Status.CANCELLED) or self.is_interrupted
+
+    @property
+    def can_cancel(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
 
 class JobEntry(models.Model):
-    """What happened to one unit of a job (a file, a URL, an item)."""
+    """What happened to one unit of a job (a file, a URL, a row, a call)."""
 
     class Outcome(models.TextChoices):
         OK = "ok", "OK"

@@ -6,11 +6,27 @@ from .models import Job
 
 
 def visible_jobs(user):
+    """Researchers see every job; others the jobs they started or of benchmarks they belong to."""
     qs = Job.objects.select_related("benchmark", "created_by")
     if user_role(user) == RESEARCHER:
         return qs
-    return qs.filter(created_by=user) | qs.filter(benchmark__members=user)
+    return (qs.filter(created_by=user) | qs.filter(benchmark__members=user)).distinct()
 
 
 def get_job_for(user, job_id: int) -> Job:
-    return get_object_or_404(visible_jobs(user).distinct(), pk=job_id)
+    return get_object_or_404(visible_jobs(user), pk=job_id)
+
+
+def jobs_list(user, *, benchmark: str = "", kind: str = "", state: str = ""):
+    """Visible jobs, newest first, filtered by benchmark slug, kind and status ("interrupted" is a
+    running job whose heartbeat stopped, and is filtered after the query)."""
+    qs = visible_jobs(user)
+    if benchmark:
+        qs = qs.filter(benchmark__slug=benchmark)
+    if kind:
+        qs = qs.filter(kind=kind)
+    if state in Job.Status.values:
+        qs = qs.filter(status=state)
+    elif state == "interrupted":
+        qs = qs.filter(status=Job.Status.RUNNING)
+    return qs.order_by("-created_at", "-id")

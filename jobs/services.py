@@ -1,73 +1,130 @@
-"""Job bookkeeping. Tasks call these; they never hold a transaction open across units, so
-progress is visible at once and a crashed job resumes from its recorded entries."""
+"""Starting, resuming and cancelling jobs. Apps create a job of a registered kind and `enqueue`
+it; nothing else decides where a job runs (runner mode in settings.BENCHFORGE_JOB_RUNNER):
+  celery  one generic Celery task ("jobs.run") on the broker, sent when the transaction commits;
+  thread  a background thread of this process (the embedded runtime: requests never wait);
+  inline  right here, when the transaction commits (tests, management commands).
+"""
 
-from django.db import transaction
-from django.db.models import F
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from .models import Job, JobEntry
+from benchforge.errors import DomainError, NotAllowed
+from benchforge.roles import RESEARCHER, has_role
+
+from . import registry, runner
+from .models import Job
+from .staging import sweep_staged
+
+log = logging.getLogger(__name__)
+RUN_TASK = "jobs.run"
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
 def create_job(kind: str, *, user=None, benchmark=None, total: int = 0, params: dict | None = None) -> Job:
+    registry.get(kind)  # a kind nobody registered could never run: refuse it now
     return Job.objects.create(kind=kind, created_by=user, benchmark=benchmark, total=total, params=params or {})
 
 
-def start_job(job_id: int, *, total: int | None = None) -> Job:
-    updates = {"status": Job.Status.RUNNING, "started_at": timezone.now(), "finished_at": None}
-    if total is not None:
-        updates["total"] = total
-    Job.objects.filter(pk=job_id).update(**updates)
-    return Job.objects.get(pk=job_id)
-
-
-def job_progress(job_id: int, done: int, total: int | None = None, message: str = "") -> None:
-    updates = {"done": done}
-    if total is not None:
-        updates["total"] = total
-    if message:
-        updates["message"] = message
-    Job.objects.filter(pk=job_id).update(**updates)
-
-
-def record_entry(job_id: int, key: str, outcome: str, message: str = "", data: dict | None = None) -> JobEntry:
-    """Record (or overwrite, on a resumed run) the outcome of one unit and count it as done once."""
-    with transaction.atomic():
-        entry, created = JobEntry.objects.update_or_create(
-            job_id=job_id, key=key[:512], defaults={"outcome": outcome, "message": message, "data": data or {}}
-        )
-        if created:
-            Job.objects.filter(pk=job_id).update(done=F("done") + 1)
-    return entry
-
-
-def finished_keys(job_id: int) -> set[str]:
-    """Units that need no more work on a resumed run (errors are retried)."""
-    return set(
-        JobEntry.objects.filter(job_id=job_id)
-        .exclude(outcome=JobEntry.Outcome.ERROR)
-        .values_list("key", flat=True)
-    )
-
-
-def finish_job(job_id: int, *, succeeded: bool = True, message: str = "", result: dict | None = None) -> Job:
-    job = Job.objects.get(pk=job_id)
-    job.status = Job.Status.SUCCEEDED if succeeded else Job.Status.FAILED
-    job.finished_at = timezone.now()
-    if message:
-        job.message = message
-    if result is not None:
-        job.result = result
-    job.save(update_fields=["status", "finished_at", "message", "result"])
+def enqueue(job: Job) -> Job:
+    """Have the job run (once the current transaction commits, so the worker sees the row)."""
+    transaction.on_commit(lambda: _dispatch(job.pk))
+    transaction.on_commit(_sweep_quietly)
     return job
 
 
-def run_tracked(job_id: int, work) -> Job:
-    """Run `work(job)` as the body of a job: marks it running, and failed with the error's
-    message if it raises (the exception is not re-raised: the job row is the report)."""
-    job = start_job(job_id)
+def _sweep_quietly() -> None:
+    """Abandoned staged uploads go whenever new work starts (also: `manage.py sweep_uploads`)."""
     try:
-        result = work(job)
-    except Exception as exc:  # the job's own message is what the user sees
-        return finish_job(job_id, succeeded=False, message=f"{type(exc).__name__}: {exc}")
+        sweep_staged()
+    except Exception:  # never let housekeeping stop a job from starting
+        log.exception("sweeping staged uploads failed")
+
+
+def start_job(kind: str, **kwargs) -> Job:
+    return enqueue(create_job(kind, **kwargs))
+
+
+def run_now(job: Job | int) -> Job:
+    """Run a queued job here and now (management commands, tests); returns it as it ended."""
+    job_id = job.pk if isinstance(job, Job) else job
+    runner.execute(job_id)
+    return Job.objects.select_related("benchmark", "created_by").get(pk=job_id)
+
+
+def _dispatch(job_id: int) -> None:
+    mode = settings.BENCHFORGE_JOB_RUNNER
+    if mode == "celery":
+        from benchforge.celery import app
+
+        # A connection per job start (not the app's pool): always the broker the settings name now.
+        with app.connection_for_write() as connection:
+            app.send_task(RUN_TASK, args=[job_id], queue=settings.BENCHFORGE_JOB_QUEUE, connection=connection)
+    elif mode == "thread":
+        _thread_pool().submit(_run_in_thread, job_id)
+    elif mode == "inline":
+        runner.execute(job_id)
+    else:
+        raise DomainError(f"BENCHFORGE_JOB_RUNNER is {mode!r}; use celery, thread or inline.")
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="benchforge-job")
+        return _pool
+
+
+def _run_in_thread(job_id: int) -> None:
+    try:
+        runner.execute(job_id)
+    except Exception:  # execute records failures on the job; this is a last resort for the log
+        log.exception("job %s crashed its thread", job_id)
+    finally:
+        close_old_connections()
+
+
+def _check_can_manage(user) -> None:
+    if not has_role(user, RESEARCHER):
+        raise NotAllowed("Resuming or cancelling a job needs the researcher role.")
+
+
+def resume(job: Job, *, user) -> Job:
+    """Queue a failed, cancelled or interrupted job again; its runner skips the units already done."""
+    _check_can_manage(user)
+    return enqueue(requeue(job, note=f"Resumed by {user.get_username()}."))
+
+
+def requeue(job: Job, *, note: str = "Resumed.") -> Job:
+    """Put a failed, cancelled or interrupted job back in the queue (the caller runs or enqueues it)."""
     job.refresh_from_db()
-    return finish_job(job_id, succeeded=True, result=result if isinstance(result, dict) else None)
+    if not job.can_resume:
+        if job.status == Job.Status.RUNNING:
+            raise DomainError(f"Job #{job.pk} is still running (last heard from {timezone.localtime(job.heartbeat_at):%H:%M:%S}); "
+                              "it can be resumed only once its worker has stopped.", code="still_running")
+        raise DomainError(f"Job #{job.pk} is {job.get_status_display().lower()}; only a failed, cancelled or interrupted "
+                          "job can be resumed.", code="not_resumable")
+    updated = Job.objects.filter(pk=job.pk, status=job.status, run_token=job.run_token).update(
+        status=Job.Status.QUEUED, run_token="", finished_at=None, message=note)
+    if not updated:
+        raise DomainError(f"Job #{job.pk} changed meanwhile; reload the page.", code="changed")
+    job.refresh_from_db()
+    return job
+
+
+def cancel(job: Job, *, user) -> Job:
+    """Stop a queued or running job: its worker stops at its next unit; what is done stays done."""
+    _check_can_manage(user)
+    job.refresh_from_db()
+    if not job.can_cancel:
+        raise DomainError(f"Job #{job.pk} is already {job.get_status_display().lower()}.", code="not_cancellable")
+    Job.objects.filter(pk=job.pk, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
+        status=Job.Status.CANCELLED, finished_at=timezone.now(), message=f"Cancelled by {user.get_username()}.")
+    job.refresh_from_db()
+    return job  # its staged upload stays while it can be resumed; the sweep removes it later

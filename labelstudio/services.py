@@ -47,15 +47,23 @@ OK, SKIPPED, ERROR = JobEntry.Outcome.OK, JobEntry.Outcome.SKIPPED, JobEntry.Out
 
 
 class _Report:
-    """A job's per-item entries and the counts its summary and result are made of, kept in step."""
+    """A job's per-item entries, each tagged with the count it adds to; the counts are read back
+    from every entry of the job, so a resumed push or pull reports all its runs did."""
 
-    def __init__(self, job_id: int, *counts: str):
-        self.job_id = job_id
-        self.counts = dict.fromkeys(counts, 0)
+    def __init__(self, run, *counts: str):
+        self.run = run
+        self.names = counts
 
     def add(self, count: str, key: str, outcome: str, message: str, data: dict | None = None) -> None:
-        jobs.record_entry(self.job_id, key, outcome, message, data)
-        self.counts[count] += 1
+        self.run.record(key, outcome, message, {**(data or {}), "count": count})
+
+    @property
+    def counts(self) -> dict[str, int]:
+        tally = dict.fromkeys(self.names, 0)
+        for data in self.run.job.entries.values_list("data", flat=True):
+            if data.get("count") in tally:
+                tally[data["count"]] += 1
+        return tally
 
 
 def _check_researcher(user) -> None:
@@ -117,8 +125,8 @@ def _instructions(benchmark) -> str:
     )
 
 
-def start_push(benchmark, items, *, project_title: str, user) -> Job:
-    """Record a push job (queued); `run_push` does the work, here or in a worker."""
+def create_push(benchmark, items, *, project_title: str, user) -> Job:
+    """A queued push job (`run_push` is its runner)."""
     _check_researcher(user)
     title = " ".join(project_title.split())
     if not title:
@@ -132,28 +140,36 @@ def start_push(benchmark, items, *, project_title: str, user) -> Job:
                            params={"item_ids": ids, "project_title": title})
 
 
-def run_push(job_id: int) -> Job:
-    job = Job.objects.select_related("benchmark", "created_by").get(pk=job_id)
-    return jobs.run_tracked(job_id, lambda running: _push(running, job.benchmark, job.created_by))
+def start_push(benchmark, items, *, project_title: str, user) -> Job:
+    """Push items in the background (the page shows the job's progress)."""
+    return jobs.enqueue(create_push(benchmark, items, project_title=project_title, user=user))
 
 
 def push_items_to_labelstudio(benchmark, items, *, project_title: str, user) -> Job:
-    """Create (or reuse) the project titled `project_title` and add the items not yet in it."""
-    return run_push(start_push(benchmark, items, project_title=project_title, user=user).pk)
+    """Create (or reuse) the project titled `project_title` and add the items not yet in it, now."""
+    return jobs.run_now(create_push(benchmark, items, project_title=project_title, user=user))
 
 
-def _push(job: Job, benchmark, user) -> dict:
+def run_push(run) -> dict:
+    return _push(run, run.benchmark, run.user)
+
+
+def _push(run, benchmark, user) -> dict:
+    job = run.job
     ids = job.params["item_ids"]
+    done = run.done_keys()
     with open_client(benchmark) as client:
         client.check()
         items = with_payload_data(Item.objects.filter(benchmark=benchmark, pk__in=ids))
         payloads = {item.pk: item_payload(item) for item in items}
         link = _project_for(client, benchmark, job.params["project_title"], user, list(payloads.values()))
         known = _known_tasks(client, link)
-        report = _Report(job.pk, "pushed", "already_pushed", "skipped", "errors")
+        report = _Report(run, "pushed", "already_pushed", "skipped", "errors")
         pending = []
         for item_id in ids:
             key, payload = f"item {item_id}", payloads.get(item_id)
+            if key in done:
+                continue  # an earlier run of this job did it
             if payload is None:
                 report.add("errors", key, ERROR, "The item no longer exists.")
             elif payload["seed_id"]:
@@ -166,15 +182,14 @@ def _push(job: Job, benchmark, user) -> dict:
         task_names = dict(benchmark.tasks.values_list("slug", "name"))
         for batch in _batches(report, pending, task_names):
             task_ids = client.import_tasks(link.project_id, [task for _, task in batch])
-            with transaction.atomic():
+            with transaction.atomic():  # the task rows and their entries together
                 for (payload, _), task_id in zip(batch, task_ids):
                     LabelStudioTask.objects.create(link=link, item_id=payload["id"], task_id=task_id, pushed_version=payload["version"])
-            for (payload, _), task_id in zip(batch, task_ids):
-                report.add("pushed", f"item {payload['id']}", OK, f"Pushed as task {task_id} (item version {payload['version']}).")
+                    report.add("pushed", f"item {payload['id']}", OK, f"Pushed as task {task_id} (item version {payload['version']}).")
     counts = report.counts
     summary = (f"{counts['pushed']} pushed, {counts['already_pushed']} already in the project, "
                f"{counts['skipped']} skipped, {counts['errors']} errors. Project: {link.project_url}")
-    jobs.job_progress(job.pk, len(ids), message=summary)
+    run.say(summary)
     return {**counts, "project_id": link.project_id, "link_id": link.pk, "project_url": link.project_url}
 
 
@@ -245,32 +260,39 @@ def _image_data_url(image: Image) -> str:
 # ---- pull -------------------------------------------------------------------------------------------
 
 
-def start_pull(link: LabelStudioLink, *, user) -> Job:
+def create_pull(link: LabelStudioLink, *, user) -> Job:
     _check_researcher(user)
     return jobs.create_job(PULL_JOB, user=user, benchmark=link.benchmark, total=link.tasks.count(),
                            params={"link_id": link.pk, "project_id": link.project_id})
 
 
-def run_pull(job_id: int) -> Job:
-    job = Job.objects.select_related("created_by").get(pk=job_id)
-    link = LabelStudioLink.objects.select_related("benchmark").get(pk=job.params["link_id"])
-    return jobs.run_tracked(job_id, lambda running: _pull(running, link, job.created_by))
+def start_pull(link: LabelStudioLink, *, user) -> Job:
+    """Pull in the background (the page shows the job's progress)."""
+    return jobs.enqueue(create_pull(link, user=user))
 
 
 def pull_from_labelstudio(link: LabelStudioLink, *, user) -> Job:
-    """Apply the latest annotation of every task of the project to its item."""
-    return run_pull(start_pull(link, user=user).pk)
+    """Apply the latest annotation of every task of the project to its item, now."""
+    return jobs.run_now(create_pull(link, user=user))
 
 
-def _pull(job: Job, link: LabelStudioLink, user) -> dict:
+def run_pull(run) -> dict:
+    link = LabelStudioLink.objects.select_related("benchmark").get(pk=run.params["link_id"])
+    return _pull(run, link, run.user)
+
+
+def _pull(run, link: LabelStudioLink, user) -> dict:
     rows = list(link.tasks.order_by("task_id"))
-    jobs.job_progress(job.pk, 0, total=len(rows))
-    report = _Report(job.pk, "applied", "unchanged", "already_pulled", "not_annotated", "conflicts", "errors")
+    run.set_total(len(rows))
+    done = run.done_keys()
+    report = _Report(run, "applied", "unchanged", "already_pulled", "not_annotated", "conflicts", "errors")
     with open_client(link.benchmark, url=link.url) as client:
         annotated = {task["id"] for task in client.iter_tasks(link.project_id, include="id,total_annotations")
                      if task.get("total_annotations")}
         for row in rows:
             key = f"item {row.item_id}"
+            if key in done:
+                continue
             if row.task_id not in annotated:
                 report.add("not_annotated", key, SKIPPED, f"Task {row.task_id} has no annotation yet.")
                 continue
@@ -285,9 +307,9 @@ def _pull(job: Job, link: LabelStudioLink, user) -> dict:
             report.add(count, key, outcome, message, data)
     link.last_pulled_at = timezone.now()
     link.save(update_fields=["last_pulled_at"])
-    summary = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in report.counts.items())
-    jobs.job_progress(job.pk, len(rows), message=summary + ".")
-    return report.counts
+    counts = report.counts
+    run.say(", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) + ".")
+    return counts
 
 
 def _pull_task(client, row: LabelStudioTask, user) -> tuple[str, str, str, dict]:

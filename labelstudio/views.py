@@ -2,7 +2,6 @@
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -13,7 +12,6 @@ from curation.selectors import get_benchmark_for
 from . import services
 from .forms import ConnectionForm, PushForm
 from .selectors import connection_status, get_link_for, last_pull_job, projects_of
-from .tasks import run_pull_task, run_push_task
 
 PROJECTS_PER_PAGE = 20
 
@@ -60,7 +58,6 @@ def labelstudio_push(request, slug):
         return redirect("labelstudio", slug=benchmark.slug)
     items = items_of(benchmark, task=form.cleaned_data["task"], status=form.cleaned_data["status"])
     job = services.start_push(benchmark, items, project_title=form.cleaned_data["title"], user=request.user)
-    transaction.on_commit(lambda: run_push_task.delay(job.pk))
     return redirect("job-detail", job_id=job.pk)
 
 
@@ -69,5 +66,4 @@ def labelstudio_push(request, slug):
 def labelstudio_pull(request, slug, link_id):
     link = get_link_for(request.user, slug, link_id)
     job = services.start_pull(link, user=request.user)
-    transaction.on_commit(lambda: run_pull_task.delay(job.pk))
     return redirect("job-detail", job_id=job.pk)

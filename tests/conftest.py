@@ -42,6 +42,13 @@ def _isolated_media(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def _jobs_run_inline(settings):
+    # Jobs run where they are enqueued, when the transaction commits (tests that need a real
+    # worker or the embedded runtime's thread set their own mode).
+    settings.BENCHFORGE_JOB_RUNNER = "inline"
+
+
+@pytest.fixture(autouse=True)
 def _fresh_cache():
     # API throttle and token-failure counters live in the cache: each test starts from zero.
     from django.core.cache import cache

@@ -126,8 +126,8 @@ def test_openapi_schema_is_served_to_logged_in_users(api_for, annotator):
 def test_jobs_are_visible_to_members_only(api_for, client_for, annotator, make_user, benchmark, private_benchmark):
     from jobs.services import create_job
 
-    mine = create_job("import", benchmark=benchmark)
-    theirs = create_job("import", benchmark=private_benchmark)
+    mine = create_job("ingest_zip", benchmark=benchmark)
+    theirs = create_job("ingest_zip", benchmark=private_benchmark)
     api = api_for(annotator)
     assert api.get(f"/api/v1/jobs/{mine.pk}/").json()["status"] == "queued"
     assert api.get(f"/api/v1/jobs/{theirs.pk}/").status_code == 404

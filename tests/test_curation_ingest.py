@@ -6,11 +6,14 @@ import json
 import threading
 import time
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import imagehash
 import pytest
+from django.core.files.base import ContentFile
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 from PIL import Image as PILImage
 
 from benchforge import outbound
@@ -18,7 +21,9 @@ from benchforge.errors import DomainError
 from curation import services
 from curation.imaging import ImageRejected, hamming
 from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
-from jobs.models import Job
+from jobs.models import Job, JobEntry
+from jobs.services import requeue, run_now
+from jobs.staging import stage_upload
 from tests.test_imaging import _png_header_only, encode, photo
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
@@ -53,7 +58,7 @@ def run_zip(benchmark, user, data, tmp_path, **kw):
     path = tmp_path / f"upload-{time.monotonic_ns()}.zip"
     path.write_bytes(data)
     job = services.create_import_job("ingest_zip", benchmark, user=user, path=str(path), **kw)
-    return services.run_import_job(job.pk)
+    return run_now(job)
 
 
 def entries(job):
@@ -235,21 +240,21 @@ def test_a_resumed_zip_job_skips_entries_already_done(benchmark, annotator, tmp_
     path = tmp_path / "resume.zip"
     path.write_bytes(make_zip([("a.jpg", jpeg(20)), ("b.jpg", jpeg(21))]))
     job = services.create_import_job("ingest_zip", benchmark, user=annotator, path=str(path))
-    # A first run that died after "a.jpg" was recorded:
+    # A first run that died after "a.jpg" was recorded (its worker stopped beating long ago):
     services.ingest_image(benchmark, jpeg(20), original_name="a.jpg", job=job)
-    from jobs.services import record_entry
-
-    record_entry(job.pk, "a.jpg", "ok", "added")
-    job = services.run_import_job(job.pk)
-    assert job.result == {"added": 1, "skipped": 0, "errors": 0}
+    JobEntry.objects.create(job=job, key="a.jpg", outcome="ok", message="added")
+    Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, done=1, heartbeat_at=timezone.now() - timedelta(hours=1))
+    job = run_now(requeue(job))
+    # The summary counts both runs: a.jpg from the first, b.jpg from this one.
+    assert job.result == {"added": 2, "skipped": 0, "errors": 0} and job.runs == 1
     assert job.done == 2 and Image.objects.count() == 2
 
 
-def test_uploaded_archive_is_deleted_after_success_and_a_corrupt_zip_fails_clearly(benchmark, annotator, tmp_path):
-    path = tmp_path / "up.zip"
-    path.write_bytes(make_zip([("a.jpg", jpeg(22))]))
-    job = services.create_import_job("ingest_zip", benchmark, user=annotator, path=str(path), uploaded=True)
-    assert services.run_import_job(job.pk).status == Job.Status.SUCCEEDED and not path.exists()
+def test_uploaded_archive_is_deleted_after_success_and_a_corrupt_zip_fails_clearly(benchmark, annotator, tmp_path, settings):
+    staged = stage_upload(ContentFile(make_zip([("a.jpg", jpeg(22))])), ".zip")
+    assert (Path(settings.MEDIA_ROOT) / staged).exists()
+    job = services.create_import_job("ingest_zip", benchmark, user=annotator, staged=staged)
+    assert run_now(job).status == Job.Status.SUCCEEDED and not (Path(settings.MEDIA_ROOT) / staged).exists()
 
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"PK\x03\x04 this is not really a zip")
@@ -346,7 +351,7 @@ def test_url_list_downloads_with_checks(benchmark, researcher, tmp_path, setting
         "ftp://example.org/x.jpg,,,\n"
     )
     job = services.create_import_job("ingest_url_list", benchmark, user=researcher, path=str(listing), license="unknown")
-    job = services.run_import_job(job.pk)
+    job = run_now(job)
     assert job.status == Job.Status.SUCCEEDED, job.message
     assert job.result == {"added": 2, "skipped": 0, "errors": 7}, entries(job)
     by_url = {}
@@ -370,7 +375,7 @@ def test_url_list_refuses_internal_addresses_by_default(benchmark, researcher, t
     ImageHandler.routes = {"/a.jpg": (200, "image/jpeg", jpeg(43), 0)}
     listing = tmp_path / "urls.txt"
     listing.write_text(f"# one per line\n{base}/a.jpg\n")
-    job = services.run_import_job(services.create_import_job("ingest_url_list", benchmark, user=researcher, path=str(listing)).pk)
+    job = run_now(services.create_import_job("ingest_url_list", benchmark, user=researcher, path=str(listing)))
     (entry,) = job.entries.all()
     assert entry.outcome == "error" and "internal address" in entry.message
     assert Image.objects.count() == 0
@@ -502,3 +507,45 @@ def test_screening_accept_reject_and_bulk(benchmark, annotator):
     other = services.create_benchmark(name="Elsewhere")
     with pytest.raises(DomainError, match="do not exist in this benchmark"):
         services.screen_images(other, ids, action="accept", user=annotator)
+
+
+# ---- crashes: a killed server, a finished job delivered again ------------------------------------
+
+def test_an_import_left_running_by_a_killed_server_resumes_and_its_upload_is_cleaned(benchmark, researcher, settings,
+                                                                                   monkeypatch):
+    media = Path(settings.MEDIA_ROOT)
+    staged = stage_upload(ContentFile(make_zip([("a.jpg", jpeg(60)), ("b.jpg", jpeg(61)), ("c.jpg", jpeg(62))])), ".zip")
+    job = services.create_import_job("ingest_zip", benchmark, user=researcher, staged=staged)
+    real = services.ingest_image
+    calls = {"n": 0}
+
+    def dies_on_the_second_image(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt  # the process is gone: no handler runs, nothing is marked
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(services, "ingest_image", dies_on_the_second_image)
+    with pytest.raises(KeyboardInterrupt):
+        run_now(job)
+    monkeypatch.setattr(services, "ingest_image", real)
+    job.refresh_from_db()
+    assert job.status == Job.Status.RUNNING and not job.is_interrupted  # its heartbeat is still fresh
+    settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT = 0  # ... until the heartbeat timeout passes
+    assert job.is_interrupted and job.state == "interrupted" and (media / staged).exists()
+    assert Image.objects.count() == 1 and job.done == 1
+
+    job = run_now(requeue(job))
+    assert job.status == Job.Status.SUCCEEDED and job.result == {"added": 3, "skipped": 0, "errors": 0}
+    assert Image.objects.count() == 3 and not (media / staged).exists()
+    # Delivered again, the finished job stays as it was (it used to flip to failed).
+    assert run_now(job).status == Job.Status.SUCCEEDED and run_now(job).result == job.result
+
+
+def test_an_abandoned_upload_is_swept(benchmark, researcher, settings):
+    media = Path(settings.MEDIA_ROOT)
+    staged = stage_upload(ContentFile(make_zip([("a.jpg", jpeg(63))])), ".zip")
+    job = services.create_import_job("ingest_zip", benchmark, user=researcher, staged=staged)
+    Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, heartbeat_at=timezone.now() - timedelta(days=30))
+    call_command("sweep_uploads", stdout=io.StringIO())
+    assert not (media / staged).exists()

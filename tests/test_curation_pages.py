@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from curation import services
 from curation.models import Image, KnownImageSet
 from jobs.models import Job
+from jobs.staging import stage_upload
 from tests.test_curation_api import add_images
 from tests.test_curation_ingest import jpeg, make_zip, stored_files_match_rows
 
@@ -171,8 +172,8 @@ def test_import_form_starts_a_tracked_job_with_a_progress_bar(client_for, resear
 
 
 def test_a_running_import_polls_its_progress(client_for, researcher, benchmark):
-    path = services.save_import_upload(SimpleUploadedFile("x.zip", make_zip([("a.jpg", jpeg(1))])), ".zip")
-    job = services.create_import_job("ingest_zip", benchmark, user=researcher, path=path, uploaded=True)
+    staged = stage_upload(SimpleUploadedFile("x.zip", make_zip([("a.jpg", jpeg(1))])), ".zip")
+    job = services.create_import_job("ingest_zip", benchmark, user=researcher, staged=staged)
     page = html(client_for(researcher).get(UPLOAD))
     assert f'hx-get="/jobs/{job.pk}/progress/"' in page  # queued: the bar refreshes itself
 
@@ -284,7 +285,7 @@ def test_media_is_served_only_to_users_who_may_see_the_image(client_for, annotat
 
 def test_media_never_serves_uploaded_archives_or_paths_outside_stored_images(client_for, researcher, benchmark, settings):
     image = add_images(benchmark, 1)[0]
-    archive = services.save_import_upload(SimpleUploadedFile("x.zip", make_zip([("a.jpg", jpeg(1))])), ".zip")
+    archive = stage_upload(SimpleUploadedFile("x.zip", make_zip([("a.jpg", jpeg(1))])), ".zip")
     (Path(settings.MEDIA_ROOT) / "secret.txt").write_text("not for you")
     c = client_for(researcher)
     sha = image.sha256

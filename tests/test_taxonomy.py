@@ -90,9 +90,10 @@ def test_every_preset_task_slug_is_unique_within_its_preset():
         assert len(slugs) == len(set(slugs)), preset.key
 
 
-def test_researcher_loads_a_preset_from_the_ui(client_for, researcher):
+def test_researcher_loads_a_preset_from_the_ui(client_for, researcher, django_capture_on_commit_callbacks):
     c = client_for(researcher)
-    resp = c.post("/benchmarks/new/", {"name": "Chart study", "slug": "", "description": "", "preset": "mmbench"})
+    with django_capture_on_commit_callbacks(execute=True):  # the job starts when the request commits
+        resp = c.post("/benchmarks/new/", {"name": "Chart study", "slug": "", "description": "", "preset": "mmbench"})
     assert resp.status_code == 302
     benchmark = Benchmark.objects.get(slug="chart-study")
     assert benchmark.tasks.count() == 20

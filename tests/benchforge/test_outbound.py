@@ -141,12 +141,12 @@ def test_label_studio_urls_get_the_same_checks(benchmark, researcher, fake_dns, 
 
 def test_url_imports_refuse_shared_address_space(benchmark, researcher, tmp_path, fake_dns):
     from curation import services
+    from jobs.services import run_now
 
     fake_dns({"cgnat.test": "100.64.1.1"})
     listing = tmp_path / "urls.txt"
     listing.write_text("http://cgnat.test/a.jpg\n")
-    job = services.run_import_job(services.create_import_job("ingest_url_list", benchmark, user=researcher,
-                                                             path=str(listing)).pk)
+    job = run_now(services.create_import_job("ingest_url_list", benchmark, user=researcher, path=str(listing)))
     (entry,) = job.entries.all()
     assert entry.outcome == "error" and "internal address" in entry.message
 

@@ -7,6 +7,8 @@ from annotation import services
 from benchforge.roles import RESEARCHER, user_role
 from curation.models import Benchmark
 from curation.services import load_preset
+from benchforge.errors import DomainError
+from jobs import services as jobs
 from jobs.models import Job
 
 
@@ -39,7 +41,11 @@ class Command(BaseCommand):
             job = Job.objects.filter(pk=opts["resume"], kind=services.ALIGNMMBENCH_JOB, benchmark=benchmark).first()
             if job is None:
                 raise CommandError(f"No {services.ALIGNMMBENCH_JOB} job #{opts['resume']} for this benchmark.")
-            job = services.run_alignmmbench_job(job.pk)
+            if job.status != Job.Status.SUCCEEDED:  # a finished job is reported as it is, not run again
+                try:
+                    job = jobs.run_now(jobs.requeue(job))
+                except DomainError as exc:
+                    raise CommandError(exc.message) from None
         else:
             if not opts["path"]:
                 raise CommandError("Give the metadata.jsonl to import (or --resume JOB_ID).")

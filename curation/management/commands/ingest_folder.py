@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from benchforge.errors import DomainError
 from curation import services
 from curation.models import Benchmark
+from jobs import services as jobs
 from jobs.models import Job
 
 
@@ -34,6 +35,11 @@ class Command(BaseCommand):
             job = Job.objects.filter(pk=opts["resume"], kind="ingest_folder", benchmark=benchmark).first()
             if job is None:
                 raise CommandError(f"No ingest_folder job #{opts['resume']} for this benchmark.")
+            if job.status != Job.Status.SUCCEEDED:  # a finished job is reported as it is, not run again
+                try:
+                    job = jobs.requeue(job)
+                except DomainError as exc:
+                    raise CommandError(exc.message) from None
         else:
             if not opts["path"]:
                 raise CommandError("Give the folder to import (or --resume JOB_ID).")
@@ -54,7 +60,7 @@ class Command(BaseCommand):
                                                   source=opts["source"], license=opts["license"], tasks=tasks)
             except DomainError as exc:
                 raise CommandError(exc.message) from None
-        job = services.run_import_job(job.pk)
+        job = jobs.run_now(job)
         self.stdout.write(f"job #{job.pk} {job.status}: {job.result or job.message}")
         for entry in job.entries.filter(outcome="error"):
             self.stdout.write(f"  error {entry.key}: {entry.message}")

@@ -1,0 +1,44 @@
+"""Job kinds: each app registers the runners of its kinds in its AppConfig.ready().
+
+A runner is `run(job_run) -> dict | None`: it works through its units, records each one with
+`job_run.record(key, outcome, ...)`, skips `job_run.done_keys()` (units finished in earlier runs),
+and returns the job's summary (None: counts of ok/skipped/error units). The job runner does the
+rest: claiming, heartbeat, cancelling, failures, resuming, cleaning staged uploads.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    run: Callable
+    label: str
+
+
+_KINDS: dict[str, JobKind] = {}
+
+
+def register(name: str, run: Callable, *, label: str = "") -> JobKind:
+    if name in _KINDS and _KINDS[name].run is not run:
+        raise ValueError(f"job kind {name!r} is registered twice")
+    _KINDS[name] = JobKind(name, run, label or name.replace("_", " "))
+    return _KINDS[name]
+
+
+def get(name: str) -> JobKind:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        known = ", ".join(sorted(_KINDS)) or "none"
+        raise LookupError(f"no job kind {name!r} is registered (known: {known})") from None
+
+
+def label(name: str) -> str:
+    kind = _KINDS.get(name)
+    return kind.label if kind else name.replace("_", " ")
+
+
+def names() -> list[str]:
+    return sorted(_KINDS)
