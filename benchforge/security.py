@@ -37,7 +37,7 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
-def client_ip(request) -> str:
+def client_ip(request) -> str | None:
     """The client's address. Behind BENCHFORGE_TRUSTED_PROXIES proxies (0 by default), the
     address the nearest trusted proxy saw, from X-Forwarded-For; never a value a client can
     choose freely, or a lockout could be dodged by sending another address each time."""
@@ -47,7 +47,7 @@ def client_ip(request) -> str:
         forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
         if len(forwarded) >= proxies:
             return forwarded[-proxies]
-    return request.META.get("REMOTE_ADDR", "") or "unknown"
+    return request.META.get("REMOTE_ADDR") or None  # None: no address (a login made in code)
 
 
 def same_site_url(request, url: str | None, fallback: str = "/") -> str:

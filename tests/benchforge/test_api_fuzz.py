@@ -7,7 +7,9 @@ import os
 import hypothesis
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from schemathesis import GenerationMode
@@ -25,7 +27,14 @@ def api_schema(settings):
     document = json.loads(OpenApiJsonRenderer().render(SchemaGenerator().get_schema(request=None, public=True)))
     schema = schemathesis.openapi.from_dict(document)
     schema.app = get_wsgi_application()
-    return schema
+    # As Django's test client does: requests must not close the test's database connection.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield schema
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
 
 
 def test_no_api_operation_answers_a_server_error(api_schema, researcher, benchmark, draft, annotator):
