@@ -1,17 +1,29 @@
-"""A small client for the Label Studio REST API: the few calls push and pull need.
+"""The one module that talks to Label Studio: a thin wrapper over label-studio-sdk with the few
+calls push and pull need, answering plain JSON dicts, and the SDK's errors turned into
+LabelStudioError messages a person can act on.
 
-It speaks the REST API with httpx (a core dependency) instead of label-studio-sdk: every SDK
-2.x release pins pyjwt>=2.13 while zhipuai (a core dependency) pins pyjwt<2.9, so the SDK
-cannot be installed next to the app. The endpoints used are the ones the SDK wraps.
+label-studio-sdk is the optional extra `labelstudio` (~500 MB with opencv, pandas, nltk), so it is
+imported lazily, here only: without it the app runs, and the Label Studio page, the jobs and
+`manage.py labelstudio` say what to install instead of failing with an ImportError.
 """
 
 from __future__ import annotations
 
+import importlib.util
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 import httpx
 
 from benchforge.errors import DomainError
+
+INSTALL_HINT = "pip install 'benchforge[labelstudio]'"
+TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 10.0
+# Reads are retried by the SDK (connection refused, 5xx, 429) with backoff; writes never are: a
+# retried import whose first try was stored after all would duplicate the tasks.
+READ_RETRIES = 2
+NO_RETRY = {"max_retries": 0}
 
 
 class LabelStudioError(DomainError):
@@ -21,35 +33,91 @@ class LabelStudioError(DomainError):
     code = "labelstudio"
 
 
-def _detail(response: httpx.Response) -> str:
+def _missing_sdk_message(reason: str) -> str:
+    return (f"Label Studio push and pull need the label-studio-sdk package, which this benchforge server cannot "
+            f"import ({reason}). Install the optional extra: {INSTALL_HINT}")
+
+
+def sdk_problem() -> str | None:
+    """What to tell a person when label-studio-sdk is not installed, else None. Cheap: finds the
+    package without importing it (the import costs about half a second)."""
     try:
-        body = response.json()
-    except ValueError:
-        return response.text[:200].strip() or response.reason_phrase
+        found = importlib.util.find_spec("label_studio_sdk") is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else _missing_sdk_message("not installed")
+
+
+def _sdk():
+    try:
+        import label_studio_sdk
+    except ImportError as exc:
+        raise LabelStudioError(_missing_sdk_message(str(exc) or "not installed"), code="labelstudio_sdk_missing") from exc
+    return label_studio_sdk
+
+
+def _api_error_class():
+    _sdk()
+    from label_studio_sdk.core.api_error import ApiError
+
+    return ApiError
+
+
+def _detail(body: Any) -> str:
+    """The useful part of an error body Label Studio sent (JSON with detail/validation_errors, or text)."""
     if isinstance(body, dict):
         detail = body.get("detail") or body.get("message") or ""
         errors = body.get("validation_errors")
         return f"{detail} {errors}".strip() if errors else str(detail or body)[:300]
-    return str(body)[:300]
+    return " ".join(str(body or "").split())[:200] or "(no details)"
+
+
+def _plain(model) -> dict:
+    """An SDK model as the JSON the server sent (datetimes as the same ISO strings)."""
+    if isinstance(model, dict):
+        return model
+    if not hasattr(model, "model_dump"):  # the SDK's models do not validate: a wrong shape gets this far
+        raise ValueError(f"expected an object, got {type(model).__name__} {str(model)[:50]!r}")
+    return model.model_dump(mode="json", exclude_unset=True)
 
 
 class LabelStudioClient:
-    """The few Label Studio API calls we need. Accepts a legacy API token (sent as `Token`) or
-    a personal access token (a JWT refresh token, exchanged for short-lived access tokens)."""
+    """The Label Studio calls push and pull need, over label-studio-sdk. Accepts a legacy API token
+    or a personal access token (a JWT refresh token; the SDK exchanges it for short-lived access
+    tokens and renews them before they expire)."""
 
     PAGE_SIZE = 100
 
-    def __init__(self, url: str, token: str, *, token_env: str = "the token variable", timeout: float = 60.0):
+    def __init__(self, url: str, token: str, *, token_env: str = "the token variable", timeout: float = TIMEOUT_S,
+                 retries: int = READ_RETRIES, transport: httpx.BaseTransport | None = None):
         if not url or not url.startswith(("http://", "https://")):
-            raise LabelStudioError(f"The Label Studio URL must start with http:// or https:// (got '{url}').", code="labelstudio_config")
+            raise LabelStudioError(f"The Label Studio URL must start with http:// or https:// (got '{url}').",
+                                   code="labelstudio_config")
         if not token:
-            raise LabelStudioError(f"No Label Studio access token: set the environment variable {token_env}.", code="labelstudio_config")
+            raise LabelStudioError(f"No Label Studio access token: set the environment variable {token_env}.",
+                                   code="labelstudio_config")
+        sdk = _sdk()
         self.url = url.rstrip("/")
         self.token_env = token_env
-        self._token = token
-        self._personal = token.count(".") == 2
-        self._http = httpx.Client(base_url=self.url, timeout=timeout)
-        self._auth = None if self._personal else f"Token {token}"
+        self.timeout = timeout
+        # Our own httpx client: the timeout also bounds the SDK's token refresh (which bypasses its
+        # per-request timeout), and redirects are not followed, so a server that passed the address
+        # check cannot bounce us to another (internal) address. `transport` is for tests.
+        self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S)),
+                                  follow_redirects=False, transport=transport)
+        try:
+            # The trailing slash keeps a path prefix (https://host/ls/) in the SDK's token refresh URL.
+            self._sdk = sdk.LabelStudio(base_url=self.url + "/", api_key=token, httpx_client=self._http,
+                                        timeout=timeout, max_retries=retries)
+        except BaseException as exc:
+            self._http.close()
+            if not isinstance(exc, _api_error_class()):
+                raise
+            # The SDK refuses an expired personal access token before any request.
+            raise LabelStudioError(
+                f"The Label Studio access token in {token_env} cannot be used: {_detail(exc.body)} Put a valid token "
+                "in that variable: a personal access token, or a legacy token if legacy tokens are enabled on the server.",
+                code="labelstudio_auth") from exc
 
     def close(self) -> None:
         self._http.close()
@@ -60,83 +128,94 @@ class LabelStudioClient:
     def __exit__(self, *exc):
         self.close()
 
-    def _refresh_access(self) -> None:
-        response = self._send("POST", "/api/token/refresh", json={"refresh": self._token}, auth=None)
-        if response.status_code >= 400:
-            self._fail("POST", "/api/token/refresh", response)
-        self._auth = f"Bearer {response.json()['access']}"
-
-    def _send(self, method: str, path: str, *, auth, **kwargs) -> httpx.Response:
-        headers = {"Authorization": auth} if auth else {}
+    @contextmanager
+    def _calls(self, action: str):
+        """Run SDK calls, turning whatever they raise into a LabelStudioError naming `action`."""
+        api_error = _api_error_class()
         try:
-            return self._http.request(method, path, headers=headers, **kwargs)
+            yield
+        except api_error as exc:
+            raise self._api_error(exc, action) from exc
+        except httpx.TimeoutException as exc:
+            raise LabelStudioError(
+                f"Label Studio at {self.url} did not answer within {self.timeout:g} s ({action}; {type(exc).__name__}). "
+                "Check that the server is running and not overloaded.") from exc
         except httpx.TransportError as exc:
             raise LabelStudioError(
                 f"Cannot reach Label Studio at {self.url} ({type(exc).__name__}: {exc}). "
-                "Check the URL and that the server is running."
-            ) from exc
-
-    def _fail(self, method: str, path: str, response: httpx.Response):
-        if response.status_code in (401, 403):
+                "Check the URL and that the server is running.") from exc
+        except httpx.InvalidURL as exc:
+            raise LabelStudioError(f"'{self.url}' is not a usable Label Studio URL ({exc}).", code="labelstudio_config") from exc
+        except ValueError as exc:  # a body that is not the JSON the SDK expects (pydantic errors are ValueErrors too)
             raise LabelStudioError(
-                f"Label Studio at {self.url} refused the access token (HTTP {response.status_code}: {_detail(response)}). "
+                f"Label Studio at {self.url} answered something benchforge cannot read ({action}: {type(exc).__name__}: "
+                f"{str(exc)[:200]}). Is {self.url} a Label Studio server?") from exc
+
+    def _api_error(self, exc, action: str) -> LabelStudioError:
+        status, detail = exc.status_code, _detail(exc.body)
+        if status in (401, 403):
+            return LabelStudioError(
+                f"Label Studio at {self.url} refused the access token (HTTP {status}: {detail}). "
                 f"Put a valid token in the environment variable {self.token_env}: a personal access token, or a "
                 "legacy token if legacy tokens are enabled on that server.",
                 code="labelstudio_auth",
             )
-        raise LabelStudioError(f"Label Studio answered HTTP {response.status_code} to {method} {path}: {_detail(response)}")
-
-    def request(self, method: str, path: str, **kwargs) -> Any:
-        if self._auth is None:
-            self._refresh_access()
-        response = self._send(method, path, auth=self._auth, **kwargs)
-        if response.status_code == 401 and self._personal:  # access tokens live minutes: renew once
-            self._refresh_access()
-            response = self._send(method, path, auth=self._auth, **kwargs)
-        if response.status_code >= 400:
-            self._fail(method, path, response)
-        return response.json() if response.content else None
+        if status is not None and 300 <= status < 400:
+            location = (exc.headers or {}).get("location", "another address")
+            return LabelStudioError(
+                f"Label Studio at {self.url} redirected {action} to {location} (HTTP {status}). benchforge does not "
+                "follow redirects: set the Label Studio URL to the server's own address (https:// when it asks for it).",
+                code="labelstudio_config",
+            )
+        if status is not None and 200 <= status < 300:  # a 2xx whose body is not JSON
+            return LabelStudioError(f"Label Studio at {self.url} answered something benchforge cannot read ({action}: "
+                                    f"{detail}). Is {self.url} a Label Studio server?")
+        if status == 404:
+            return LabelStudioError(f"Label Studio at {self.url} has no such object ({action}: HTTP 404: {detail}). "
+                                    "Was it deleted in Label Studio, or does the URL name another server?")
+        return LabelStudioError(f"Label Studio answered HTTP {status} when {action}: {detail}")
 
     # -- projects
 
     def check(self) -> None:
         """Fail early with a clear message when the server or the token is wrong."""
-        self.request("GET", "/api/projects/", params={"page_size": 1})
+        with self._calls("listing projects"):
+            self._sdk.projects.list(page_size=1)  # fetches the first page only
 
     def create_project(self, *, title: str, label_config: str, instructions: str = "") -> dict:
-        return self.request("POST", "/api/projects/", json={
-            "title": title, "label_config": label_config, "expert_instruction": instructions,
-            "show_instruction": bool(instructions), "show_collab_predictions": True,
-        })
+        with self._calls(f"creating the project '{title}'"):
+            return _plain(self._sdk.projects.create(
+                title=title, label_config=label_config, expert_instruction=instructions,
+                show_instruction=bool(instructions), show_collab_predictions=True, request_options=NO_RETRY))
 
     def get_project(self, project_id: int) -> dict:
-        return self.request("GET", f"/api/projects/{project_id}/")
+        with self._calls(f"reading project {project_id}"):
+            return _plain(self._sdk.projects.get(id=project_id))
 
     def update_project(self, project_id: int, **fields) -> dict:
-        return self.request("PATCH", f"/api/projects/{project_id}/", json=fields)
+        with self._calls(f"updating project {project_id}"):
+            return _plain(self._sdk.projects.update(id=project_id, **fields))
 
     # -- tasks and annotations
 
     def import_tasks(self, project_id: int, tasks: list[dict]) -> list[int]:
-        body = self.request("POST", f"/api/projects/{project_id}/import", params={"return_task_ids": "true"}, json=tasks)
-        ids = (body or {}).get("task_ids")
+        with self._calls(f"importing {len(tasks)} tasks into project {project_id}"):
+            response = self._sdk.projects.import_tasks(id=project_id, request=tasks, return_task_ids=True,
+                                                       request_options=NO_RETRY)
+        ids = getattr(response, "task_ids", None)  # not in the SDK's model: an extra field of the reply
         if not isinstance(ids, list) or len(ids) != len(tasks):
-            raise LabelStudioError(f"Label Studio imported {len(tasks)} tasks into project {project_id} but returned ids {ids!r}.")
+            raise LabelStudioError(
+                f"Label Studio imported {len(tasks)} tasks into project {project_id} but returned ids {ids!r}.")
         return ids
 
     def iter_tasks(self, project_id: int, include: str = "id,meta,total_annotations") -> Iterator[dict]:
-        """Every task of a project, a page at a time, with only the `include`d fields."""
-        page, seen = 1, 0
-        while True:
-            body = self.request("GET", "/api/tasks/", params={
-                "project": project_id, "page": page, "page_size": self.PAGE_SIZE, "include": include,
-            })
-            tasks = body.get("tasks") or []
-            yield from tasks
-            seen += len(tasks)
-            if not tasks or seen >= (body.get("total") or 0):
-                return
-            page += 1
+        """Every task of a project, a page at a time (the SDK's pager), with only the `include`d
+        fields: tasks carry their images inline, so never more than asked for."""
+        with self._calls(f"listing the tasks of project {project_id}"):
+            pager = self._sdk.tasks.list(project=project_id, page_size=self.PAGE_SIZE, include=include, fields="task_only")
+            for task in pager:
+                yield _plain(task)
 
     def task_annotations(self, task_id: int) -> list[dict]:
-        return self.request("GET", f"/api/tasks/{task_id}/annotations/") or []
+        with self._calls(f"reading the annotations of task {task_id}"):
+            return [_plain(annotation) for annotation in self._sdk.annotations.list(id=task_id)]

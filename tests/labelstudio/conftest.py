@@ -40,7 +40,8 @@ def ls_env(labelstudio_server, monkeypatch):
 @pytest.fixture
 def annotator_api(labelstudio_server):
     """Label Studio's own API, used the way its editor saves an annotator's work."""
-    with httpx.Client(base_url=labelstudio_server.url, headers={"Authorization": f"Token {labelstudio_server.token}"}, timeout=30) as api:
+    headers = {"Authorization": f"Token {labelstudio_server.token}"}
+    with httpx.Client(base_url=labelstudio_server.url, headers=headers, timeout=30) as api:
         yield api
 
 
@@ -64,6 +65,7 @@ def items(_fresh_indexes, benchmark, researcher):
         "mcq": make(images[3:4], kind="mcq", question_type="closed", question="How many bars?", choices=["3", "4", "5"],
                     answer="B", reference_answer="B. 4", criteria=[{"kind": "exact", "text": "B"}]),
         "multi_turn": make(images[4:5], kind="multi_turn", question="And which year was highest?",
-                           history=[{"role": "user", "content": "What is this?"}, {"role": "assistant", "content": "A sales chart."}],
+                           history=[{"role": "user", "content": "What is this?"},
+                                    {"role": "assistant", "content": "A sales chart."}],
                            reference_answer="2023.", criteria=[{"kind": "exact", "text": "2023"}]),
     }

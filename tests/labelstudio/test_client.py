@@ -1,4 +1,5 @@
-"""The adapter and client against the real Label Studio server (no benchforge models needed)."""
+"""The adapter and the client (label-studio-sdk underneath) against the real Label Studio server
+(no benchforge models needed)."""
 
 import httpx
 import pytest
@@ -22,36 +23,57 @@ def data_src(image):
     return ls.data_url(png_bytes(["red", "green", "blue"][image["id"] % 3]), "PNG")
 
 
+def region(name, kind, value):
+    key = "text" if kind == "textarea" else "choices"
+    return {"from_name": name, "to_name": "question", "type": kind, "value": {key: [value]}}
+
+
+class Recording(httpx.HTTPTransport):
+    """The real transport, noting each request's path and Authorization header."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def handle_request(self, request):
+        self.seen.append((request.method, request.url.path, request.headers.get("authorization", "")))
+        return super().handle_request(request)
+
+
 def test_generated_config_and_tasks_are_accepted_and_annotations_read_back(labelstudio_server):
     with LabelStudioClient(labelstudio_server.url, labelstudio_server.token) as client:
         client.check()
         config = ls.labeling_config(**ls.config_sections(PAYLOADS))
         project = client.create_project(title="adapter check", label_config=config, instructions="<p>Check each item.</p>")
+        assert client.get_project(project["id"])["label_config"] == config
         task_ids = client.import_tasks(project["id"], [ls.task_for_item(p, image_src=data_src) for p in PAYLOADS])
         assert len(set(task_ids)) == 4
 
         listed = {t["meta"]["benchforge_item"]: t for t in client.iter_tasks(project["id"])}
         assert sorted(listed) == [1, 2, 3, 4]
-        two_images = client.request("GET", f"/api/tasks/{listed[2]['id']}/")
-        assert [u[:22] for u in two_images["data"]["images"]] == ["data:image/png;base64,"] * 2
-        assert two_images["data"]["images"][0] != two_images["data"]["images"][1]
+        assert set(listed[2]) == {"id", "meta", "total_annotations"}  # only what was asked for: no inline images
+        with_data = {t["id"]: t for t in client.iter_tasks(project["id"], include="id,data")}
+        images = with_data[listed[2]["id"]]["data"]["images"]
+        assert [u[:22] for u in images] == ["data:image/png;base64,"] * 2 and images[0] != images[1]
 
-        result = [
-            {"from_name": "reference_answer", "to_name": "question", "type": "textarea", "value": {"text": ["Four bars"]}},
-            {"from_name": "criterion_1_kind", "to_name": "question", "type": "choices", "value": {"choices": ["Exact reference"]}},
-            {"from_name": "criterion_1_text", "to_name": "question", "type": "textarea", "value": {"text": ["says four"]}},
-            {"from_name": "verdict", "to_name": "question", "type": "choices", "value": {"choices": ["OK"]}},
-        ]
+        result = [region("reference_answer", "textarea", "Four bars"), region("criterion_1_kind", "choices", "Exact reference"),
+                  region("criterion_1_text", "textarea", "says four"), region("verdict", "choices", "OK")]
         with as_annotator(labelstudio_server) as annotator:
-            annotator.post(f"/api/tasks/{listed[2]['id']}/annotations/", json={"result": result}).raise_for_status()
+            saved = annotator.post(f"/api/tasks/{listed[2]['id']}/annotations/", json={"result": result})
+            saved.raise_for_status()
 
         annotation = ls.latest_annotation(client.task_annotations(listed[2]["id"]))
+        # Plain JSON as the server sent it: the timestamp string is what a later pull compares.
+        assert annotation["id"] == saved.json()["id"] and annotation["updated_at"] == saved.json()["updated_at"]
         answer = ls.parse_result(listed[2]["id"], annotation["result"])
         assert answer.verdict == "ok"
         assert ls.item_changes(TWO_IMAGES, answer, task_id=listed[2]["id"]) == {
             "reference_answer": "Four bars", "criteria": [{"kind": "exact", "text": "says four"}],
         }
         assert [t["total_annotations"] for t in client.iter_tasks(project["id"]) if t["id"] == listed[2]["id"]] == [1]
+
+        client.update_project(project["id"], label_config=ls.labeling_config(with_history=True, with_options=True))
+        assert "options" in client.get_project(project["id"])["label_config"]
 
 
 def test_paging_through_more_tasks_than_one_page(labelstudio_server, monkeypatch):
@@ -63,6 +85,18 @@ def test_paging_through_more_tasks_than_one_page(labelstudio_server, monkeypatch
         assert sorted(t["meta"]["benchforge_item"] for t in client.iter_tasks(project["id"])) == [0, 1, 2, 3, 4]
 
 
+def test_listing_many_tasks_at_the_default_page_size(labelstudio_server):
+    with LabelStudioClient(labelstudio_server.url, labelstudio_server.token) as client:
+        config = ls.labeling_config(with_history=False, with_options=False)
+        project = client.create_project(title="many tasks", label_config=config)
+        count = 2 * LabelStudioClient.PAGE_SIZE + 31
+        tasks = [ls.task_for_item({**SINGLE, "id": n, "images": []}, image_src=data_src) for n in range(count)]
+        assert len(client.import_tasks(project["id"], tasks)) == count
+        assert client.get_project(project["id"])["task_number"] == count
+        listed = [t["meta"]["benchforge_item"] for t in client.iter_tasks(project["id"], include="id,meta")]
+        assert sorted(listed) == list(range(count))
+
+
 def test_bad_token_is_a_clear_error_naming_the_variable(labelstudio_server):
     with LabelStudioClient(labelstudio_server.url, "0" * 40, token_env="LABEL_STUDIO_API_KEY") as client:
         with pytest.raises(LabelStudioError) as caught:
@@ -72,9 +106,45 @@ def test_bad_token_is_a_clear_error_naming_the_variable(labelstudio_server):
     assert "LABEL_STUDIO_API_KEY" in caught.value.message
 
 
-def test_personal_access_token_is_exchanged_for_access_tokens(labelstudio_server):
-    with as_annotator(labelstudio_server) as legacy:
-        personal = legacy.post("/api/token/").json()["token"]
-    with LabelStudioClient(labelstudio_server.url, personal) as client:
+def test_legacy_token_is_sent_as_is(labelstudio_server):
+    transport = Recording()
+    with LabelStudioClient(labelstudio_server.url, labelstudio_server.token, transport=transport) as client:
         client.check()
-        assert client._auth.startswith("Bearer ")
+    assert transport.seen == [("GET", "/api/projects/", f"Token {labelstudio_server.token}")]
+
+
+@pytest.fixture(scope="module")
+def personal_token(labelstudio_server) -> dict:
+    """{"token": the account's current personal access token} (Label Studio allows one at a time)."""
+    with as_annotator(labelstudio_server) as legacy:
+        created = legacy.post("/api/token/")
+        created.raise_for_status()
+        return {"token": created.json()["token"]}
+
+
+def test_personal_access_token_is_exchanged_for_access_tokens(labelstudio_server, personal_token):
+    personal = personal_token["token"]
+    transport = Recording()
+    with LabelStudioClient(labelstudio_server.url, personal, transport=transport) as client:
+        client.check()
+        client.check()
+    (refresh, first, second) = transport.seen
+    assert refresh[:2] == ("POST", "/api/token/refresh/")
+    assert first[1] == second[1] == "/api/projects/"
+    # The refresh token itself never goes out as a credential; one access token serves both calls.
+    assert first[2].startswith("Bearer ") and first[2] == second[2] and personal not in first[2]
+
+
+def test_a_revoked_personal_access_token_is_a_clear_error(labelstudio_server, personal_token):
+    revoked = personal_token["token"]
+    with as_annotator(labelstudio_server) as legacy:  # rotating blacklists the old token
+        rotated = legacy.post("/api/token/rotate/", json={"refresh": revoked})
+        rotated.raise_for_status()
+        personal_token["token"] = rotated.json()["refresh"]
+    with LabelStudioClient(labelstudio_server.url, revoked, token_env="LABEL_STUDIO_TEAM") as client:
+        with pytest.raises(LabelStudioError) as caught:
+            client.check()
+    assert caught.value.code == "labelstudio_auth" and "LABEL_STUDIO_TEAM" in caught.value.message
+    assert "refused the access token (HTTP 401: Token is blacklisted)" in caught.value.message
+    with LabelStudioClient(labelstudio_server.url, personal_token["token"]) as client:
+        client.check()

@@ -44,9 +44,10 @@ def test_connection_names_only_label_studio_variables(client_for, benchmark, res
     with pytest.raises(DomainError, match="LABEL_STUDIO_"):
         lss.save_connection(benchmark, url="", token_env="DATABASE_URL", user=researcher)
 
-    client.post(f"/b/{benchmark.slug}/labelstudio/connection/", {"url": "http://ls.team:8080", "token_env": "LABEL_STUDIO_TEAM_A"})
+    form = {"url": "http://ls.team:8080", "token_env": "LABEL_STUDIO_TEAM_A"}
+    client.post(f"/b/{benchmark.slug}/labelstudio/connection/", form)
     connection = LabelStudioConnection.objects.get(benchmark=benchmark)
-    assert (connection.url, connection.token_env, connection.updated_by) == ("http://ls.team:8080", "LABEL_STUDIO_TEAM_A", researcher)
+    assert (connection.url, connection.token_env, connection.updated_by) == (form["url"], form["token_env"], researcher)
 
 
 def test_no_url_anywhere_is_a_clear_error(benchmark, monkeypatch):
@@ -60,7 +61,8 @@ def test_push_and_pull_from_the_page(ls_env, annotator_api, client_for, benchmar
                                      django_capture_on_commit_callbacks):
     client = client_for(researcher)
     with django_capture_on_commit_callbacks(execute=True):  # the job is sent once the request commits
-        response = client.post(f"/b/{benchmark.slug}/labelstudio/push/", {"title": "From the page", "task": "chart", "status": ""})
+        form = {"title": "From the page", "task": "chart", "status": ""}
+        response = client.post(f"/b/{benchmark.slug}/labelstudio/push/", form)
     job = Job.objects.get(kind="labelstudio_push")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     job.refresh_from_db()
@@ -83,7 +85,8 @@ def test_push_and_pull_from_the_page(ls_env, annotator_api, client_for, benchmar
 
 @pytest.mark.labelstudio
 def test_command_pushes_and_pulls(ls_env, annotator_api, benchmark, researcher, annotator, items, capsys):
-    call_command("labelstudio", "push", benchmark.slug, "--user", researcher.username, "--title", "Command", "--item", str(items["mcq"].pk))
+    call_command("labelstudio", "push", benchmark.slug, "--user", researcher.username, "--title", "Command",
+                 "--item", str(items["mcq"].pk))
     assert "labelstudio_push succeeded: 1 pushed" in capsys.readouterr().out
     link = LabelStudioLink.objects.get(title="Command")
     annotate(annotator_api, link.tasks.get().task_id, region("reference_answer", "B, four bars."))

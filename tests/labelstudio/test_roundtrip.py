@@ -43,7 +43,8 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
     assert sorted(tasks) == sorted(i.pk for i in items.values())
     two = tasks[items["two_images"].pk]["data"]
     stored = [link.image for link in items["two_images"].item_images.all()]
-    assert [hashlib.sha256(base64.b64decode(url.split(",", 1)[1])).hexdigest() for url in two["images"]] == [i.sha256 for i in stored]
+    sent = [hashlib.sha256(base64.b64decode(url.split(",", 1)[1])).hexdigest() for url in two["images"]]
+    assert sent == [i.sha256 for i in stored]
     assert tasks[items["mcq"].pk]["data"]["options"] == "A. 3\nB. 4\nC. 5"
     assert tasks[items["multi_turn"].pk]["data"]["history"] == "User: What is this?\n\nAssistant: A sales chart."
     task_of = {row.item_id: row.task_id for row in LabelStudioTask.objects.filter(link=link)}
@@ -95,7 +96,8 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
     entry = conflicted.entries.get(key=f"item {two_images.pk}")
     assert entry.outcome == "skipped" and entry.message.startswith("Conflict:")
     assert "'The left chart, with 6 bars.'" in entry.message and "'The right one.'" in entry.message
-    assert entry.data["fields"] == {"reference_answer": {"local": "The left chart, with 6 bars.", "labelstudio": "The right one."}}
+    both = {"local": "The left chart, with 6 bars.", "labelstudio": "The right one."}
+    assert entry.data["fields"] == {"reference_answer": both}
     assert entry.data["pushed_version"] == 1 and entry.data["local_version"] == 2
     two_images = fresh(two_images)
     assert two_images.reference_answer == "The left chart, with 6 bars." and two_images.version == 2
@@ -135,7 +137,8 @@ def test_a_push_interrupted_after_the_import_adds_no_duplicates(ls_env, benchmar
     assert len(tasks_in_project(ls_env, link.project_id)) == 4
 
 
-def test_malformed_result_is_an_error_naming_the_task_and_the_rest_is_applied(ls_env, annotator_api, benchmark, researcher, items):
+def test_malformed_result_is_an_error_naming_the_task_and_the_rest_is_applied(ls_env, annotator_api, benchmark, researcher,
+                                                                              items):
     job = lss.push_items_to_labelstudio(benchmark, [items["single"], items["mcq"]], project_title="Malformed", user=researcher)
     link = LabelStudioLink.objects.get(pk=job.result["link_id"])
     task_of = dict(link.tasks.values_list("item_id", "task_id"))
@@ -159,7 +162,8 @@ def test_bad_token_fails_the_job_with_a_clear_message_and_changes_nothing(ls_env
 
 
 def test_rewrites_are_not_pushed_and_only_researchers_push(ls_env, benchmark, researcher, annotator, items):
-    rewrite = create_item(benchmark, task=items["single"].task, user=researcher, seed=items["single"], question="Describe the trend.")
+    rewrite = create_item(benchmark, task=items["single"].task, user=researcher, seed=items["single"],
+                          question="Describe the trend.")
     job = lss.push_items_to_labelstudio(benchmark, [items["single"], rewrite], project_title="Rewrites", user=researcher)
     assert job.result["pushed"] == 1 and job.result["skipped"] == 1
     assert f"push seed item #{items['single'].pk} instead" in entry_messages(job)[f"item {rewrite.pk}"][1]
