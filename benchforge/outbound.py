@@ -57,11 +57,16 @@ def resolve_checked(host: str, port: int, *, allow_private: bool = False) -> str
     return addresses[0]
 
 
-def check_url(url: str, *, allow_private: bool = False) -> str:
-    """Refuse a URL that is not http(s) or whose host is internal; returns the checked address."""
+def _check_form(url: str):
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise Refused("Only http:// and https:// URLs with a host name can be used.")
+    return parts
+
+
+def check_url(url: str, *, allow_private: bool = False) -> str:
+    """Refuse a URL that is not http(s) or whose host is internal; returns the checked address."""
+    parts = _check_form(url)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
@@ -69,38 +74,43 @@ def check_url(url: str, *, allow_private: bool = False) -> str:
     return resolve_checked(parts.hostname, port, allow_private=allow_private)
 
 
-def _pinned_request(client: httpx.Client, url: str, allow_private: bool) -> httpx.Request:
-    """A GET for `url` that connects to the address checked for its host."""
-    target = httpx.URL(url)
-    address = check_url(str(target), allow_private=allow_private)
-    host_header = target.netloc.decode("ascii")
-    request = client.build_request("GET", target.copy_with(host=address), headers={"Host": host_header})
-    if target.scheme == "https":
-        request.extensions["sni_hostname"] = target.host  # certificate checked against the name, not the address
-    return request
+class PinnedTransport(httpx.BaseTransport):
+    """An httpx transport that checks every request's host (the rule above) and connects to the
+    address it checked: the name stays in the Host header and is what TLS verifies, so nothing
+    resolves the name a second time. Every redirect hop is a new request, so it is checked too."""
+
+    def __init__(self, *, allow_private: bool = False, **transport_options):
+        self.allow_private = allow_private
+        self._inner = httpx.HTTPTransport(**transport_options)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        address = check_url(str(url), allow_private=self.allow_private)
+        if url.scheme == "https":
+            request.extensions = {**request.extensions, "sni_hostname": url.host}
+        request.url = url.copy_with(host=address)  # the Host header was set from the name already
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 def download(client: httpx.Client, url: str, *, max_bytes: int, deadline_seconds: float | None = None,
-             content_prefix: str = "image/", allow_private: bool | None = None) -> bytes:
-    """GET `url` following at most MAX_REDIRECTS redirects, each hop checked and pinned; refuse a
-    wrong content type or more than `max_bytes`; stop at the deadline. Raises DomainError."""
-    if allow_private is None:
-        allow_private = getattr(settings, "BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE", False)
+             content_prefix: str = "image/") -> bytes:
+    """GET `url` with a client from `download_client()`, following at most MAX_REDIRECTS redirects
+    (each hop checked by its transport); refuse a wrong content type or more than `max_bytes`;
+    stop at the deadline. Raises DomainError."""
     if deadline_seconds is None:
         deadline_seconds = settings.BENCHFORGE_DOWNLOAD_DEADLINE
     deadline = time.monotonic() + deadline_seconds
     try:
         for _hop in range(MAX_REDIRECTS + 1):
-            request = _pinned_request(client, url, allow_private)
-            response = client.send(request, stream=True)
-            try:
+            _check_form(url)  # the address itself is checked by the transport, when connecting
+            with client.stream("GET", url) as response:
                 if response.is_redirect:
-                    location = response.headers.get("location", "")
-                    url = str(httpx.URL(url).join(location))
+                    url = str(httpx.URL(url).join(response.headers.get("location", "")))
                     continue
                 return _read_body(response, max_bytes, deadline, deadline_seconds, content_prefix)
-            finally:
-                response.close()
         raise DomainError(f"More than {MAX_REDIRECTS} redirects.")
     except httpx.TimeoutException:
         raise DomainError("The download timed out.") from None
@@ -129,7 +139,11 @@ def _read_body(response: httpx.Response, max_bytes: int, deadline: float, deadli
     return b"".join(chunks)
 
 
-def download_client() -> httpx.Client:
-    """The client `download` expects: no automatic redirects (each hop is checked), short timeouts."""
+def download_client(*, allow_private: bool | None = None) -> httpx.Client:
+    """The client `download` expects: every connection checked and pinned, redirects followed by
+    hand (each hop checked), short timeouts. Private addresses only when the operator allows them."""
+    if allow_private is None:
+        allow_private = settings.BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE
     return httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT), follow_redirects=False,
-                        headers={"User-Agent": USER_AGENT}, trust_env=False)
+                        headers={"User-Agent": USER_AGENT}, trust_env=False,
+                        transport=PinnedTransport(allow_private=allow_private))

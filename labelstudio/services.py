@@ -90,27 +90,32 @@ def save_connection(benchmark, *, url: str, token_env: str, user):
     return connection
 
 
-def check_server_url(url: str) -> None:
+def _may_be_private(url: str) -> bool:
     """A Label Studio URL a researcher typed may only point at a public address (the server sends
     a token there), unless it is the operator's LABEL_STUDIO_URL or BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE
     is on (Label Studio on the same private network)."""
     trusted = os.environ.get(URL_ENV, "").rstrip("/")
-    if not url or (trusted and url.rstrip("/") == trusted):
-        return
-    outbound.check_url(url, allow_private=settings.BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE)
+    return settings.BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE or bool(trusted and url.rstrip("/") == trusted)
+
+
+def check_server_url(url: str) -> None:
+    if url:
+        outbound.check_url(url, allow_private=_may_be_private(url))
 
 
 def open_client(benchmark, *, url: str = "") -> LabelStudioClient:
     connection = connection_for(benchmark)
     url = url or connection.server_url
-    check_server_url(url)  # again at connection time: the name may resolve elsewhere now
+    check_server_url(url)
     if not url:
         raise LabelStudioError(
             f"No Label Studio URL for {benchmark.name}: set it on the benchmark's Label Studio page or in the "
             f"{URL_ENV} environment variable.", code="labelstudio_config")
     if not re.fullmatch(TOKEN_ENV_PATTERN, connection.token_env):
         raise LabelStudioError(f"'{connection.token_env}' is not a Label Studio token variable name.", code="labelstudio_config")
-    return LabelStudioClient(url, os.environ.get(connection.token_env, ""), token_env=connection.token_env)
+    # Every request connects to the address checked for the URL's host (no second lookup: no rebinding).
+    return LabelStudioClient(url, os.environ.get(connection.token_env, ""), token_env=connection.token_env,
+                             transport=outbound.PinnedTransport(allow_private=_may_be_private(url)))
 
 
 # ---- push -------------------------------------------------------------------------------------------

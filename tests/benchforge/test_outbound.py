@@ -87,8 +87,8 @@ def test_the_connection_goes_to_the_checked_address(server, fake_dns):
     # connect, it would have failed. It connected to the checked address, with the name as Host.
     calls = fake_dns({"images.test": "127.0.0.1"})
     Handler.routes = {"/a.jpg": ("image", jpeg(9001))}
-    with outbound.download_client() as client:
-        data = outbound.download(client, f"http://images.test:{server}/a.jpg", max_bytes=10**6, allow_private=True)
+    with outbound.download_client(allow_private=True) as client:
+        data = outbound.download(client, f"http://images.test:{server}/a.jpg", max_bytes=10**6)
     assert data == jpeg(9001)
     assert calls == ["images.test"] and Handler.hosts == [f"images.test:{server}"]
 
@@ -98,24 +98,23 @@ def test_every_redirect_hop_is_checked(server, fake_dns, monkeypatch):
     monkeypatch.setattr(outbound, "is_public", lambda address: address == "127.0.0.1")
     fake_dns({"public.test": "127.0.0.1", "internal.test": "127.0.0.2"})
     Handler.routes = {"/start": ("redirect", f"http://internal.test:{server}/a.jpg"), "/a.jpg": ("image", jpeg(9002))}
-    with outbound.download_client() as client, pytest.raises(DomainError, match="internal address"):
-        outbound.download(client, f"http://public.test:{server}/start", max_bytes=10**6, allow_private=False)
+    with outbound.download_client(allow_private=False) as client, pytest.raises(DomainError, match="internal address"):
+        outbound.download(client, f"http://public.test:{server}/start", max_bytes=10**6)
     assert len(Handler.hosts) == 1  # the internal address was never contacted
 
 
 def test_redirect_loops_stop(server, fake_dns):
     fake_dns({"loop.test": "127.0.0.1"})
     Handler.routes = {"/loop": ("redirect", "/loop")}
-    with outbound.download_client() as client, pytest.raises(DomainError, match="More than 5 redirects"):
-        outbound.download(client, f"http://loop.test:{server}/loop", max_bytes=10**6, allow_private=True)
+    with outbound.download_client(allow_private=True) as client, pytest.raises(DomainError, match="More than 5 redirects"):
+        outbound.download(client, f"http://loop.test:{server}/loop", max_bytes=10**6)
 
 
 def test_a_dribbling_server_is_cut_off_at_the_deadline(server):
     Handler.routes = {"/slow.jpg": ("dribble", 0.2)}  # one byte every 0.2 s: never silent long enough to time out
     started = time.monotonic()
-    with outbound.download_client() as client, pytest.raises(DomainError, match="took longer than 2 s"):
-        outbound.download(client, f"http://127.0.0.1:{server}/slow.jpg", max_bytes=10**6, deadline_seconds=2,
-                          allow_private=True)
+    with outbound.download_client(allow_private=True) as client, pytest.raises(DomainError, match="took longer than 2 s"):
+        outbound.download(client, f"http://127.0.0.1:{server}/slow.jpg", max_bytes=10**6, deadline_seconds=2)
     assert time.monotonic() - started < 4
 
 
@@ -154,3 +153,30 @@ def test_url_imports_refuse_shared_address_space(benchmark, researcher, tmp_path
 def test_httpx_is_not_told_to_follow_redirects():
     with outbound.download_client() as client:
         assert client.follow_redirects is False and isinstance(client, httpx.Client)
+
+
+def test_label_studio_connections_are_pinned_to_the_checked_address(benchmark, monkeypatch):
+    """The Label Studio client connects through the same pinned transport: a name that resolves to a
+    public address when the URL is checked cannot be sent to an internal one for the connection."""
+    import socket
+
+    from labelstudio import services as lss
+    from labelstudio.models import LabelStudioConnection
+
+    monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "token")
+    answers = iter(["93.184.216.34", "10.0.0.9"])  # public at the check, internal afterwards
+    real = socket.getaddrinfo
+
+    def rebinding(host, port, *args, **kwargs):
+        if host == "ls.rebind":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    LabelStudioConnection.objects.create(benchmark=benchmark, url="http://ls.rebind:8080")
+    client = lss.open_client(benchmark)  # checked here: public
+    transport = client._http._transport
+    assert isinstance(transport, outbound.PinnedTransport) and transport.allow_private is False
+    with pytest.raises(DomainError, match="internal address"):  # checked again when connecting: internal now
+        transport.handle_request(httpx.Request("GET", "http://ls.rebind:8080/api/projects"))
