@@ -110,7 +110,7 @@ def counting(benchmark):
 @pytest.fixture
 def image(benchmark, counting):
     """An accepted image tagged with the counting task (a row only, no file)."""
-    from tests.item_factories import make_image
+    from tests.factories import make_image
 
     return make_image(benchmark, tasks=[counting])
 
@@ -200,6 +200,14 @@ def fake_dns(monkeypatch):
         return calls
 
     return define
+
+
+@pytest.fixture
+def celery_workers(transactional_db, tmp_path, settings):
+    """Real Celery workers on Redis sharing the test database (tests/jobs/workers.py)."""
+    from tests.jobs.workers import celery_workers_for
+
+    yield from celery_workers_for(tmp_path, settings)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from drf_spectacular.renderers import OpenApiJsonRenderer
 from schemathesis import GenerationMode
 
 from benchforge.auth import create_token_for
-from tests.test_curation_ingest import jpeg
+from tests.factories import jpeg
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
 EXAMPLES = int(os.environ.get("BENCHFORGE_FUZZ_EXAMPLES", "25"))

@@ -10,7 +10,7 @@ import pytest
 
 from benchforge import outbound
 from benchforge.errors import DomainError
-from tests.test_curation_ingest import jpeg
+from tests.factories import jpeg
 
 
 @pytest.mark.parametrize("address", [

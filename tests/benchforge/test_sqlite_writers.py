@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import PASSWORD, REPO_ROOT
-from tests.test_curation_ingest import jpeg
+from tests.factories import jpeg
 
 SETUP = f"""
 from benchforge.services import create_or_update_user

@@ -6,11 +6,14 @@ import io
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.files.uploadhandler import MemoryFileUploadHandler, TemporaryFileUploadHandler
+from django.core.files.uploadhandler import (
+    MemoryFileUploadHandler,
+    TemporaryFileUploadHandler,
+)
 
 from curation.models import Image, KnownImageSet
 from jobs.models import Job
-from tests.test_curation_ingest import jpeg, make_zip
+from tests.factories import jpeg, make_zip
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
 IMAGES = "/api/v1/benchmarks/demo/images/"

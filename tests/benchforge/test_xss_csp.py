@@ -4,7 +4,7 @@ fields, and the Content-Security-Policy stops an injected script in a real brows
 import pytest
 from django.urls import get_resolver
 
-from tests.test_curation_ingest import jpeg
+from tests.factories import jpeg
 
 PAYLOADS = ['<script>document.title="pwned"</script>', '"><img src=x onerror=alert(1)>']
 FIELDS = ["image_id", "item", "task", "status", "flag", "outcome", "author", "benchmark", "assignee", "kind", "page",

@@ -855,7 +855,12 @@ def test_cost_of_a_usage():
 
 
 def test_token_estimates_follow_the_documented_rule():
-    from harness.llm import IMAGE_TOKENS, estimate_prompt_tokens, estimate_text_tokens, estimate_usage
+    from harness.llm import (
+        IMAGE_TOKENS,
+        estimate_prompt_tokens,
+        estimate_text_tokens,
+        estimate_usage,
+    )
     from harness.llm.cost import MESSAGE_OVERHEAD
 
     assert estimate_text_tokens("abcd" * 10) == 10  # Latin: 4 characters a token

@@ -2,7 +2,12 @@
 
 import pytest
 
-from harness.mcq import circular_passes, format_options, heuristic_choice, parse_extractor_reply
+from harness.mcq import (
+    circular_passes,
+    format_options,
+    heuristic_choice,
+    parse_extractor_reply,
+)
 from harness.parsing import ParseError
 
 CHOICES = {"A": "cat", "B": "dog", "C": "horse", "D": "cow"}

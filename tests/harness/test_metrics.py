@@ -7,7 +7,13 @@ import random
 import pytest
 
 from harness import metrics
-from harness.metrics import EloSettings, alignment_score, bootstrap_elo, bradley_terry, elo_ratings
+from harness.metrics import (
+    EloSettings,
+    alignment_score,
+    bootstrap_elo,
+    bradley_terry,
+    elo_ratings,
+)
 from harness.votes import (
     ANCHOR,
     MODEL,

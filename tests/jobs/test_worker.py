@@ -9,12 +9,12 @@ from benchforge.auth import create_token_for
 from jobs import services as jobs
 from jobs.models import Job, JobEntry
 from tests.jobs.toy import TOY
-from tests.jobs.workers import celery_workers, wait_for  # noqa: F401 - fixture
+from tests.jobs.workers import wait_for
 
 pytestmark = pytest.mark.services
 
 
-def test_a_preset_load_runs_on_a_worker(celery_workers, researcher):  # noqa: F811
+def test_a_preset_load_runs_on_a_worker(celery_workers, researcher):
     from curation.services import create_benchmark, start_preset_load
 
     celery_workers.start()
@@ -27,7 +27,7 @@ def test_a_preset_load_runs_on_a_worker(celery_workers, researcher):  # noqa: F8
 
 
 def test_a_killed_worker_leaves_an_interrupted_job_that_resumes_without_repeating_a_unit(celery_workers, researcher,
-                                                                                       settings):  # noqa: F811
+                                                                                       settings):
     settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT = 3
     ledger = jobs.create_job(TOY, params={"units": 0, "ledger": 0})  # holds the units' side effects
     job = jobs.start_job(TOY, user=researcher, params={"units": 40, "delay": 0.05, "ledger": ledger.pk})

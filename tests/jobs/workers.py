@@ -75,8 +75,7 @@ class Workers:
         return "\n".join((self.tmp_path / f"worker-{n}.log").read_text()[-3000:] for n in range(len(self.procs)))
 
 
-@pytest.fixture
-def celery_workers(transactional_db, tmp_path, settings):
+def celery_workers_for(tmp_path, settings):
     """Start workers with `celery_workers.start()`; jobs this test enqueues are sent to them."""
     require(connection.vendor == "postgresql", "Postgres via DATABASE_URL (the worker shares the test database)")
     require(_port_open(REDIS_URL), f"a Redis broker at {REDIS_URL}")

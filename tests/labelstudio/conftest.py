@@ -4,7 +4,7 @@ import pytest
 from annotation.services import create_item
 from curation import services as curation
 from tests.conftest import require
-from tests.test_curation_ingest import jpeg
+from tests.factories import jpeg
 
 from .server import server_executable, start_server
 

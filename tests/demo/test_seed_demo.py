@@ -11,7 +11,7 @@ from annotation.models import Assignment
 from benchforge.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
 from curation.imaging import hamming
 from curation.models import Benchmark, Image
-from tests.test_curation_ingest import stored_files_match_rows
+from tests.factories import stored_files_match_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -59,8 +59,8 @@ def test_seed_demo_ingests_tagged_generated_images_once(settings, fresh_image_in
 
 
 def test_seed_demo_refuses_to_create_published_accounts_in_production(settings):
-    from django.core.management import CommandError
     from django.contrib.auth import get_user_model
+    from django.core.management import CommandError
 
     settings.DEBUG = False
     with pytest.raises(CommandError, match="only runs with DEBUG on"):

@@ -11,18 +11,21 @@ from curation import services
 from curation.imaging import hash_to_hex
 from curation.models import Image, KnownHash, KnownImageSet
 from jobs.models import Job
-from tests.test_curation_ingest import jpeg, make_zip, media_files, stored_files_match_rows
-from tests.test_imaging import encode, photo
+from tests.factories import (
+    add_images,
+    encode,
+    jpeg,
+    make_zip,
+    media_files,
+    photo,
+    stored_files_match_rows,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
 
 
 def upload(name, data, content_type="image/jpeg"):
     return SimpleUploadedFile(name, data, content_type=content_type)
-
-
-def add_images(benchmark, n, start=0, **kw):
-    return [services.ingest_image(benchmark, jpeg(1000 + start + i), **kw).image for i in range(n)]
 
 
 IMAGES = "/api/v1/benchmarks/demo/images/"

@@ -10,7 +10,7 @@ from annotation.services import import_alignmmbench
 from curation.models import Image
 from jobs.models import Job
 from tests.conftest import shared_fixture
-from tests.test_curation_ingest import jpeg
+from tests.factories import jpeg
 
 pytestmark = pytest.mark.django_db
 

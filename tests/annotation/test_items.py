@@ -5,10 +5,17 @@ from django.db.models import Count
 
 from annotation import services
 from annotation.models import Assignment, Item, ItemRevision
-from annotation.workflow import ACCEPTED, ANSWERED, DRAFT, IN_REVIEW, QC_PASSED, RELEASED
+from annotation.workflow import (
+    ACCEPTED,
+    ANSWERED,
+    DRAFT,
+    IN_REVIEW,
+    QC_PASSED,
+    RELEASED,
+)
 from benchforge.errors import DomainError, IllegalTransition, NotAllowed, StaleVersion
 from curation.services import load_preset
-from tests.item_factories import complete_fields, make_image
+from tests.factories import complete_fields, make_image
 
 pytestmark = pytest.mark.django_db
 

@@ -8,13 +8,13 @@ from curation.models import Image
 from jobs import services as jobs
 from jobs.models import Job
 from jobs.staging import stage_upload
-from tests.jobs.workers import celery_workers, wait_for  # noqa: F401 (fixture)
-from tests.test_curation_ingest import jpeg, make_zip, stored_files_match_rows
+from tests.factories import jpeg, make_zip, stored_files_match_rows
+from tests.jobs.workers import wait_for
 
 pytestmark = pytest.mark.services
 
 
-def test_worker_imports_a_zip_as_a_tracked_resumable_job(celery_workers, researcher, settings):  # noqa: F811
+def test_worker_imports_a_zip_as_a_tracked_resumable_job(celery_workers, researcher, settings):
     from pathlib import Path
 
     benchmark = services.create_benchmark(name="Remote images", user=researcher, preset="alignmmbench")

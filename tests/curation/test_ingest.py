@@ -5,7 +5,6 @@ import io
 import json
 import threading
 import time
-import zipfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,34 +23,17 @@ from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
 from jobs.models import Job, JobEntry
 from jobs.services import requeue, run_now
 from jobs.staging import stage_upload
-from tests.test_imaging import _png_header_only, encode, photo
+from tests.factories import (
+    encode,
+    jpeg,
+    make_zip,
+    media_files,
+    photo,
+    png_header_only,
+    stored_files_match_rows,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
-
-
-def jpeg(seed=0, size=(640, 520), **kw):
-    return encode(photo(size, seed), "JPEG", quality=kw.pop("quality", 92), **kw)
-
-
-def media_files(settings):
-    root = Path(settings.MEDIA_ROOT)
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.relative_to(root).as_posix().startswith("imports/"))
-
-
-def stored_files_match_rows(settings):
-    """Every stored file belongs to an image row and every row's files exist: no orphans."""
-    expected = set()
-    for file, thumb in Image.objects.values_list("file", "thumbnail"):
-        expected |= {file, thumb}
-    return set(media_files(settings)) == expected
-
-
-def make_zip(entries):
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as zf:
-        for name, data in entries:
-            zf.writestr(zipfile.ZipInfo(name), data)  # ZipInfo keeps names like ../x verbatim
-    return out.getvalue()
 
 
 def run_zip(benchmark, user, data, tmp_path, **kw):
@@ -111,8 +93,8 @@ def test_low_resolution_is_flagged_with_the_benchmark_minimum(benchmark):
     (b"", "empty"),
     (b"just some text, named photo.jpg", "not_an_image"),
     (jpeg(5)[:3000], "truncated"),
-    (_png_header_only(12_000, 12_000), "too_many_pixels"),
-    (_png_header_only(40_000, 50), "too_large"),
+    (png_header_only(12_000, 12_000), "too_many_pixels"),
+    (png_header_only(40_000, 50), "too_large"),
 ])
 def test_bad_files_leave_no_rows_and_no_files(benchmark, settings, data, code):
     services.ingest_image(benchmark, jpeg(8))

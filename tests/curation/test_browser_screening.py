@@ -6,9 +6,8 @@ import pytest
 
 from curation import services
 from curation.models import Image
-from tests.test_curation_ingest import jpeg
 from tests.conftest import wait_until
-from tests.test_imaging import encode, photo
+from tests.factories import encode, jpeg, photo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -1,8 +1,6 @@
 """Decoding, validation and hashing of single image files (curation.imaging)."""
 
 import io
-import struct
-import zlib
 
 import imagehash
 import numpy as np
@@ -20,24 +18,7 @@ from curation.imaging import (
     to_signed,
     to_unsigned,
 )
-
-
-def photo(size=(640, 480), seed=0):
-    """Smooth colours plus shapes: enough structure for stable perceptual hashes."""
-    rng = np.random.default_rng(seed)
-    field = (rng.random((4, 5, 3)) * 255).astype(np.uint8)
-    img = Image.fromarray(field, "RGB").resize(size, Image.Resampling.BICUBIC)
-    draw = ImageDraw.Draw(img)
-    for _ in range(5):
-        x, y = int(rng.integers(0, size[0])), int(rng.integers(0, size[1]))
-        draw.ellipse((x, y, x + size[0] // 4, y + size[1] // 3), fill=tuple(int(c) for c in rng.integers(0, 256, 3)))
-    return img
-
-
-def encode(img, fmt="JPEG", **kwargs):
-    out = io.BytesIO()
-    img.save(out, fmt, **kwargs)
-    return out.getvalue()
+from tests.factories import encode, photo, png_header_only
 
 
 def reference_phash(img):
@@ -196,24 +177,15 @@ def test_truncated_png():
     rejected(data[: len(data) * 2 // 3], "truncated")
 
 
-def _png_header_only(width, height):
-    """A PNG claiming huge dimensions with almost no data: a decompression-bomb shape."""
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
-
-
 def test_decompression_bomb_is_refused_before_decoding():
-    err = rejected(_png_header_only(12_000, 12_000), "too_many_pixels")
+    err = rejected(png_header_only(12_000, 12_000), "too_many_pixels")
     assert "144,000,000" in err.message
     # Above Pillow's own hard limit the open itself refuses; the message is still ours.
-    rejected(_png_header_only(30_000, 30_000), "too_many_pixels")
+    rejected(png_header_only(30_000, 30_000), "too_many_pixels")
 
 
 def test_huge_single_dimension():
-    rejected(_png_header_only(40_000, 100), "too_large")
+    rejected(png_header_only(40_000, 100), "too_large")
 
 
 def test_file_size_cap():

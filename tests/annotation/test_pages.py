@@ -12,7 +12,7 @@ from annotation import services
 from annotation.models import Assignment, Item, ItemRevision
 from annotation.workflow import ANSWERED
 from curation.services import load_preset
-from tests.item_factories import complete_fields, make_image
+from tests.factories import complete_fields, make_image
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

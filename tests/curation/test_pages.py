@@ -11,8 +11,7 @@ from curation import services
 from curation.models import Image, KnownImageSet
 from jobs.models import Job
 from jobs.staging import stage_upload
-from tests.test_curation_api import add_images
-from tests.test_curation_ingest import jpeg, make_zip, stored_files_match_rows
+from tests.factories import add_images, jpeg, make_zip, stored_files_match_rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
 

@@ -9,7 +9,7 @@ import pytest
 from annotation import services
 from annotation.models import Item
 from curation.services import ingest_image, load_preset, screen_images
-from tests.test_curation_ingest import jpeg
+from tests.factories import jpeg
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

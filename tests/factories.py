@@ -1,0 +1,104 @@
+"""Builders shared by the tests: generated pictures and their encodings, zips, image rows without
+files, complete item fields, and checks that stored files match their rows."""
+
+import hashlib
+import io
+import itertools
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+from PIL import Image as PILImage
+from PIL import ImageDraw
+
+from curation.models import Image
+
+
+def photo(size=(640, 480), seed=0):
+    """Smooth colours plus shapes: enough structure for stable perceptual hashes."""
+    rng = np.random.default_rng(seed)
+    field = (rng.random((4, 5, 3)) * 255).astype(np.uint8)
+    img = PILImage.fromarray(field, "RGB").resize(size, PILImage.Resampling.BICUBIC)
+    draw = ImageDraw.Draw(img)
+    for _ in range(5):
+        x, y = int(rng.integers(0, size[0])), int(rng.integers(0, size[1]))
+        draw.ellipse((x, y, x + size[0] // 4, y + size[1] // 3), fill=tuple(int(c) for c in rng.integers(0, 256, 3)))
+    return img
+
+
+def encode(img, fmt="JPEG", **kwargs):
+    out = io.BytesIO()
+    img.save(out, fmt, **kwargs)
+    return out.getvalue()
+
+
+def png_header_only(width, height):
+    """A PNG claiming huge dimensions with almost no data: a decompression-bomb shape."""
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+
+
+def jpeg(seed=0, size=(640, 520), **kw):
+    return encode(photo(size, seed), "JPEG", quality=kw.pop("quality", 92), **kw)
+
+
+def media_files(settings):
+    root = Path(settings.MEDIA_ROOT)
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.relative_to(root).as_posix().startswith("imports/"))
+
+
+def stored_files_match_rows(settings):
+    """Every stored file belongs to an image row and every row's files exist: no orphans."""
+    expected = set()
+    for file, thumb in Image.objects.values_list("file", "thumbnail"):
+        expected |= {file, thumb}
+    return set(media_files(settings)) == expected
+
+
+def make_zip(entries):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for name, data in entries:
+            zf.writestr(zipfile.ZipInfo(name), data)  # ZipInfo keeps names like ../x verbatim
+    return out.getvalue()
+
+
+
+
+def add_images(benchmark, n, start=0, **kw):
+    from curation import services
+
+    return [services.ingest_image(benchmark, jpeg(1000 + start + i), **kw).image for i in range(n)]
+
+
+_counter = itertools.count(1)
+
+
+def make_image(benchmark, *, status="accepted", contaminated=False, tasks=()):
+    """An Image row as ingest would leave it (no file on disk needed for these tests)."""
+    n = next(_counter)
+    digest = hashlib.sha256(f"image-{n}".encode()).hexdigest()
+    image = Image.objects.create(
+        benchmark=benchmark, file=f"images/{digest[:2]}/{digest[2:4]}/{digest}.jpg", sha256=digest,
+        md5=hashlib.md5(digest.encode()).hexdigest(), phash=n, dhash=n, width=800, height=600, format="JPEG",
+        file_size=1000, status=status, contaminated=contaminated,
+    )
+    image.tasks.set(tasks)
+    return image
+
+
+def complete_fields(image, **overrides):
+    """Fields of a single-turn item that is ready to submit."""
+    fields = {
+        "question": "How many apples are on the table?",
+        "reference_answer": "There are three red apples on the wooden table, two on the left and one on the right.",
+        "criteria": [{"kind": "exact", "text": "The count is three."}],
+        "images": [image.pk],
+    }
+    fields.update(overrides)
+    return fields
