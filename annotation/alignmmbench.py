@@ -20,7 +20,7 @@ from curation.imaging import ImageRejected
 from curation.models import Image, Task
 
 from .models import Item
-from .services import import_external_items
+from .services.imports import import_external_items
 
 QUESTION_ID = re.compile(r"^(?P<group>[^\s-]+)-(?P<k>\d+)$")
 INCOHERENCE_TASK = "incoherence"

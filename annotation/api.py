@@ -7,10 +7,24 @@ from benchforge.roles import ANNOTATOR, role_permission
 from curation.selectors import get_benchmark_for
 
 from . import services
-from .selectors import ITEM_FILTERS, assignments_for, get_item_for, item_payload, items_of, revisions_of, with_payload_data
+from .selectors import (
+    ITEM_FILTERS,
+    assignments_for,
+    get_item_for,
+    item_payload,
+    items_of,
+    revisions_of,
+    with_payload_data,
+)
 from .serializers import (
-    AssignmentSerializer, ItemSerializer, ItemUpdateSerializer, ItemWriteSerializer, ProblemSerializer, RevisionSerializer,
-    StaleSerializer, SubmitSerializer,
+    AssignmentSerializer,
+    ItemSerializer,
+    ItemUpdateSerializer,
+    ItemWriteSerializer,
+    ProblemSerializer,
+    RevisionSerializer,
+    StaleSerializer,
+    SubmitSerializer,
 )
 
 _ITEM_FILTER_PARAMS = [OpenApiParameter(name, str, description=f"filter by {name}" + (" (username)" if name in ("author", "assignee") else ""))

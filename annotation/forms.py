@@ -7,9 +7,9 @@ from django.contrib.auth import get_user_model
 from benchforge.errors import DomainError
 from benchforge.inputs import BadInput, parse_ids
 
+from .contract import ROLES_IN_TURN
 from .models import Item
 from .selectors import benchmark_people
-from .services import ROLES_IN_TURN
 
 
 def _text(value: str) -> str:

@@ -4,9 +4,9 @@ from rest_framework import serializers
 
 from benchforge.inputs import id_field
 
+from .contract import ROLES_IN_TURN
 from .models import Assignment, Criterion, Item, ItemRevision
 from .selectors import item_payload
-from .services import ROLES_IN_TURN
 from .workflow import STATUS_CHOICES
 
 

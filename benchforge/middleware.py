@@ -1,5 +1,7 @@
 from django.contrib import messages
-from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequired
+from django.contrib.auth.middleware import (
+    LoginRequiredMiddleware as DjangoLoginRequired,
+)
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect
 

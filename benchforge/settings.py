@@ -53,6 +53,8 @@ INSTALLED_APPS = [
     "qc",
     "exports",
     "labelstudio",
+    "dashboard",
+    "demo",
 ]
 
 # Axes refuses locked-out logins before any password is checked; the role comes with the user

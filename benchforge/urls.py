@@ -1,9 +1,9 @@
+"""The root URLconf: apps are included by name, so the project package imports no app."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
-
-from curation.views import media_file
 
 from . import views
 
@@ -24,8 +24,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/lockouts/", views.lockouts, name="lockouts"),
     path("admin/", admin.site.urls),
-    path("", views.home, name="home"),
-    path("b/<slug:slug>/", views.dashboard, name="dashboard"),
+    path("", include("dashboard.urls")),
     path("", include("jobs.urls")),
     path("", include("curation.urls")),
     path("", include("annotation.urls")),
@@ -33,7 +32,3 @@ urlpatterns = [
     path("api/v1/", include(api_patterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]
-
-# Stored images and thumbnails, only to users who may see a benchmark holding them (curation
-# checks each request); nothing else under MEDIA_ROOT is served.
-urlpatterns += [re_path(r"^media/(?P<path>.+)$", media_file, name="media")]

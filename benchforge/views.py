@@ -1,46 +1,12 @@
 from django.conf import settings
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import loader
 from django.utils import timezone
 
-from annotation.selectors import item_counts_by_task_and_status, submission_progress
-from annotation.workflow import STATUS_CHOICES
-from curation.selectors import benchmarks_for, get_benchmark_for, tasks_of
-
 from .auth import active_lockouts, lift_lockout
-from .roles import ANNOTATOR, RESEARCHER, role_required
-
-
-@role_required(ANNOTATOR)
-def home(request):
-    benchmarks = benchmarks_for(request.user).prefetch_related("tasks")
-    page = Paginator(benchmarks, 25).get_page(request.GET.get("page"))
-    return render(request, "benchforge/home.html", {"page": page})
-
-
-@role_required(ANNOTATOR)
-def dashboard(request, slug):
-    benchmark = get_benchmark_for(request.user, slug)
-    counts = item_counts_by_task_and_status(benchmark)
-    rows = []
-    for task in tasks_of(benchmark):
-        per_status = counts.get(task.pk, {})
-        total = sum(per_status.values())
-        rows.append({
-            "task": task,
-            "statuses": [per_status.get(key, 0) for key, _ in STATUS_CHOICES],
-            "total": total,
-            "percent": min(100, round(100 * total / task.quota)) if task.quota else 0,
-        })
-    totals = [sum(r["statuses"][i] for r in rows) for i in range(len(STATUS_CHOICES))]
-    return render(request, "benchforge/dashboard.html", {
-        "benchmark": benchmark, "rows": rows, "status_labels": [label for _, label in STATUS_CHOICES],
-        "totals": totals, "grand_total": sum(totals), "progress": submission_progress(benchmark),
-    })
-
+from .roles import RESEARCHER, role_required
 
 # ---- login lockouts ------------------------------------------------------------------------------
 

@@ -7,7 +7,15 @@ from django.http import Http404
 from benchforge.roles import RESEARCHER, user_role
 from jobs.models import Job
 
-from .models import Benchmark, Category, ContaminationMatch, Image, KnownHash, KnownImageSet, Task
+from .models import (
+    Benchmark,
+    Category,
+    ContaminationMatch,
+    Image,
+    KnownHash,
+    KnownImageSet,
+    Task,
+)
 
 
 def benchmarks_for(user):

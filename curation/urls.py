@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from . import views
 
@@ -17,4 +17,7 @@ urlpatterns = [
     path("b/<slug:slug>/images/contamination/", views.contamination, name="contamination"),
     path("known-sets/", views.known_sets_page, name="known-sets"),
     path("known-sets/<id:pk>/delete/", views.known_set_delete, name="known-set-delete"),
+    # Stored images and thumbnails, only to users who may see a benchmark holding them (checked on
+    # each request); nothing else under MEDIA_ROOT is served.
+    re_path(r"^media/(?P<path>.+)$", views.media_file, name="media"),
 ]

@@ -14,7 +14,14 @@ from benchforge.inputs import accepts_uploads
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 
 from . import services
-from .forms import BenchmarkCreateForm, BenchmarkSettingsForm, ImportForm, KnownSetForm, PresetForm, TaskForm
+from .forms import (
+    BenchmarkCreateForm,
+    BenchmarkSettingsForm,
+    ImportForm,
+    KnownSetForm,
+    PresetForm,
+    TaskForm,
+)
 from .imaging import hamming
 from .models import Image, KnownImageSet
 from .selectors import (

@@ -9,6 +9,7 @@ from django.db import connection
 
 from annotation import services
 from annotation.models import Item
+from annotation.services.items import _bump
 from benchforge.errors import StaleVersion
 from tests.conftest import require
 
@@ -68,7 +69,7 @@ def test_the_conditional_update_alone_lets_only_one_writer_through(postgres, ben
     for round_ in range(ROUNDS):
         item = services.create_item(benchmark, task=counting, user=annotator, question="start")
         copies = [Item.objects.get(pk=item.pk), Item.objects.get(pk=item.pk)]
-        results = race(*[(lambda copy=copy, n=n: services._bump(copy, 1, question=f"writer {n}").version)
+        results = race(*[(lambda copy=copy, n=n: _bump(copy, 1, question=f"writer {n}").version)
                          for n, copy in enumerate(copies)])
         assert sorted(r[0] for r in results) == ["ok", "stale"], results
         item.refresh_from_db()

@@ -1,7 +1,6 @@
 """Item services: every validation rule, permissions, optimistic locking, history, transitions."""
 
 import pytest
-from django.db.models import Count
 
 from annotation import services
 from annotation.models import Assignment, Item, ItemRevision
@@ -349,22 +348,3 @@ def test_assigning_existing_items_moves_open_work(benchmark, counting, draft, an
     Item.objects.filter(pk=draft.pk).update(status=ACCEPTED)
     with pytest.raises(DomainError, match="only drafts and items to revise can be assigned"):
         services.assign_items(benchmark, item_ids=[draft.pk], assignee=other, user=researcher)
-
-
-def test_demo_work_tops_each_annotator_up_to_a_few_image_assignments(benchmark, counting, annotator, make_user):
-    make_user("researcher", "rhea", benchmarks=[benchmark])
-    make_user("annotator", "otto", benchmarks=[benchmark])
-    assert services.seed_demo_work(benchmark) == 0  # no accepted images yet: nothing to hand out
-    make_image(benchmark, status="pending", tasks=[counting])
-    make_image(benchmark, contaminated=True, tasks=[counting])
-    assert services.seed_demo_work(benchmark) == 0  # unscreened and contaminated images are never handed out
-    for _ in range(8):
-        make_image(benchmark, tasks=[counting])
-    assert services.seed_demo_work(benchmark) == 6
-    per_person = dict(Assignment.objects.values_list("assignee__username").annotate(n=Count("id")).order_by())
-    assert per_person == {"anna": 3, "otto": 3}
-    assert Assignment.objects.filter(assigned_by__username="rhea").count() == 6
-    assert services.seed_demo_work(benchmark) == 0  # a re-run adds nothing while queues are full
-    Assignment.objects.filter(assignee=annotator).first().delete()
-    assert services.seed_demo_work(benchmark) == 1  # ...and refills what was taken away
-    assert Assignment.objects.values("task", "image").distinct().count() == 6

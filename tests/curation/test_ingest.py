@@ -20,6 +20,8 @@ from benchforge.errors import DomainError
 from curation import services
 from curation.imaging import ImageRejected, hamming
 from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
+from curation.services import contamination
+from curation.services import ingest as ingesting
 from jobs.models import Job, JobEntry
 from jobs.services import requeue, run_now
 from jobs.staging import stage_upload
@@ -109,7 +111,7 @@ def test_a_failure_after_writing_the_file_removes_it(benchmark, settings, monkey
     def boom(image):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(services, "_flag_contamination", boom)
+    monkeypatch.setattr(contamination, "flag_contamination", boom)
     with pytest.raises(RuntimeError):
         services.ingest_image(benchmark, jpeg(6))
     assert Image.objects.count() == 0 and media_files(settings) == []
@@ -507,10 +509,10 @@ def test_an_import_left_running_by_a_killed_server_resumes_and_its_upload_is_cle
             raise KeyboardInterrupt  # the process is gone: no handler runs, nothing is marked
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(services, "ingest_image", dies_on_the_second_image)
+    monkeypatch.setattr(ingesting, "ingest_image", dies_on_the_second_image)
     with pytest.raises(KeyboardInterrupt):
         run_now(job)
-    monkeypatch.setattr(services, "ingest_image", real)
+    monkeypatch.setattr(ingesting, "ingest_image", real)
     job.refresh_from_db()
     assert job.status == Job.Status.RUNNING and not job.is_interrupted  # its heartbeat is still fresh
     settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT = 0  # ... until the heartbeat timeout passes

@@ -8,10 +8,11 @@ from django.core.management import call_command
 from django.db.models import Count
 
 from annotation.models import Assignment
-from benchforge.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
 from curation.imaging import hamming
 from curation.models import Benchmark, Image
-from tests.factories import stored_files_match_rows
+from demo.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
+from demo.services import seed_demo_work
+from tests.factories import make_image, stored_files_match_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -66,3 +67,22 @@ def test_seed_demo_refuses_to_create_published_accounts_in_production(settings):
     with pytest.raises(CommandError, match="only runs with DEBUG on"):
         call_command("seed_demo", stdout=io.StringIO())
     assert not get_user_model().objects.filter(username__in=[u for u, _, _ in DEMO_USERS]).exists()
+
+
+def test_demo_work_tops_each_annotator_up_to_a_few_image_assignments(benchmark, counting, annotator, make_user):
+    make_user("researcher", "rhea", benchmarks=[benchmark])
+    make_user("annotator", "otto", benchmarks=[benchmark])
+    assert seed_demo_work(benchmark) == 0  # no accepted images yet: nothing to hand out
+    make_image(benchmark, status="pending", tasks=[counting])
+    make_image(benchmark, contaminated=True, tasks=[counting])
+    assert seed_demo_work(benchmark) == 0  # unscreened and contaminated images are never handed out
+    for _ in range(8):
+        make_image(benchmark, tasks=[counting])
+    assert seed_demo_work(benchmark) == 6
+    per_person = dict(Assignment.objects.values_list("assignee__username").annotate(n=Count("id")).order_by())
+    assert per_person == {"anna": 3, "otto": 3}
+    assert Assignment.objects.filter(assigned_by__username="rhea").count() == 6
+    assert seed_demo_work(benchmark) == 0  # a re-run adds nothing while queues are full
+    Assignment.objects.filter(assignee=annotator).first().delete()
+    assert seed_demo_work(benchmark) == 1  # ...and refills what was taken away
+    assert Assignment.objects.values("task", "image").distinct().count() == 6

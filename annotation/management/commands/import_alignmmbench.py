@@ -4,10 +4,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services
+from benchforge.errors import DomainError
 from benchforge.roles import RESEARCHER, user_role
 from curation.models import Benchmark
 from curation.services import load_preset
-from benchforge.errors import DomainError
 from jobs import services as jobs
 from jobs.models import Job
 

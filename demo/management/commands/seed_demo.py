@@ -1,10 +1,10 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.services import seed_demo_work
-from benchforge.demo_images import demo_pictures
 from benchforge.services import create_or_update_user
 from curation.services import ingest_image, load_preset, screen_images
+from demo.images import demo_pictures
+from demo.services import seed_demo_work
 
 DEMO_SLUG = "alignmmbench-demo"
 DEMO_SOURCE = "benchforge demo generator (drawn in code)"

@@ -1,0 +1,163 @@
+"""Assignments and queues: handing images and items to annotators, and working through a queue."""
+
+from collections import Counter
+
+from django.db import transaction
+from django.db.models import Q
+
+from benchforge.errors import DomainError, NotAllowed
+from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, user_role
+from curation.models import Benchmark, Image, Task
+
+from ..models import Assignment, Item, ItemImage
+from ..selectors import assignable_images, queue_for
+from ..workflow import STATUS_LABELS
+from .items import WORK_IN_PROGRESS, create_item, is_member, resolve_task
+from .validation import image_refusals, raise_problems
+
+
+def _check_assignee(benchmark: Benchmark, assignee) -> None:
+    if not has_role(assignee, ANNOTATOR) or not is_member(assignee, benchmark):
+        raise DomainError(f"{assignee.username} is not a member of this benchmark with an annotator role; "
+                          "add them to the benchmark first.", code="not_member")
+
+
+def check_researcher(user) -> None:
+    if user_role(user) != RESEARCHER:
+        raise NotAllowed("Assigning work needs the researcher role.")
+
+
+def usable_images(benchmark: Benchmark):
+    return Image.objects.filter(benchmark=benchmark, status=Image.Status.ACCEPTED, contaminated=False)
+
+
+def _taken_image_ids(task: Task) -> set[int]:
+    """Images that already have (or will get) a seed item for this task."""
+    assigned = Assignment.objects.filter(task=task, image__isnull=False).values_list("image_id", flat=True)
+    written = ItemImage.objects.filter(item__task=task, item__seed__isnull=True).values_list("image_id", flat=True)
+    return set(assigned) | set(written)
+
+
+@transaction.atomic
+def assign_images(benchmark: Benchmark, *, task, image_ids, assignee, user) -> dict:
+    """Hand accepted images to an annotator: one seed item to write per image for `task`.
+    Images already assigned (or written) for the task are skipped, never assigned twice."""
+    check_researcher(user)
+    task = resolve_task(benchmark, task)
+    _check_assignee(benchmark, assignee)
+    ids = list(dict.fromkeys(int(i) for i in image_ids))
+    if not ids:
+        raise DomainError("Select at least one image.")
+    raise_problems(image_refusals(benchmark, ids), prefix="Nothing assigned")
+    taken = _taken_image_ids(task)
+    fresh = [i for i in ids if i not in taken]
+    Assignment.objects.bulk_create([Assignment(benchmark=benchmark, assignee=assignee, task=task, image_id=i, assigned_by=user)
+                                    for i in fresh])
+    return {"assigned": len(fresh), "skipped": [i for i in ids if i in taken]}
+
+
+@transaction.atomic
+def assign_items(benchmark: Benchmark, *, item_ids, assignee, user) -> dict:
+    """Give existing drafts / items to revise to an annotator (moving any open assignment)."""
+    check_researcher(user)
+    _check_assignee(benchmark, assignee)
+    ids = list(dict.fromkeys(int(i) for i in item_ids))
+    items = {i.pk: i for i in Item.objects.filter(benchmark=benchmark, pk__in=ids)}
+    problems = [f"Item #{i} does not exist in this benchmark." for i in ids if i not in items]
+    problems += [f"Item #{i.pk} is '{STATUS_LABELS[i.status]}': only drafts and items to revise can be assigned."
+                 for i in items.values() if i.status not in WORK_IN_PROGRESS]
+    raise_problems(problems, prefix="Nothing assigned")
+    moved = Assignment.objects.filter(item_id__in=ids, status=Assignment.Status.OPEN).update(assignee=assignee, assigned_by=user)
+    with_open = set(Assignment.objects.filter(item_id__in=ids, status=Assignment.Status.OPEN).values_list("item_id", flat=True))
+    Assignment.objects.bulk_create([
+        Assignment(benchmark=benchmark, assignee=assignee, task_id=items[i].task_id, item_id=i, assigned_by=user)
+        for i in ids if i not in with_open
+    ])
+    Item.objects.filter(pk__in=ids).update(assignee=assignee)
+    return {"assigned": len(ids) - len(with_open), "moved": moved}
+
+
+@transaction.atomic
+def reassign(benchmark: Benchmark, *, assignment_ids, assignee, user) -> int:
+    """Move open assignments to another annotator (their drafts follow)."""
+    check_researcher(user)
+    _check_assignee(benchmark, assignee)
+    open_ones = Assignment.objects.filter(benchmark=benchmark, pk__in=list(assignment_ids), status=Assignment.Status.OPEN)
+    item_ids = [i for i in open_ones.values_list("item_id", flat=True) if i]
+    Item.objects.filter(pk__in=item_ids).update(assignee=assignee)
+    return open_ones.update(assignee=assignee, assigned_by=user)
+
+
+@transaction.atomic
+def cancel_assignments(benchmark: Benchmark, *, assignment_ids, user) -> int:
+    """Withdraw open assignments; drafts already started stay with their author."""
+    check_researcher(user)
+    open_ones = Assignment.objects.filter(benchmark=benchmark, pk__in=list(assignment_ids), status=Assignment.Status.OPEN)
+    Item.objects.filter(pk__in=[i for i in open_ones.values_list("item_id", flat=True) if i]).update(assignee=None)
+    return open_ones.delete()[0]
+
+
+def remaining_quota(task: Task) -> int:
+    """Seed items a task still needs beyond those written or handed out."""
+    assigned = Assignment.objects.filter(task=task, image__isnull=False).count()
+    unassigned_seeds = (Item.objects.filter(task=task, seed__isnull=True, is_external=False)
+                        .exclude(assignments__image__isnull=False).count())
+    return max(0, task.quota - assigned - unassigned_seeds)
+
+
+@transaction.atomic
+def assign_evenly(benchmark: Benchmark, *, tasks, assignees, user) -> dict:
+    """Spread each task's remaining quota of seed items over `assignees` as evenly as possible,
+    using accepted, uncontaminated images tagged with the task that nobody has for it yet.
+    Returns {task slug: {"assigned": n, "per_user": {username: n}, "short": n}}."""
+    check_researcher(user)
+    assignees = list(dict.fromkeys(assignees))
+    if not assignees:
+        raise DomainError("Choose at least one annotator.")
+    for person in assignees:
+        _check_assignee(benchmark, person)
+    tasks = [resolve_task(benchmark, t) for t in tasks] or list(benchmark.tasks.all())
+    load = Counter({p.pk: Assignment.objects.filter(benchmark=benchmark, assignee=p, status=Assignment.Status.OPEN).count()
+                    for p in assignees})
+    report, new = {}, []
+    for task in tasks:
+        wanted = remaining_quota(task)
+        candidates = list(assignable_images(benchmark, task).values_list("pk", flat=True)[:wanted]) if wanted else []
+        per_user: Counter = Counter()
+        for image_id in candidates:
+            # The least loaded annotator gets the next image (ties: the order they were chosen in).
+            person = min(assignees, key=lambda p: load[p.pk])
+            load[person.pk] += 1
+            per_user[person.username] += 1
+            new.append(Assignment(benchmark=benchmark, assignee=person, task=task, image_id=image_id, assigned_by=user))
+        report[task.slug] = {"assigned": len(candidates), "per_user": dict(per_user), "short": wanted - len(candidates)}
+    Assignment.objects.bulk_create(new)
+    return report
+
+
+def next_assignment(user, benchmark: Benchmark, *, after: Assignment | None = None) -> Assignment | None:
+    """The user's oldest open assignment (after `after` in queue order, wrapping around)."""
+    queue = queue_for(user, benchmark)
+    if after is not None:
+        later = queue.filter(Q(created_at__gt=after.created_at) | Q(created_at=after.created_at, pk__gt=after.pk)).first()
+        if later is not None:
+            return later
+        return queue.exclude(pk=after.pk).first()
+    return queue.first()
+
+
+def start_assignment(assignment: Assignment, *, user) -> Item:
+    """The item to open for an assignment; an image assignment gets its seed draft on first open."""
+    if assignment.assignee_id != user.pk:
+        raise NotAllowed("This assignment belongs to someone else.")
+    if assignment.item_id:
+        return assignment.item
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if locked.item_id:
+            return locked.item
+        item = create_item(locked.benchmark, task=locked.task, user=user, assignee=user, images=[locked.image_id])
+        locked.item = item
+        locked.save(update_fields=["item"])
+    assignment.item = item
+    return item

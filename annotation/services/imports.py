@@ -1,0 +1,69 @@
+"""Items from external benchmarks, and the AlignMMBench import job."""
+
+
+from django.db import transaction
+
+from benchforge.errors import NotAllowed
+from benchforge.roles import RESEARCHER, user_role
+from curation.models import Benchmark
+
+from ..contract import SCALAR_FIELDS
+from ..models import Criterion, Item, ItemImage, ItemRevision
+from ..workflow import ACCEPTED
+from .assignments import check_researcher
+from .items import item_snapshot_defaults, merged_state
+from .validation import shape_problems
+
+
+def import_external_items(benchmark: Benchmark, specs: list[dict], *, user) -> tuple[list[Item], dict[int, list[str]]]:
+    """Bulk-create items of an external benchmark: status accepted (reviewed by their publisher),
+    version 1 with one 'imported' history row each. A spec is {"task": Task, "seed": Item or None,
+    "external_id": str, **editable fields}. Specs that break a shape rule are left out; their
+    problems come back keyed by the spec's index. Callers skip external ids already imported."""
+    if user_role(user) != RESEARCHER:
+        raise NotAllowed("Importing a benchmark needs the researcher role.")
+    items, states, problems = [], [], {}
+    for n, spec in enumerate(specs):
+        spec = dict(spec)
+        item = Item(benchmark=benchmark, task=spec.pop("task"), seed=spec.pop("seed", None), is_external=True,
+                    external_id=spec.pop("external_id"), status=ACCEPTED)
+        state = merged_state(item, {**item_snapshot_defaults(), "task": item.task_id}, spec)
+        found = shape_problems(item, state)
+        if found:
+            problems[n] = found
+            continue
+        for name in SCALAR_FIELDS:
+            setattr(item, name, state[name])
+        items.append(item)
+        states.append({**state, "status": ACCEPTED})
+    with transaction.atomic():
+        Item.objects.bulk_create(items)
+        ItemImage.objects.bulk_create([ItemImage(item=item, image_id=image_id, order=n)
+                                       for item, state in zip(items, states) for n, image_id in enumerate(state["images"])])
+        Criterion.objects.bulk_create([Criterion(item=item, order=n, kind=c["kind"], text=c["text"])
+                                       for item, state in zip(items, states) for n, c in enumerate(state["criteria"], 1)])
+        ItemRevision.objects.bulk_create([ItemRevision(item=item, version=1, snapshot=state, action=ItemRevision.Action.IMPORTED,
+                                                       changed_by=user) for item, state in zip(items, states)])
+    return items, problems
+
+
+ALIGNMMBENCH_JOB = "import_alignmmbench"
+
+
+def import_alignmmbench(benchmark: Benchmark, path, user):
+    """Import an AlignMMBench metadata.jsonl from a server path as a job, now (management command);
+    returns the finished job. Re-running adds nothing already imported (matched by question_id)."""
+    from jobs import services as jobs
+
+    return jobs.run_now(jobs.create_job(ALIGNMMBENCH_JOB, user=user, benchmark=benchmark, params={"path": str(path)}))
+
+
+def start_alignmmbench_import(benchmark: Benchmark, *, user, file):
+    """Stage an uploaded metadata.jsonl and import it in the background."""
+    from jobs import services as jobs
+    from jobs.staging import stage_upload
+
+    check_researcher(user)
+    staged = stage_upload(file, ".jsonl")
+    return jobs.start_job(ALIGNMMBENCH_JOB, user=user, benchmark=benchmark,
+                          params={"staged": staged, "filename": getattr(file, "name", "metadata.jsonl")})

@@ -1,0 +1,251 @@
+"""Item writes: creation, edits under optimistic locking, status changes through the transition table, history."""
+
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from benchforge.errors import DomainError, NotAllowed, StaleVersion
+from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, user_role
+from curation.models import Benchmark, Image, Task
+
+from ..contract import EDITABLE_FIELDS, SCALAR_FIELDS, item_snapshot
+from ..models import Assignment, Criterion, Item, ItemImage, ItemRevision
+from ..selectors import item_payload, last_revision
+from ..workflow import (
+    ANSWERED,
+    DRAFT,
+    RELEASED,
+    REVISION,
+    STATUS_LABELS,
+    check_transition,
+)
+from .validation import (
+    completeness_problems,
+    raise_problems,
+    readiness_problems,
+    shape_problems,
+)
+
+# Annotators and reviewers edit work in progress only; researchers may also correct items
+# further down the pipeline (never released ones).
+WORK_IN_PROGRESS = (DRAFT, REVISION)
+
+
+def _record_revision(item: Item, *, action: str, user, note: str = "", snapshot: dict | None = None) -> ItemRevision:
+    return ItemRevision.objects.create(
+        item=item, version=item.version, snapshot=snapshot if snapshot is not None else item_snapshot(item),
+        action=action, note=note, changed_by=user if getattr(user, "is_authenticated", False) else None,
+    )
+
+
+def _stale(current: Item) -> StaleVersion:
+    last = last_revision(current)
+    who = last.changed_by.username if last and last.changed_by else "someone"
+    return StaleVersion(
+        f"This item was changed by {who} (now version {current.version}) after you opened it. "
+        "Your text is still in the form: compare it with theirs, then keep yours or take theirs.",
+        extra={"current_version": current.version, "current": item_payload(current),
+               "changed_by": who, "changed_at": last.changed_at.isoformat() if last else None},
+    )
+
+
+def is_member(user, benchmark: Benchmark) -> bool:
+    if user_role(user) == RESEARCHER:
+        return True
+    return has_role(user, ANNOTATOR) and benchmark.members.filter(pk=user.pk).exists()
+
+
+def edit_refusal(user, item: Item, *, membership_checked: bool = False) -> str | None:
+    """Why `user` may not change `item` (None when they may). `membership_checked`: the caller
+    got the item through selectors.get_item_for, which already refused non-members."""
+    if item.status == RELEASED:
+        return f"Item #{item.pk} is released; released items never change."
+    role = user_role(user)
+    if role is None:
+        return "You need a role on this platform to edit items."
+    if role == RESEARCHER:
+        return None
+    if not membership_checked and not is_member(user, item.benchmark):
+        return "You are not a member of this benchmark."
+    if user.pk not in (item.author_id, item.assignee_id):
+        return f"Item #{item.pk} is not yours: you can edit items you wrote or that are assigned to you."
+    if item.status not in WORK_IN_PROGRESS:
+        return (f"Item #{item.pk} is '{STATUS_LABELS[item.status]}': only drafts and items sent back for "
+                "revision can be edited.")
+    return None
+
+
+def check_can_edit(user, item: Item) -> None:
+    reason = edit_refusal(user, item)
+    if reason:
+        raise NotAllowed(reason)
+
+
+def resolve_task(benchmark: Benchmark, task) -> Task:
+    if isinstance(task, Task):
+        found = task if task.benchmark_id == benchmark.pk else None
+    else:
+        lookup = {"pk": task} if isinstance(task, int) else {"slug": str(task)}
+        found = Task.objects.filter(benchmark=benchmark, **lookup).first()
+    if found is None:
+        raise DomainError(f"Task '{task}' is not a task of this benchmark.", code="unknown_task")
+    return found
+
+
+def merged_state(item: Item, base: dict, changes: dict) -> dict:
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise DomainError(f"These fields cannot be edited: {', '.join(sorted(unknown))}. "
+                          f"Editable: {', '.join(EDITABLE_FIELDS)}.", code="invalid")
+    state = {**base, **changes}
+    if "task" in changes:
+        state["task"] = resolve_task(item.benchmark, changes["task"]).pk
+    if "images" in changes:
+        images = changes["images"]
+        state["images"] = [i.pk if isinstance(i, Image) else i for i in images] if isinstance(images, list) else images
+    return state
+
+
+def _store_children(item: Item, state: dict, before: dict) -> None:
+    if state["images"] != before["images"]:
+        item.item_images.all().delete()
+        ItemImage.objects.bulk_create([ItemImage(item=item, image_id=i, order=n) for n, i in enumerate(state["images"])])
+    if state["criteria"] != before["criteria"]:
+        item.criteria.all().delete()
+        Criterion.objects.bulk_create([Criterion(item=item, order=n, kind=c["kind"], text=c["text"])
+                                       for n, c in enumerate(state["criteria"], 1)])
+
+
+@transaction.atomic
+def create_item(benchmark: Benchmark, *, task, user, author=None, assignee=None, seed: Item | None = None,
+                is_external: bool = False, external_id: str = "", status: str = DRAFT, action: str = ItemRevision.Action.CREATED,
+                **fields) -> Item:
+    """A new item (version 1, one history row). `fields` are editable fields (see EDITABLE_FIELDS)."""
+    if not is_member(user, benchmark):
+        raise NotAllowed("You are not a member of this benchmark.")
+    if seed is not None:
+        if seed.benchmark_id != benchmark.pk or seed.seed_id is not None:
+            raise DomainError("A rewrite's seed must be a seed item (not itself a rewrite) of the same benchmark.")
+        task = task or seed.task
+    if external_id and Item.objects.filter(benchmark=benchmark, external_id=external_id).exists():
+        raise DomainError(f"An item with external id '{external_id}' already exists in this benchmark.", code="duplicate")
+    item = Item(benchmark=benchmark, task=resolve_task(benchmark, task), seed=seed, is_external=is_external,
+                external_id=external_id, status=status, author=author if author is not None else user, assignee=assignee)
+    empty = {**item_snapshot_defaults(), "task": item.task_id}
+    state = merged_state(item, empty, fields)
+    raise_problems(shape_problems(item, state))
+    for name in SCALAR_FIELDS:
+        setattr(item, name, state[name])
+    item.task_id = state["task"]
+    item.save()
+    _store_children(item, state, empty)
+    _record_revision(item, action=action, user=user, snapshot={**state, "status": item.status})
+    return item
+
+
+def item_snapshot_defaults() -> dict:
+    return {"task": None, "kind": Item.Kind.SINGLE_TURN, "question_type": Item.QuestionType.OPEN, "question": "",
+            "history": [], "incoherent": False, "hint": "", "choices": [], "answer": "", "reference_answer": "",
+            "description": "", "images": [], "criteria": [], "status": DRAFT}
+
+
+def _locked(item: Item, expected_version: int | None) -> Item:
+    """Re-read the item under a row lock (Postgres) and refuse a save based on an old version."""
+    current = Item.objects.select_for_update().select_related("benchmark", "task").get(pk=item.pk)
+    if expected_version is not None and int(expected_version) != current.version:
+        raise _stale(current)
+    return current
+
+
+def _bump(current: Item, expected: int, **fields) -> Item:
+    """Write the new version only if nobody wrote since `expected`: a conditional UPDATE, so two
+    simultaneous saves from the same version can never both succeed, even without row locks."""
+    now = timezone.now()
+    updated = Item.objects.filter(pk=current.pk, version=expected).update(version=F("version") + 1, updated_at=now, **fields)
+    if not updated:
+        raise _stale(Item.objects.select_related("benchmark", "task").get(pk=current.pk))
+    current.refresh_from_db()
+    return current
+
+
+def update_item(item: Item, changes: dict, *, expected_version: int, user, action: str = ItemRevision.Action.EDITED,
+                note: str = "") -> Item:
+    """Apply `changes` (editable fields) to the version the editor started from.
+
+    Raises StaleVersion (409, the stored version in `extra`) when someone saved in between,
+    NotAllowed when `user` may not edit it, DomainError listing every broken rule otherwise.
+    A save that changes nothing keeps the version.
+    """
+    try:
+        with transaction.atomic():
+            current = _locked(item, expected_version)
+            check_can_edit(user, current)
+            before = item_snapshot(current)
+            state = merged_state(current, before, changes)
+            raise_problems(shape_problems(current, state, before["images"]))
+            if {k: v for k, v in state.items() if k != "status"} == {k: v for k, v in before.items() if k != "status"}:
+                return current
+            if current.status not in WORK_IN_PROGRESS:
+                # Past the draft stage an edit may fix things but must not break a complete item.
+                known = set(completeness_problems(current, before))
+                raise_problems([p for p in completeness_problems(current, state) if p not in known])
+            current = _bump(current, current.version, task_id=state["task"], **{name: state[name] for name in SCALAR_FIELDS})
+            _store_children(current, state, before)
+            _record_revision(current, action=action, user=user, note=note, snapshot={**state, "status": current.status})
+            return current
+    except IntegrityError:
+        # Only a concurrent write can collide here (same version row): report it as such.
+        raise _stale(Item.objects.select_related("benchmark", "task").get(pk=item.pk)) from None
+
+
+def change_status(item: Item, target: str, *, user, action: str, note: str = "", expected_version: int | None = None,
+                  **fields) -> Item:
+    """Move an item along the transition table (one version, one history row). For other apps'
+    workflow steps too (review, rewrite, QC, release); `fields` are extra columns to set."""
+    with transaction.atomic():
+        current = _locked(item, expected_version)
+        check_transition(current.status, target)
+        current = _bump(current, current.version, status=target, **fields)
+        _record_revision(current, action=action, user=user, note=note)
+    return current
+
+
+def submit_item(item: Item, *, user, expected_version: int | None = None) -> Item:
+    """Send a draft (or an item sent back for revision) to review: only when it is complete.
+    Closes the annotator's open assignment for it."""
+    with transaction.atomic():
+        current = _locked(item, expected_version)
+        check_transition(current.status, ANSWERED)
+        check_can_edit(user, current)
+        problems = readiness_problems(current)
+        if problems:
+            raise DomainError("Not submitted yet: " + " ".join(problems), code="not_ready", extra={"problems": problems})
+        current = change_status(current, ANSWERED, user=user, action=ItemRevision.Action.SUBMITTED, submitted_at=timezone.now())
+        Assignment.objects.filter(item=current, status=Assignment.Status.OPEN).update(
+            status=Assignment.Status.DONE, done_at=timezone.now())
+    return current
+
+
+def return_to_draft(item: Item, *, user, expected_version: int | None = None, note: str = "") -> Item:
+    """Take a submitted item back before review starts (its author, its assignee or a researcher);
+    it goes back into the assignee's queue."""
+    with transaction.atomic():
+        current = _locked(item, expected_version)
+        if user_role(user) != RESEARCHER and user.pk not in (current.author_id, current.assignee_id):
+            raise NotAllowed(f"Only the author, the assignee or a researcher can take item #{current.pk} back.")
+        current = change_status(current, DRAFT, user=user, action=ItemRevision.Action.RETURNED, note=note)
+        reopen_assignment(current)
+    return current
+
+
+def reopen_assignment(item: Item) -> Assignment | None:
+    """Put an item back in its assignee's queue (e.g. when it is sent back for revision)."""
+    if Assignment.objects.filter(item=item, status=Assignment.Status.OPEN).exists():
+        return None
+    assignment = Assignment.objects.filter(item=item).order_by("-done_at", "-id").first()
+    if assignment is None:
+        return None
+    assignment.status, assignment.done_at = Assignment.Status.OPEN, None
+    assignment.save(update_fields=["status", "done_at"])
+    return assignment

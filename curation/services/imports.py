@@ -1,0 +1,265 @@
+"""Bulk imports as resumable jobs: a zip, a server folder, a URL list."""
+
+import csv
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import transaction
+
+from benchforge import outbound
+from benchforge.errors import DomainError
+from jobs import services as jobs
+from jobs.staging import open_staged, stage_upload
+
+from ..imaging import ImageRejected
+from ..models import Benchmark, Task
+from . import ingest as ingesting
+from .ingest import check_tasks
+
+_JUNK_NAMES = ("__MACOSX/", ".DS_Store", "Thumbs.db")
+
+
+def _ingest_unit(run, key: str, func) -> None:
+    """Run one unit of an import and record what happened to it. The image row and the unit's
+    entry commit together, so a killed worker leaves neither and the unit is redone on resume."""
+    try:
+        with transaction.atomic():
+            outcome = func()
+            run.record(key, "ok" if outcome.created else "skipped", outcome.message, outcome.as_dict())
+    except (ImageRejected, DomainError) as exc:
+        run.record(key, "error", exc.message)
+
+
+IMPORT_KINDS = ("ingest_zip", "ingest_folder", "ingest_url_list")
+
+
+def create_import_job(kind: str, benchmark: Benchmark, *, user=None, path: str = "", staged: str = "", source: str = "",
+                      license: str = "", tasks=()):
+    """A queued import job reading a staged upload (`staged`, a storage name) or a server path."""
+    if kind not in IMPORT_KINDS:
+        raise DomainError(f"Unknown import kind '{kind}'.")
+    if bool(path) == bool(staged):
+        raise DomainError("An import reads either an uploaded file or a path on the server.")
+    tasks = check_tasks(benchmark, tasks)
+    params = {"source": source, "license": license, "task_ids": [t.pk for t in tasks]}
+    params.update({"staged": staged} if staged else {"path": str(path)})
+    return jobs.create_job(kind, user=user, benchmark=benchmark, params=params)
+
+
+def _job_context(job):
+    params = job.params
+    tasks = list(Task.objects.filter(pk__in=params.get("task_ids", []), benchmark=job.benchmark))
+    common = {"source": params.get("source", ""), "license": params.get("license", ""),
+              "collected_by": job.created_by, "job": job}
+    return tasks, common
+
+
+def _summary(run) -> dict:
+    """Counts over every run of the job (a resumed import reports all it did, not its last run)."""
+    counts = run.outcome_counts()
+    return {"added": counts.get("ok", 0), "skipped": counts.get("skipped", 0), "errors": counts.get("error", 0)}
+
+
+def _open_source(job):
+    """The job's input as a binary file: its staged upload, or the server path it names."""
+    if job.params.get("staged"):
+        return open_staged(job.params["staged"])
+    return open(job.params["path"], "rb")
+
+
+def _task_from_folder(name: str, by_slug: dict[str, Task]) -> list[Task]:
+    parts = PurePosixPath(name).parts
+    return [by_slug[parts[0]]] if len(parts) > 1 and parts[0] in by_slug else []
+
+
+def _unsafe_member_name(name: str) -> bool:
+    path = PurePosixPath(name.replace("\\", "/"))
+    return path.is_absolute() or ".." in path.parts or (len(name) > 1 and name[1] == ":")
+
+
+def _zip_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    return [m for m in archive.infolist() if not m.is_dir() and not any(j in m.filename for j in _JUNK_NAMES)]
+
+
+def check_zip_members(members: list[zipfile.ZipInfo]) -> None:
+    """Refuse an archive with more entries, or more unpacked bytes, than an import may hold."""
+    limit = settings.BENCHFORGE_MAX_ARCHIVE_ENTRIES
+    if len(members) > limit:
+        raise DomainError(f"The zip holds {len(members):,} files; an import takes at most {limit:,}. Split it into several zips.")
+    unpacked, cap = sum(m.file_size for m in members), settings.BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES
+    if unpacked > cap:
+        raise DomainError(f"The zip unpacks to {unpacked / 1e9:.1f} GB; an import takes at most {cap / 1e9:.1f} GB. "
+                          "Split it into several zips.")
+
+
+def run_zip_import(run):
+    job = run.job
+    tasks, common = _job_context(job)
+    done = run.done_keys()
+    by_slug = {t.slug: t for t in job.benchmark.tasks.all()}
+    max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
+    try:
+        source = _open_source(job)
+        archive = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DomainError(f"The upload is not a readable zip archive ({exc}).") from None
+    with source, archive:
+        members = _zip_members(archive)
+        check_zip_members(members)
+        run.set_total(len(members))
+        seen: dict[str, int] = {}
+        for member in members:
+            # Keys must be stable across runs (resume) and unique even for repeated names.
+            seen[member.filename] = seen.get(member.filename, 0) + 1
+            key = member.filename if seen[member.filename] == 1 else f"{member.filename} (copy {seen[member.filename]})"
+            if key in done:
+                continue
+
+            def one(member=member):
+                if _unsafe_member_name(member.filename):
+                    raise DomainError("Unsafe name inside the zip (absolute path or '..'); entry ignored.")
+                if member.file_size > max_bytes:
+                    raise DomainError(f"Entry is {member.file_size / 1e6:.1f} MB uncompressed; the limit is {max_bytes / 1e6:.0f} MB.")
+                if member.flag_bits & 0x1:
+                    raise DomainError("Entry is encrypted; re-create the zip without a password.")
+                try:
+                    with archive.open(member) as fh:
+                        data = fh.read(max_bytes + 1)
+                except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                    raise DomainError(f"Entry cannot be extracted ({exc}).") from None
+                return ingesting.ingest_image(job.benchmark, data, original_name=PurePosixPath(member.filename).name,
+                                    tasks=tasks + _task_from_folder(member.filename, by_slug), **common)
+
+            _ingest_unit(run, key, one)
+    return _summary(run)
+
+
+def run_folder_import(run):
+    job = run.job
+    tasks, common = _job_context(job)
+    done = run.done_keys()
+    by_slug = {t.slug: t for t in job.benchmark.tasks.all()}
+    root = Path(job.params["path"])
+    if not root.is_dir():
+        raise DomainError(f"{root} is not a folder on this server.")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and p.name not in _JUNK_NAMES)
+    run.set_total(len(files))
+    for path in files:
+        key = path.relative_to(root).as_posix()
+        if key in done:
+            continue
+
+        def one(path=path, key=key):
+            if path.stat().st_size > settings.BENCHFORGE_MAX_UPLOAD_BYTES:
+                raise DomainError(f"File is larger than {settings.BENCHFORGE_MAX_UPLOAD_BYTES / 1e6:.0f} MB.")
+            return ingesting.ingest_image(job.benchmark, path.read_bytes(), original_name=path.name,
+                                tasks=tasks + _task_from_folder(key, by_slug), **common)
+
+        _ingest_unit(run, key, one)
+    return _summary(run)
+
+
+@dataclass
+class UrlRow:
+    line: int
+    url: str
+    tasks: str = ""
+    source: str = ""
+    license: str = ""
+
+
+def parse_url_list(text: str) -> list[UrlRow]:
+    """CSV with a `url` column (optional task, source, license) or plain text, one URL a line."""
+    lines = text.splitlines()
+    first = next((ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), "")
+    if "url" in [c.strip().lower() for c in first.split(",")]:
+        reader = csv.DictReader(io.StringIO(text))
+        fields = {(f or "").strip().lower(): f for f in reader.fieldnames or []}
+        rows = []
+        for record in reader:
+            get = lambda name: (record.get(fields.get(name, ""), "") or "").strip()  # noqa: E731
+            if get("url"):
+                rows.append(UrlRow(reader.line_num, get("url"), get("task"), get("source"), get("license")))
+        return rows
+    return [UrlRow(i, ln.strip()) for i, ln in enumerate(lines, 1) if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def _resolve_tasks(benchmark: Benchmark, spec: str, by_key: dict[str, Task]) -> list[Task]:
+    tasks = []
+    for name in (p.strip() for p in spec.replace("|", ";").split(";") if p.strip()):
+        task = by_key.get(name.lower())
+        if task is None:
+            raise DomainError(f"Unknown task '{name}' in this benchmark (use a task slug or name).")
+        tasks.append(task)
+    return tasks
+
+
+def run_url_list_import(run):
+    job = run.job
+    tasks, common = _job_context(job)
+    done = run.done_keys()
+    try:
+        with _open_source(job) as handle:
+            text = handle.read().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DomainError(f"The URL list cannot be read as UTF-8 text ({exc}).") from None
+    rows = parse_url_list(text)
+    run.set_total(len(rows))
+    by_key = {}
+    for task in job.benchmark.tasks.all():
+        by_key[task.name.lower()] = task
+        by_key[task.slug.lower()] = task
+    max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
+    with outbound.download_client() as client:
+        for row in rows:
+            key = f"line {row.line}: {row.url}"
+            if key in done:
+                continue
+
+            def one(row=row):
+                row_tasks = _resolve_tasks(job.benchmark, row.tasks, by_key)
+                data = outbound.download(client, row.url, max_bytes=max_bytes)
+                options = {**common, "source": row.source or common["source"] or row.url,
+                           "license": row.license or common["license"]}
+                return ingesting.ingest_image(job.benchmark, data, original_name=PurePosixPath(urlsplit(row.url).path).name,
+                                    tasks=tasks + [t for t in row_tasks if t not in tasks], **options)
+
+            _ingest_unit(run, key, one)
+    return _summary(run)
+
+
+def _check_import_file(kind: str, file) -> None:
+    """Refuse an upload that cannot be what the user said it is, before any job starts."""
+    if kind == "zip":
+        if not zipfile.is_zipfile(file):
+            raise DomainError("The file is not a zip archive; choose a .zip of images (or pick 'URL list').")
+        file.seek(0)
+        try:
+            with zipfile.ZipFile(file) as archive:
+                check_zip_members(_zip_members(archive))
+        except zipfile.BadZipFile as exc:
+            raise DomainError(f"The zip archive is damaged ({exc}).") from None
+    else:
+        try:
+            text = file.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise DomainError("The URL list must be UTF-8 text: one URL per line, or a CSV with a url column.") from None
+        if not parse_url_list(text):
+            raise DomainError("The URL list has no URLs: one URL per line, or a CSV with a url column.")
+    file.seek(0)
+
+
+def start_upload_import(benchmark: Benchmark, *, user, kind: str, file, tasks=(), source: str = "", license: str = ""):
+    """Stage an uploaded zip or URL list and start its import job."""
+    if kind not in ("zip", "url_list"):
+        raise DomainError("Choose what the file is: a zip of images or a URL list.")
+    tasks = check_tasks(benchmark, tasks)
+    _check_import_file(kind, file)
+    staged = stage_upload(file, ".zip" if kind == "zip" else ".txt")
+    job = create_import_job("ingest_zip" if kind == "zip" else "ingest_url_list", benchmark, user=user, staged=staged,
+                            source=source, license=license, tasks=tasks)
+    return jobs.enqueue(job)

@@ -1,0 +1,112 @@
+"""Taxonomy: benchmarks, presets, tasks, members; loading a preset as a job."""
+
+from django.db import transaction
+from django.utils.text import slugify
+
+from benchforge.errors import DomainError
+from jobs import services as jobs
+
+from ..models import Benchmark, Category, Task
+from ..presets import PRESETS, CategorySpec
+
+
+def unique_task_slug(name: str) -> str:
+    return slugify(name.replace("/", " ").replace("&", "and"))[:80] or "task"
+
+
+@transaction.atomic
+def create_benchmark(*, name: str, slug: str = "", description: str = "", user=None, preset: str = "") -> Benchmark:
+    slug = slug or slugify(name)[:80]
+    if not slug:
+        raise DomainError("A benchmark needs a name made of letters or digits.")
+    if Benchmark.objects.filter(slug=slug).exists():
+        raise DomainError(f"A benchmark with the slug '{slug}' already exists; choose another name or slug.", code="duplicate")
+    benchmark = Benchmark.objects.create(name=name, slug=slug, description=description, created_by=user)
+    if user is not None:
+        benchmark.members.add(user)
+    if preset:
+        load_preset(preset, benchmark=benchmark)
+    return benchmark
+
+
+@transaction.atomic
+def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "", user=None) -> Benchmark:
+    """Create or complete a benchmark's taxonomy from a preset.
+
+    Re-running is safe: existing categories and tasks are matched by name/slug and only
+    missing ones are added, so researchers' edits (quotas, guidelines) are never overwritten.
+    """
+    preset = PRESETS.get(key)
+    if preset is None:
+        raise DomainError(f"Unknown preset '{key}'. Available presets: {', '.join(sorted(PRESETS))}.", code="unknown_preset")
+    if benchmark is None:
+        benchmark, created = Benchmark.objects.get_or_create(
+            slug=slug or preset.key,
+            defaults={"name": preset.name, "description": preset.description, "created_by": user},
+        )
+        if user is not None:
+            benchmark.members.add(user)
+    if not benchmark.preset:
+        benchmark.preset = preset.key
+        benchmark.save(update_fields=["preset"])
+
+    def add(spec: CategorySpec, parent: Category | None, order: int):
+        category, _ = Category.objects.get_or_create(
+            benchmark=benchmark, name=spec.name,
+            defaults={"parent": parent, "description": spec.description, "order": order},
+        )
+        for i, task in enumerate(spec.tasks):
+            Task.objects.get_or_create(
+                benchmark=benchmark, slug=unique_task_slug(task.name),
+                defaults={
+                    "category": category, "name": task.name, "description": task.description,
+                    "collection_keywords": list(task.keywords), "guideline": task.guideline,
+                    "judge_rules": task.judge_rules, "quota": task.quota or preset.default_quota, "order": i,
+                },
+            )
+        for j, child in enumerate(spec.children):
+            add(child, category, j)
+
+    for order, spec in enumerate(preset.categories):
+        add(spec, None, order)
+    return benchmark
+
+
+def update_task(task: Task, **fields) -> Task:
+    allowed = {"name", "description", "collection_keywords", "guideline", "judge_rules", "quota"}
+    unknown = set(fields) - allowed
+    if unknown:
+        raise DomainError(f"These task fields cannot be edited: {', '.join(sorted(unknown))}.")
+    for key, value in fields.items():
+        setattr(task, key, value)
+    task.full_clean()
+    task.save()
+    return task
+
+
+def set_members(benchmark: Benchmark, users) -> None:
+    benchmark.members.set(users)
+
+
+def tasks_by_slugs(benchmark: Benchmark, slugs) -> list[Task]:
+    slugs = [s for s in slugs if s]
+    tasks = list(benchmark.tasks.filter(slug__in=slugs))
+    missing = set(slugs) - {t.slug for t in tasks}
+    if missing:
+        raise DomainError(f"Unknown task(s) in this benchmark: {', '.join(sorted(missing))}.", code="unknown_task")
+    return tasks
+
+
+def start_preset_load(benchmark: Benchmark, preset: str, *, user):
+    """Load a preset into a benchmark as a job (the page does not wait for it)."""
+    if preset not in PRESETS:
+        raise DomainError(f"Unknown preset '{preset}'. Available presets: {', '.join(sorted(PRESETS))}.", code="unknown_preset")
+    return jobs.start_job("load_preset", user=user, benchmark=benchmark, total=1, params={"preset": preset})
+
+
+def run_preset_load(run) -> dict:
+    preset = run.params["preset"]
+    with run.unit(preset) as unit:
+        load_preset(preset, benchmark=run.benchmark)
+        unit.ok(f"taxonomy has {run.benchmark.tasks.count()} tasks")
+    return {"tasks": run.benchmark.tasks.count()}

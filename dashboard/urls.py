@@ -1,0 +1,8 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("b/<slug:slug>/", views.dashboard, name="dashboard"),
+]

@@ -1,0 +1,37 @@
+"""The list of benchmarks and a benchmark's dashboard: reads from every stage, writes nothing."""
+
+from django.core.paginator import Paginator
+from django.shortcuts import render
+
+from annotation.selectors import item_counts_by_task_and_status, submission_progress
+from annotation.workflow import STATUS_CHOICES
+from benchforge.roles import ANNOTATOR, role_required
+from curation.selectors import benchmarks_for, get_benchmark_for, tasks_of
+
+
+@role_required(ANNOTATOR)
+def home(request):
+    benchmarks = benchmarks_for(request.user).prefetch_related("tasks")
+    page = Paginator(benchmarks, 25).get_page(request.GET.get("page"))
+    return render(request, "dashboard/home.html", {"page": page})
+
+
+@role_required(ANNOTATOR)
+def dashboard(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    counts = item_counts_by_task_and_status(benchmark)
+    rows = []
+    for task in tasks_of(benchmark):
+        per_status = counts.get(task.pk, {})
+        total = sum(per_status.values())
+        rows.append({
+            "task": task,
+            "statuses": [per_status.get(key, 0) for key, _ in STATUS_CHOICES],
+            "total": total,
+            "percent": min(100, round(100 * total / task.quota)) if task.quota else 0,
+        })
+    totals = [sum(r["statuses"][i] for r in rows) for i in range(len(STATUS_CHOICES))]
+    return render(request, "dashboard/dashboard.html", {
+        "benchmark": benchmark, "rows": rows, "status_labels": [label for _, label in STATUS_CHOICES],
+        "totals": totals, "grand_total": sum(totals), "progress": submission_progress(benchmark),
+    })
