@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test bench setup migrate demo worker clean
+.PHONY: run test lint bench setup migrate demo worker clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "benchforge needs Python 3.11, found " + sys.version.split()[0]'
@@ -28,7 +28,13 @@ run: demo
 	@echo "benchforge on http://$(HOST):$(PORT)/  (log in with a demo account printed above)"
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-test: setup
+# The house rules first (lint, formatting, import layers: pyproject.toml), then the suite.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Performance checks print their numbers; they are not part of `make test`.

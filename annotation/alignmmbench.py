@@ -44,10 +44,14 @@ class Row:
 
 def _history_turns(history) -> list[dict]:
     if not isinstance(history, list):
-        raise ValueError("'history' must be a list of {\"user\", \"assistant\"} exchanges")
+        raise ValueError('\'history\' must be a list of {"user", "assistant"} exchanges')
     turns = []
     for n, exchange in enumerate(history, 1):
-        if not isinstance(exchange, dict) or not isinstance(exchange.get("user"), str) or not isinstance(exchange.get("assistant"), str):
+        if (
+            not isinstance(exchange, dict)
+            or not isinstance(exchange.get("user"), str)
+            or not isinstance(exchange.get("assistant"), str)
+        ):
             raise ValueError(f"history exchange {n} must have 'user' and 'assistant' texts")
         turns += [{"role": "user", "content": exchange["user"]}, {"role": "assistant", "content": exchange["assistant"]}]
     return turns
@@ -66,8 +70,10 @@ def _parse(obj, line: int, tasks: dict[str, Task]) -> Row:
     _history_turns(obj.get("history", []))
     task = tasks.get(obj["task"].strip().lower())
     if task is None:
-        raise ValueError(f"task '{obj['task']}' is not a task of this benchmark (its tasks: "
-                         f"{', '.join(sorted({t.name for t in tasks.values()}))}); load the AlignMMBench preset first")
+        raise ValueError(
+            f"task '{obj['task']}' is not a task of this benchmark (its tasks: "
+            f"{', '.join(sorted({t.name for t in tasks.values()}))}); load the AlignMMBench preset first"
+        )
     category = str(obj.get("category") or "").strip()
     if category and category.lower() != task.category.name.lower():
         raise ValueError(f"task '{task.name}' is in category '{task.category.name}' here, not '{category}'")
@@ -115,8 +121,13 @@ def _read_rows(run, tasks) -> tuple[list[Row], set[str], int]:
             refused.add(str(qid) if qid else f"line {n}")
             continue
         if row.question_id in first_line:
-            problems.append((_row_key(row, n), f"line {n}: question_id {row.question_id} already appeared on line "
-                                               f"{first_line[row.question_id]}; the first one was kept"))
+            problems.append(
+                (
+                    _row_key(row, n),
+                    f"line {n}: question_id {row.question_id} already appeared on line "
+                    f"{first_line[row.question_id]}; the first one was kept",
+                )
+            )
             refused.add(f"line {n}")
             continue
         first_line[row.question_id] = n
@@ -135,7 +146,9 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
     for row in rows:
         wanted.setdefault(row.data["image_path"], []).append(row)
     run.set_total(run.job.total + len([p for p in wanted if f"image {p}" not in done]))
-    earlier = {e.key[len("image "):]: e.data.get("image_id") for e in run.job.entries.filter(key__in=[f"image {p}" for p in wanted])}
+    earlier = {
+        e.key[len("image ") :]: e.data.get("image_id") for e in run.job.entries.filter(key__in=[f"image {p}" for p in wanted])
+    }
     found = {path: image_id for path, image_id in earlier.items() if image_id}
     # Only a metadata file on this server can have images next to it; an upload comes alone.
     base = Path(job.params["path"]).parent.resolve() if job.params.get("path") else None
@@ -145,20 +158,32 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
             continue
         candidate = (base / image_path).resolve() if base else None
         if candidate is None or not candidate.is_relative_to(base) or not candidate.is_file():
-            run.record(key, "skipped", f"image {image_path} not provided; {len(users)} item(s) imported without image",
-                       {"image": True})
+            run.record(
+                key, "skipped", f"image {image_path} not provided; {len(users)} item(s) imported without image", {"image": True}
+            )
             continue
         try:
             with transaction.atomic():
-                outcome = ingest_image(job.benchmark, candidate.read_bytes(), original_name=candidate.name, source="AlignMMBench",
-                                       collected_by=job.created_by, tasks=sorted({r.task for r in users}, key=lambda t: t.pk))
+                outcome = ingest_image(
+                    job.benchmark,
+                    candidate.read_bytes(),
+                    original_name=candidate.name,
+                    source="AlignMMBench",
+                    collected_by=job.created_by,
+                    tasks=sorted({r.task for r in users}, key=lambda t: t.pk),
+                )
                 if outcome.image.status != Image.Status.ACCEPTED:
                     screen_images(job.benchmark, [outcome.image.pk], action="accept", user=job.created_by)
-                run.record(key, "ok", f"image {image_path} stored as #{outcome.image.pk}",
-                           {"image": True, "image_id": outcome.image.pk})
+                run.record(
+                    key, "ok", f"image {image_path} stored as #{outcome.image.pk}", {"image": True, "image_id": outcome.image.pk}
+                )
         except (ImageRejected, DomainError) as exc:
-            run.record(key, "error", f"image {image_path} could not be stored ({exc.message}); "
-                                     f"{len(users)} item(s) imported without image", {"image": True})
+            run.record(
+                key,
+                "error",
+                f"image {image_path} could not be stored ({exc.message}); {len(users)} item(s) imported without image",
+                {"image": True},
+            )
             continue
         found[image_path] = outcome.image.pk
     return found
@@ -167,9 +192,15 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
 def _spec(row: Row, images: dict[str, int], seed: Item | None) -> dict:
     data = row.data
     turns = _history_turns(data.get("history", []))
-    spec = {"task": row.task, "external_id": row.question_id, "seed": seed, "question": data["prompt"],
-            "kind": Item.Kind.MULTI_TURN if turns else Item.Kind.SINGLE_TURN, "history": turns,
-            "incoherent": bool(turns) and row.task.name.lower() == INCOHERENCE_TASK}
+    spec = {
+        "task": row.task,
+        "external_id": row.question_id,
+        "seed": seed,
+        "question": data["prompt"],
+        "kind": Item.Kind.MULTI_TURN if turns else Item.Kind.SINGLE_TURN,
+        "history": turns,
+        "incoherent": bool(turns) and row.task.name.lower() == INCOHERENCE_TASK,
+    }
     if seed is None:
         spec["reference_answer"] = data["ref_answer"]
         spec["images"] = [images[data["image_path"]]] if data["image_path"] in images else []
@@ -181,7 +212,7 @@ def _create(run, rows: list[Row], specs: list[dict]) -> dict[str, Item]:
     crash leaves no item without its entry (a resumed run would count it as someone else's)."""
     created: dict[str, Item] = {}
     for start in range(0, len(specs), CHUNK):
-        chunk_rows, chunk_specs = rows[start:start + CHUNK], specs[start:start + CHUNK]
+        chunk_rows, chunk_specs = rows[start : start + CHUNK], specs[start : start + CHUNK]
         with transaction.atomic():
             items, problems = import_external_items(run.job.benchmark, chunk_specs, user=run.job.created_by)
             made = {item.external_id: item for item in items}
@@ -192,8 +223,14 @@ def _create(run, rows: list[Row], specs: list[dict]) -> dict[str, Item]:
                     entries.append((key, "error", f"line {row.line}: {' '.join(problems[index])} Row skipped.", {"row": True}))
                 elif row.question_id in made:
                     item = made[row.question_id]
-                    entries.append((key, "ok", " ".join(row.notes), {
-                        "row": True, "seed": item.seed_id is None, "multi_turn": item.kind == Item.Kind.MULTI_TURN}))
+                    entries.append(
+                        (
+                            key,
+                            "ok",
+                            " ".join(row.notes),
+                            {"row": True, "seed": item.seed_id is None, "multi_turn": item.kind == Item.Kind.MULTI_TURN},
+                        )
+                    )
             run.record_many(entries)
         created.update(made)
     return created
@@ -214,9 +251,16 @@ def _summary(run, total: int) -> dict:
             rows["multi_turn"] += bool(data.get("multi_turn"))
         elif data.get("already"):
             rows["already_imported"] += 1
-    return {"rows": total, "imported": rows["imported"], "already_imported": rows["already_imported"],
-            "seeds": rows["seeds"], "rewrites": rows["imported"] - rows["seeds"], "multi_turn": rows["multi_turn"],
-            "errors": rows["errors"], **images}
+    return {
+        "rows": total,
+        "imported": rows["imported"],
+        "already_imported": rows["already_imported"],
+        "seeds": rows["seeds"],
+        "rewrites": rows["imported"] - rows["seeds"],
+        "multi_turn": rows["multi_turn"],
+        "errors": rows["errors"],
+        **images,
+    }
 
 
 def run_import(run) -> dict:
@@ -230,8 +274,13 @@ def run_import(run) -> dict:
     rows = [row for row in parsed if _row_key(row, row.line) not in done]  # earlier runs did the rest
     existing = dict(Item.objects.filter(benchmark=benchmark).exclude(external_id="").values_list("external_id", "pk"))
     # Rows already in the benchmark (imported by another job or by hand) are not imported again.
-    run.record_many([(_row_key(row, row.line), "skipped", f"{row.question_id} is already in the benchmark",
-                      {"row": True, "already": True}) for row in rows if row.question_id in existing])
+    run.record_many(
+        [
+            (_row_key(row, row.line), "skipped", f"{row.question_id} is already in the benchmark", {"row": True, "already": True})
+            for row in rows
+            if row.question_id in existing
+        ]
+    )
     todo = [row for row in rows if row.question_id not in existing]
     images = _attach_images(run, todo, done)
 
@@ -253,8 +302,10 @@ def run_import(run) -> dict:
             continue
         if row.data["ref_answer"] != seed_row.data["ref_answer"] or row.data["image_path"] != seed_row.data["image_path"]:
             # Rewrites share their seed's image and reference: a row that differs keeps its own as a seed of its own.
-            row.notes.append(f"its image or ref_answer differs from seed {seed_row.question_id}'s, so it was imported "
-                             "as a separate seed (not linked as a rewrite)")
+            row.notes.append(
+                f"its image or ref_answer differs from seed {seed_row.question_id}'s, so it was imported "
+                "as a separate seed (not linked as a rewrite)"
+            )
             rewrite_rows.append(row)
             rewrite_specs.append(_spec(row, images, None))
             continue
@@ -264,9 +315,11 @@ def run_import(run) -> dict:
     _create(run, rewrite_rows, rewrite_specs)
 
     result = _summary(run, total)
-    message = (f"Imported {result['imported']} items ({result['seeds']} seeds, {result['rewrites']} rewrites, "
-               f"{result['multi_turn']} multi-turn); {result['already_imported']} were already there; "
-               f"{result['errors']} row(s) with errors")
+    message = (
+        f"Imported {result['imported']} items ({result['seeds']} seeds, {result['rewrites']} rewrites, "
+        f"{result['multi_turn']} multi-turn); {result['already_imported']} were already there; "
+        f"{result['errors']} row(s) with errors"
+    )
     if result["images_not_provided"]:
         message += f"; {result['images_not_provided']} image(s) not provided, their items were imported without image"
     run.say(message + ".")

@@ -27,8 +27,10 @@ from .serializers import (
     SubmitSerializer,
 )
 
-_ITEM_FILTER_PARAMS = [OpenApiParameter(name, str, description=f"filter by {name}" + (" (username)" if name in ("author", "assignee") else ""))
-                       for name in ITEM_FILTERS]
+_ITEM_FILTER_PARAMS = [
+    OpenApiParameter(name, str, description=f"filter by {name}" + (" (username)" if name in ("author", "assignee") else ""))
+    for name in ITEM_FILTERS
+]
 
 
 def _fresh(request, item):
@@ -118,17 +120,20 @@ class MyAssignments(generics.ListAPIView):
     serializer_class = AssignmentSerializer
     permission_classes = [role_permission(ANNOTATOR)]
 
-    @extend_schema(parameters=[
-        OpenApiParameter("benchmark", str, description="benchmark slug"),
-        OpenApiParameter("status", str, enum=["open", "done", "all"], description="default: open"),
-    ])
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("benchmark", str, description="benchmark slug"),
+            OpenApiParameter("status", str, enum=["open", "done", "all"], description="default: open"),
+        ]
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         wanted = self.request.query_params.get("status", "open")
-        return assignments_for(self.request.user, benchmark=self.request.query_params.get("benchmark", ""),
-                               status="" if wanted == "all" else wanted)
+        return assignments_for(
+            self.request.user, benchmark=self.request.query_params.get("benchmark", ""), status="" if wanted == "all" else wanted
+        )
 
 
 urlpatterns = [

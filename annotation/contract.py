@@ -5,11 +5,32 @@ TSV row. Everything that lists an item's fields asks this module."""
 from .models import Item
 
 EDITABLE_FIELDS = (
-    "task", "kind", "question_type", "question", "history", "incoherent", "hint", "choices", "answer",
-    "reference_answer", "description", "images", "criteria",
+    "task",
+    "kind",
+    "question_type",
+    "question",
+    "history",
+    "incoherent",
+    "hint",
+    "choices",
+    "answer",
+    "reference_answer",
+    "description",
+    "images",
+    "criteria",
 )
-SCALAR_FIELDS = ("kind", "question_type", "question", "history", "incoherent", "hint", "choices", "answer",
-                 "reference_answer", "description")
+SCALAR_FIELDS = (
+    "kind",
+    "question_type",
+    "question",
+    "history",
+    "incoherent",
+    "hint",
+    "choices",
+    "answer",
+    "reference_answer",
+    "description",
+)
 TEXT_FIELDS = ("question", "hint", "answer", "reference_answer", "description")
 # A rewrite reads these through its seed : they are never stored on the rewrite.
 SEED_ONLY_FIELDS = ("images", "reference_answer", "criteria")

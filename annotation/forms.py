@@ -31,7 +31,11 @@ def editor_changes(data, item: Item) -> dict:
         "question_type": data.get("question_type", item.question_type),
         "question": _text(data.get("question", "")),
         "description": _text(data.get("description", "")),
-        "history": [], "incoherent": False, "choices": [], "answer": "", "hint": "",
+        "history": [],
+        "incoherent": False,
+        "choices": [],
+        "answer": "",
+        "hint": "",
     }
     if kind == Item.Kind.MULTI_TURN:
         # Roles come from the position: the editor adds and moves whole user/assistant exchanges.
@@ -58,7 +62,9 @@ class NewItemForm(forms.Form):
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["task"].choices = [(t.slug, f"{t.category.name} / {t.name}") for t in benchmark.tasks.select_related("category")]
+        self.fields["task"].choices = [
+            (t.slug, f"{t.category.name} / {t.name}") for t in benchmark.tasks.select_related("category")
+        ]
 
     def clean_images(self):
         return _ids(self.cleaned_data["images"].replace(",", " ").split(), "Images")
@@ -107,8 +113,10 @@ class AssignEvenlyForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["tasks"].choices = [(t.slug, t.name) for t in benchmark.tasks.all()]
         self.fields["assignees"] = forms.ModelMultipleChoiceField(
-            queryset=benchmark_people(benchmark), to_field_name="username",
-            error_messages={"required": "Choose at least one annotator."})
+            queryset=benchmark_people(benchmark),
+            to_field_name="username",
+            error_messages={"required": "Choose at least one annotator."},
+        )
 
 
 class OpenAssignmentsForm(forms.Form):

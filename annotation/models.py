@@ -37,8 +37,12 @@ class Item(models.Model):
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.SINGLE_TURN)
     question_type = models.CharField(max_length=10, choices=QuestionType.choices, default=QuestionType.OPEN)
     question = models.TextField(blank=True)
-    history = models.JSONField(default=list, blank=True, help_text='Turns before the question: [{"role": "user"|"assistant", "content": "..."}].')
-    incoherent = models.BooleanField(default=False, help_text="An earlier assistant turn is wrong and the question points it out.")
+    history = models.JSONField(
+        default=list, blank=True, help_text='Turns before the question: [{"role": "user"|"assistant", "content": "..."}].'
+    )
+    incoherent = models.BooleanField(
+        default=False, help_text="An earlier assistant turn is wrong and the question points it out."
+    )
     hint = models.TextField(blank=True)
     choices = models.JSONField(default=list, blank=True, help_text="2-4 option texts; index 0 is A.")
     answer = models.CharField(max_length=1, blank=True, help_text="Letter of the correct option; empty when unknown.")
@@ -48,11 +52,17 @@ class Item(models.Model):
     # the seed together with its rewrites (one queryset) is allowed.
     seed = models.ForeignKey("self", null=True, blank=True, on_delete=models.RESTRICT, related_name="rewrites")
     is_external = models.BooleanField(default=False)
-    external_id = models.CharField(max_length=100, blank=True, help_text="Id in the source benchmark (e.g. an AlignMMBench question_id).")
+    external_id = models.CharField(
+        max_length=100, blank=True, help_text="Id in the source benchmark (e.g. an AlignMMBench question_id)."
+    )
     status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=DRAFT, db_index=True)
     version = models.PositiveIntegerField(default=1)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="authored_items")
-    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_items")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="authored_items"
+    )
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_items"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -65,8 +75,9 @@ class Item(models.Model):
             models.Index(fields=["benchmark", "kind"]),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["benchmark", "external_id"], condition=~Q(external_id=""),
-                                    name="unique_item_external_id_per_benchmark"),
+            models.UniqueConstraint(
+                fields=["benchmark", "external_id"], condition=~Q(external_id=""), name="unique_item_external_id_per_benchmark"
+            ),
         ]
 
     def __str__(self):
@@ -164,8 +175,12 @@ class Assignment(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(image__isnull=False) | Q(item__isnull=False), name="assignment_has_image_or_item"),
             # One seed per image per task: an image is never handed out twice for the same task.
-            models.UniqueConstraint(fields=["task", "image"], condition=Q(image__isnull=False), name="one_assignment_per_image_and_task"),
-            models.UniqueConstraint(fields=["item"], condition=Q(status="open") & Q(item__isnull=False), name="one_open_assignment_per_item"),
+            models.UniqueConstraint(
+                fields=["task", "image"], condition=Q(image__isnull=False), name="one_assignment_per_image_and_task"
+            ),
+            models.UniqueConstraint(
+                fields=["item"], condition=Q(status="open") & Q(item__isnull=False), name="one_open_assignment_per_item"
+            ),
         ]
 
     def __str__(self):

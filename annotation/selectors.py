@@ -37,8 +37,10 @@ def with_payload_data(queryset, *, benchmark_known: bool = False):
     `benchmark_known`: the caller sets item.benchmark itself (one join less)."""
     related = ["task__category__parent", "author", "assignee", "seed"] + ([] if benchmark_known else ["benchmark"])
     return queryset.select_related(*related).prefetch_related(
-        _IMAGES, "criteria",
-        Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")), "seed__criteria",
+        _IMAGES,
+        "criteria",
+        Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")),
+        "seed__criteria",
     )
 
 
@@ -63,8 +65,13 @@ def item_payload(item: Item) -> dict:
         "criteria": [{"kind": c.kind, "text": c.text} for c in source.criteria.all()],
         "description": item.description or source.description,
         "images": [
-            {"id": link.image.pk, "sha256": link.image.sha256, "url": link.image.file.url,
-             "width": link.image.width, "height": link.image.height}
+            {
+                "id": link.image.pk,
+                "sha256": link.image.sha256,
+                "url": link.image.file.url,
+                "width": link.image.width,
+                "height": link.image.height,
+            }
             for link in source.item_images.all()
         ],
         "seed_id": item.seed_id,
@@ -84,6 +91,7 @@ def last_revision(item: Item) -> ItemRevision | None:
 
 
 # ---- lists and lookups ------------------------------------------------------------------------------
+
 
 def visible_items(user):
     """Items of the benchmarks the user may see (all of them for researchers)."""
@@ -122,14 +130,19 @@ def get_item_for(user, slug: str, item_id: int, *, payload: bool = False) -> Ite
         raise Http404("No such item in this benchmark.") from None
     item.benchmark = benchmark
     if item.seed_id and not payload:
-        prefetch_related_objects([item], "seed", Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")), "seed__criteria")
+        prefetch_related_objects(
+            [item], "seed", Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")), "seed__criteria"
+        )
     return item
 
 
 def task_guidelines(benchmark: Benchmark) -> list[dict]:
     """Tasks as plain rows for the editor (select + guideline panel): no model building."""
-    rows = list(Task.objects.filter(benchmark=benchmark).values(
-        "id", "slug", "name", "description", "guideline", "judge_rules", "category__name", "category__parent__name"))
+    rows = list(
+        Task.objects.filter(benchmark=benchmark).values(
+            "id", "slug", "name", "description", "guideline", "judge_rules", "category__name", "category__parent__name"
+        )
+    )
     for row in rows:
         parent = row.pop("category__parent__name")
         row["path"] = f"{parent} / {row['category__name']}" if parent else row["category__name"]
@@ -143,20 +156,29 @@ def benchmark_people(benchmark: Benchmark):
 
 # ---- queues ------------------------------------------------------------------------------------------
 
+
 def queue_for(user, benchmark: Benchmark):
     """The user's open assignments in a benchmark, oldest first."""
-    return (Assignment.objects.filter(assignee=user, benchmark=benchmark, status=Assignment.Status.OPEN)
-            .select_related("task", "image", "item").order_by("created_at", "id"))
+    return (
+        Assignment.objects.filter(assignee=user, benchmark=benchmark, status=Assignment.Status.OPEN)
+        .select_related("task", "image", "item")
+        .order_by("created_at", "id")
+    )
 
 
 def queue_rows(user, benchmark: Benchmark):
     """The queue page's rows: only the columns it shows (the page is hit constantly)."""
-    return (queue_for(user, benchmark).select_related(None)
-            .values("id", "created_at", "image_id", "item_id", "task__name", "item__status"))
+    return (
+        queue_for(user, benchmark)
+        .select_related(None)
+        .values("id", "created_at", "image_id", "item_id", "task__name", "item__status")
+    )
 
 
 def assignments_for(user, *, benchmark: str = "", status: str = ""):
-    qs = Assignment.objects.filter(assignee=user, benchmark__in=benchmarks_for(user)).select_related("benchmark", "task", "image", "item")
+    qs = Assignment.objects.filter(assignee=user, benchmark__in=benchmarks_for(user)).select_related(
+        "benchmark", "task", "image", "item"
+    )
     if benchmark:
         qs = qs.filter(benchmark__slug=benchmark)
     if status:
@@ -170,8 +192,9 @@ def latest_assignment_for_item(user, item_id: int) -> Assignment | None:
 
 
 def open_assignments_of(benchmark: Benchmark, *, assignee: str = "", task: str = ""):
-    qs = (Assignment.objects.filter(benchmark=benchmark, status=Assignment.Status.OPEN)
-          .select_related("assignee", "task", "image", "item"))
+    qs = Assignment.objects.filter(benchmark=benchmark, status=Assignment.Status.OPEN).select_related(
+        "assignee", "task", "image", "item"
+    )
     if assignee:
         qs = qs.filter(assignee__username=assignee)
     if task:
@@ -185,17 +208,31 @@ def assignable_images(benchmark: Benchmark, task: Task):
 
     assigned = Assignment.objects.filter(task=task, image__isnull=False).values("image_id")
     written = ItemImage.objects.filter(item__task=task, item__seed__isnull=True).values("image_id")
-    return (Image.objects.filter(benchmark=benchmark, status=Image.Status.ACCEPTED, contaminated=False, tasks=task)
-            .exclude(pk__in=assigned).exclude(pk__in=written).order_by("id"))
+    return (
+        Image.objects.filter(benchmark=benchmark, status=Image.Status.ACCEPTED, contaminated=False, tasks=task)
+        .exclude(pk__in=assigned)
+        .exclude(pk__in=written)
+        .order_by("id")
+    )
 
 
 # ---- history ---------------------------------------------------------------------------------------------
 
 FIELD_LABELS = {
-    "task": "Task", "kind": "Kind", "question_type": "Question type", "question": "Question", "history": "Dialogue history",
-    "incoherent": "Incoherent", "hint": "Hint", "choices": "Options", "answer": "Answer key",
-    "reference_answer": "Reference answer", "description": "Image description", "images": "Images",
-    "criteria": "Criteria", "status": "Status",
+    "task": "Task",
+    "kind": "Kind",
+    "question_type": "Question type",
+    "question": "Question",
+    "history": "Dialogue history",
+    "incoherent": "Incoherent",
+    "hint": "Hint",
+    "choices": "Options",
+    "answer": "Answer key",
+    "reference_answer": "Reference answer",
+    "description": "Image description",
+    "images": "Images",
+    "criteria": "Criteria",
+    "status": "Status",
 }
 _TOKENS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 
@@ -218,7 +255,9 @@ def field_as_text(field: str, value, task_names: dict[int, str]) -> str:
         return "\n".join(f"{letter}. {text}" for letter, text in zip(CHOICE_LETTERS, value or []))
     if field == "criteria":
         labels = dict(Criterion.Kind.choices)
-        return "\n".join(f"{n}. [{labels.get(c.get('kind'), c.get('kind'))}] {c.get('text')}" for n, c in enumerate(value or [], 1))
+        return "\n".join(
+            f"{n}. [{labels.get(c.get('kind'), c.get('kind'))}] {c.get('text')}" for n, c in enumerate(value or [], 1)
+        )
     if field == "images":
         return ", ".join(f"#{i}" for i in value or [])
     return "" if value is None else str(value)
@@ -264,7 +303,12 @@ def revisions_with_changes(item: Item, revisions) -> list[dict]:
     task_names = dict(Task.objects.filter(benchmark_id=item.benchmark_id).values_list("pk", "name"))
     rows = []
     for revision, previous in zip(revisions, revisions[1:] + [older]):
-        rows.append({"revision": revision, "changes": snapshot_changes(previous.snapshot if previous else None, revision.snapshot, task_names)})
+        rows.append(
+            {
+                "revision": revision,
+                "changes": snapshot_changes(previous.snapshot if previous else None, revision.snapshot, task_names),
+            }
+        )
     return rows
 
 
@@ -282,8 +326,15 @@ def _bars(counts: dict, days: list[datetime.date], peak: int) -> list[dict]:
     bars = []
     for day in days:
         n = counts.get(day, 0)
-        bars.append({"day": day, "n": n, "percent": round(100 * n / peak) if peak else 0,
-                     "label": f"{day:%b} {day.day}: {n}", "height": f"{round(100 * n / peak) if peak else 0}%"})
+        bars.append(
+            {
+                "day": day,
+                "n": n,
+                "percent": round(100 * n / peak) if peak else 0,
+                "label": f"{day:%b} {day.day}: {n}",
+                "height": f"{round(100 * n / peak) if peak else 0}%",
+            }
+        )
     return bars
 
 
@@ -293,8 +344,9 @@ def submission_progress(benchmark: Benchmark, *, days: int = PROGRESS_DAYS, toda
     today = today or timezone.localdate()
     day_list = [today - datetime.timedelta(days=n) for n in range(days - 1, -1, -1)]
     start = timezone.make_aware(datetime.datetime.combine(day_list[0], datetime.time.min))
-    submitted = (ItemRevision.objects.filter(item__benchmark=benchmark, action=ItemRevision.Action.SUBMITTED, changed_at__gte=start)
-                 .annotate(day=TruncDate("changed_at")))
+    submitted = ItemRevision.objects.filter(
+        item__benchmark=benchmark, action=ItemRevision.Action.SUBMITTED, changed_at__gte=start
+    ).annotate(day=TruncDate("changed_at"))
     by_user: dict = {}
     for row in submitted.values("changed_by__username", "day").annotate(n=Count("item", distinct=True)).order_by():
         by_user.setdefault(row["changed_by__username"] or "(deleted user)", {})[row["day"]] = row["n"]
@@ -302,7 +354,9 @@ def submission_progress(benchmark: Benchmark, *, days: int = PROGRESS_DAYS, toda
     for row in submitted.values("item__task_id", "day").annotate(n=Count("item", distinct=True)).order_by():
         by_task.setdefault(row["item__task_id"], {})[row["day"]] = row["n"]
     work: dict = {}
-    for row in Assignment.objects.filter(benchmark=benchmark).values("assignee__username", "status").annotate(n=Count("id")).order_by():
+    for row in (
+        Assignment.objects.filter(benchmark=benchmark).values("assignee__username", "status").annotate(n=Count("id")).order_by()
+    ):
         work.setdefault(row["assignee__username"], {})[row["status"]] = row["n"]
     peak = max([n for counts in list(by_user.values()) + list(by_task.values()) for n in counts.values()] or [0])
 
@@ -311,9 +365,16 @@ def submission_progress(benchmark: Benchmark, *, days: int = PROGRESS_DAYS, toda
         counts = by_user.get(username, {})
         total = sum(counts.values())
         active = sum(1 for n in counts.values() if n)
-        people.append({"username": username, "bars": _bars(counts, day_list, peak), "total": total,
-                       "per_active_day": round(total / active, 1) if active else 0,
-                       "open": work.get(username, {}).get("open", 0), "done": work.get(username, {}).get("done", 0)})
+        people.append(
+            {
+                "username": username,
+                "bars": _bars(counts, day_list, peak),
+                "total": total,
+                "per_active_day": round(total / active, 1) if active else 0,
+                "open": work.get(username, {}).get("open", 0),
+                "done": work.get(username, {}).get("done", 0),
+            }
+        )
     tasks = []
     for task in Task.objects.filter(benchmark=benchmark).select_related("category__parent"):
         counts = by_task.get(task.pk, {})

@@ -60,10 +60,19 @@ def item_list(request, slug):
     # The list shows no long texts besides the question: leave them in the database.
     rows = items_of(benchmark, **filters).defer("history", "reference_answer", "description", "hint", "choices")
     page = Paginator(rows, ITEMS_PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "annotation/item_list.html", {
-        "benchmark": benchmark, "page": page, "filters": filters, "tasks": benchmark.tasks.all(),
-        "statuses": STATUS_CHOICES, "kinds": Item.Kind.choices, "people": benchmark_people(benchmark),
-    })
+    return render(
+        request,
+        "annotation/item_list.html",
+        {
+            "benchmark": benchmark,
+            "page": page,
+            "filters": filters,
+            "tasks": benchmark.tasks.all(),
+            "statuses": STATUS_CHOICES,
+            "kinds": Item.Kind.choices,
+            "people": benchmark_people(benchmark),
+        },
+    )
 
 
 @role_required(ANNOTATOR)
@@ -91,23 +100,47 @@ def item_edit(request, slug, item_id):
     tasks = task_guidelines(item.benchmark)
     # Every task's guideline travels as JSON: switching the task swaps the panel without a request.
     guidelines = {t["slug"]: {k: t[k] for k in ("name", "path", "description", "guideline", "judge_rules")} for t in tasks}
-    return render(request, "annotation/item_edit.html", {
-        "benchmark": item.benchmark, "item": item, "source": source, "images": [link.image for link in source.item_images.all()],
-        "criteria": list(source.criteria.all()), "tasks": tasks, "guidelines": guidelines,
-        "current_task": next(t for t in tasks if t["id"] == item.task_id),
-        "kinds": Item.Kind.choices, "question_types": Item.QuestionType.choices, "criterion_kinds": Criterion.Kind.choices,
-        "letters": CHOICE_LETTERS, "options": list(zip(CHOICE_LETTERS, item.choices)),
-        "exchanges": [item.history[i:i + 2] for i in range(0, len(item.history), 2)],
-        "refusal": refusal, "autosave": refusal is None and item.status in services.WORK_IN_PROGRESS,
-        "problems": services.readiness_problems(item), "next_url": _next_url(item),
-        "can_withdraw": item.status == ANSWERED and (user_role(request.user) == RESEARCHER or request.user.pk in (item.author_id, item.assignee_id)),
-    })
+    return render(
+        request,
+        "annotation/item_edit.html",
+        {
+            "benchmark": item.benchmark,
+            "item": item,
+            "source": source,
+            "images": [link.image for link in source.item_images.all()],
+            "criteria": list(source.criteria.all()),
+            "tasks": tasks,
+            "guidelines": guidelines,
+            "current_task": next(t for t in tasks if t["id"] == item.task_id),
+            "kinds": Item.Kind.choices,
+            "question_types": Item.QuestionType.choices,
+            "criterion_kinds": Criterion.Kind.choices,
+            "letters": CHOICE_LETTERS,
+            "options": list(zip(CHOICE_LETTERS, item.choices)),
+            "exchanges": [item.history[i : i + 2] for i in range(0, len(item.history), 2)],
+            "refusal": refusal,
+            "autosave": refusal is None and item.status in services.WORK_IN_PROGRESS,
+            "problems": services.readiness_problems(item),
+            "next_url": _next_url(item),
+            "can_withdraw": item.status == ANSWERED
+            and (user_role(request.user) == RESEARCHER or request.user.pk in (item.author_id, item.assignee_id)),
+        },
+    )
 
 
 def _status_fragment(request, item, *, status=200, error: DomainError | None = None, saved: bool = True):
-    return render(request, "annotation/_save_status.html", {
-        "item": item, "error": error, "saved": saved, "problems": services.readiness_problems(item), "now": timezone.now(),
-    }, status=status)
+    return render(
+        request,
+        "annotation/_save_status.html",
+        {
+            "item": item,
+            "error": error,
+            "saved": saved,
+            "problems": services.readiness_problems(item),
+            "now": timezone.now(),
+        },
+        status=status,
+    )
 
 
 def _conflict(request, item: Item, changes: dict, error: StaleVersion):
@@ -117,9 +150,15 @@ def _conflict(request, item: Item, changes: dict, error: StaleVersion):
     task_ids = dict(current.benchmark.tasks.values_list("slug", "pk"))
     mine = {**theirs, **changes, "task": task_ids.get(changes.get("task"), theirs["task"])}
     task_names = dict(current.benchmark.tasks.values_list("pk", "name"))
-    rows = [{"label": label, "theirs": field_as_text(field, theirs.get(field), task_names),
-             "mine": field_as_text(field, mine.get(field), task_names)}
-            for field, label in FIELD_LABELS.items() if field != "status" and theirs.get(field) != mine.get(field)]
+    rows = [
+        {
+            "label": label,
+            "theirs": field_as_text(field, theirs.get(field), task_names),
+            "mine": field_as_text(field, mine.get(field), task_names),
+        }
+        for field, label in FIELD_LABELS.items()
+        if field != "status" and theirs.get(field) != mine.get(field)
+    ]
     response = render(request, "annotation/_conflict.html", {"item": current, "error": error, "rows": rows}, status=409)
     # Shown above the editor, not in the sticky toolbar, so it never hides the fields.
     response["HX-Retarget"] = "#conflict-area"
@@ -145,7 +184,9 @@ def _save_and(request, slug, item_id, then=None):
     except StaleVersion as exc:
         return None, _conflict(request, item, changes, exc)
     except DomainError as exc:
-        return None, _status_fragment(request, get_item_for(request.user, slug, item_id), status=exc.status, error=exc, saved=False)
+        return None, _status_fragment(
+            request, get_item_for(request.user, slug, item_id), status=exc.status, error=exc, saved=False
+        )
 
 
 @role_required(ANNOTATOR)
@@ -158,8 +199,9 @@ def item_save(request, slug, item_id):
 @role_required(ANNOTATOR)
 @require_POST
 def item_submit(request, slug, item_id):
-    item, error = _save_and(request, slug, item_id,
-                            then=lambda saved: services.submit_item(saved, user=request.user, expected_version=saved.version))
+    item, error = _save_and(
+        request, slug, item_id, then=lambda saved: services.submit_item(saved, user=request.user, expected_version=saved.version)
+    )
     if error:
         return error
     messages.success(request, f"Item #{item.pk} submitted for review.")
@@ -181,9 +223,16 @@ def item_withdraw(request, slug, item_id):
 def item_history(request, slug, item_id):
     item = get_item_for(request.user, slug, item_id)
     page = Paginator(revisions_of(item), 20).get_page(request.GET.get("page"))
-    return render(request, "annotation/item_history.html", {
-        "benchmark": item.benchmark, "item": item, "page": page, "rows": revisions_with_changes(item, page.object_list),
-    })
+    return render(
+        request,
+        "annotation/item_history.html",
+        {
+            "benchmark": item.benchmark,
+            "item": item,
+            "page": page,
+            "rows": revisions_with_changes(item, page.object_list),
+        },
+    )
 
 
 @role_required(ANNOTATOR)
@@ -195,8 +244,11 @@ def image_chip(request, slug):
     if image is None:
         # Plain text: the typed value is echoed back, and must never be read as HTML.
         shown = request.GET.get("image_id", "").strip()[:40]
-        return HttpResponse(f"No image #{shown} in this benchmark: type the number of an accepted image.", status=400,
-                            content_type="text/plain; charset=utf-8")
+        return HttpResponse(
+            f"No image #{shown} in this benchmark: type the number of an accepted image.",
+            status=400,
+            content_type="text/plain; charset=utf-8",
+        )
     problems = services.image_refusals(benchmark, [image.pk])
     if problems:
         return HttpResponse(" ".join(problems), status=400, content_type="text/plain; charset=utf-8")
@@ -204,6 +256,7 @@ def image_chip(request, slug):
 
 
 # ---- queue -------------------------------------------------------------------------------------------
+
 
 @role_required(ANNOTATOR)
 def queue(request, slug):
@@ -214,9 +267,15 @@ def queue(request, slug):
     for row in page.object_list:  # ready-made strings: this page is hit after every item
         row["item_status"] = STATUS_LABELS.get(row["item__status"], "").lower()
         row["assigned_on"] = timezone.localtime(row["created_at"]).date().isoformat()
-    return render(request, "annotation/queue.html", {
-        "benchmark": benchmark, "page": page, "open_url": reverse("queue", args=[benchmark.slug]),
-    })
+    return render(
+        request,
+        "annotation/queue.html",
+        {
+            "benchmark": benchmark,
+            "page": page,
+            "open_url": reverse("queue", args=[benchmark.slug]),
+        },
+    )
 
 
 @role_required(ANNOTATOR)
@@ -252,6 +311,7 @@ def _open(request, benchmark, assignment):
 
 # ---- researchers: assignment and import ------------------------------------------------------------------
 
+
 @role_required(RESEARCHER)
 def assign(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
@@ -264,16 +324,29 @@ def assign(request, slug):
     filters = _filters(request, ("assignee",))
     open_page = Paginator(open_assignments_of(benchmark, **filters), 50).get_page(request.GET.get("open_page"))
     remaining = {t.pk: services.remaining_quota(t) for t in tasks}
-    return render(request, "annotation/assign.html", {
-        "benchmark": benchmark, "tasks": [(t, remaining[t.pk]) for t in tasks], "task": task, "images": images,
-        "people": benchmark_people(benchmark), "open_page": open_page, "filters": filters,
-    })
+    return render(
+        request,
+        "annotation/assign.html",
+        {
+            "benchmark": benchmark,
+            "tasks": [(t, remaining[t.pk]) for t in tasks],
+            "task": task,
+            "images": images,
+            "people": benchmark_people(benchmark),
+            "open_page": open_page,
+            "filters": filters,
+        },
+    )
 
 
 def _assign_post(request, benchmark) -> None:
     action = request.POST.get("form")
-    form_class = {"images": AssignImagesForm, "items": AssignItemsForm, "evenly": AssignEvenlyForm,
-                  "open": OpenAssignmentsForm}.get(action)
+    form_class = {
+        "images": AssignImagesForm,
+        "items": AssignItemsForm,
+        "evenly": AssignEvenlyForm,
+        "open": OpenAssignmentsForm,
+    }.get(action)
     if form_class is None:
         raise DomainError("Unknown assignment action.")
     form = form_class(request.POST, benchmark=benchmark)
@@ -282,7 +355,9 @@ def _assign_post(request, benchmark) -> None:
         return
     data = form.cleaned_data
     if action == "images":
-        result = services.assign_images(benchmark, task=data["task"], image_ids=data["images"], assignee=data["assignee"], user=request.user)
+        result = services.assign_images(
+            benchmark, task=data["task"], image_ids=data["images"], assignee=data["assignee"], user=request.user
+        )
         skipped = f" ({len(result['skipped'])} already assigned for this task, skipped)" if result["skipped"] else ""
         messages.success(request, f"{result['assigned']} image(s) assigned to {data['assignee'].username}{skipped}.")
     elif action == "items":
@@ -292,8 +367,11 @@ def _assign_post(request, benchmark) -> None:
         report = services.assign_evenly(benchmark, tasks=data["tasks"], assignees=list(data["assignees"]), user=request.user)
         total = sum(r["assigned"] for r in report.values())
         short = [f"{slug} ({r['short']} short)" for slug, r in report.items() if r["short"]]
-        messages.success(request, f"{total} image(s) assigned evenly." + (
-            " Not enough accepted images tagged for: " + ", ".join(short) + "." if short else ""))
+        messages.success(
+            request,
+            f"{total} image(s) assigned evenly."
+            + (" Not enough accepted images tagged for: " + ", ".join(short) + "." if short else ""),
+        )
     elif data["action"] == "reassign":
         n = services.reassign(benchmark, assignment_ids=data["assignments"], assignee=data["assignee"], user=request.user)
         messages.success(request, f"{n} assignment(s) moved to {data['assignee'].username}.")

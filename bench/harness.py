@@ -38,7 +38,9 @@ REPLY = '{"rating": 7, "reason": "mostly right, one detail missing"}'
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0", "--latency", str(latency), "--reply", REPLY],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     url = process.stdout.readline().strip()
     if not url.startswith("http"):
@@ -64,18 +66,30 @@ def server_requests(url: str) -> int:
 def write_inputs(folder: Path, count: int, url: str, concurrency: int) -> tuple[Path, Path, Path]:
     release = folder / "release"
     release.mkdir()
-    with (release / "items.jsonl").open("w", encoding="utf-8") as items, (folder / "model.jsonl").open("w", encoding="utf-8") as preds:
+    with (
+        (release / "items.jsonl").open("w", encoding="utf-8") as items,
+        (folder / "model.jsonl").open("w", encoding="utf-8") as preds,
+    ):
         for index in range(count):
             seed = f"q{index // 5}"
             item_id = seed if index % 5 == 0 else f"{seed}-r{index % 5}"
-            items.write(json.dumps({
-                "id": item_id, "seed_id": None if index % 5 == 0 else seed,
-                "question": f"Question {index}: how many red cars are parked on the left side of the street?",
-                "task": ["Counting", "OCR", "Reasoning", "Description", "Chart"][index % 5], "category": "Perception",
-                "reference_answer": f"There are {index % 7} red cars on the left, next to a bus stop sign.",
-            }) + "\n")
-            preds.write(json.dumps({"id": item_id, "model": "bench-model",
-                                    "answer": f"I count {index % 9} red cars on the left side."}) + "\n")
+            items.write(
+                json.dumps(
+                    {
+                        "id": item_id,
+                        "seed_id": None if index % 5 == 0 else seed,
+                        "question": f"Question {index}: how many red cars are parked on the left side of the street?",
+                        "task": ["Counting", "OCR", "Reasoning", "Description", "Chart"][index % 5],
+                        "category": "Perception",
+                        "reference_answer": f"There are {index % 7} red cars on the left, next to a bus stop sign.",
+                    }
+                )
+                + "\n"
+            )
+            preds.write(
+                json.dumps({"id": item_id, "model": "bench-model", "answer": f"I count {index % 9} red cars on the left side."})
+                + "\n"
+            )
     models = folder / "models.toml"
     models.write_text(
         f'[models.judge]\nprovider = "openai"\nbase_url = "{url}/v1"\nmodel = "judge"\n'
@@ -87,9 +101,25 @@ def write_inputs(folder: Path, count: int, url: str, concurrency: int) -> tuple[
 
 def judge(release: Path, predictions: Path, models: Path, cache: Path, out: Path, workers: str = "auto") -> tuple[float, dict]:
     started = time.perf_counter()
-    code = harness_main(["judge", "--release", str(release), "--models", str(models), "--cache", str(cache),
-                         "--judge", "judge", "--predictions", str(predictions), "--out", str(out),
-                         "--workers", str(workers)])
+    code = harness_main(
+        [
+            "judge",
+            "--release",
+            str(release),
+            "--models",
+            str(models),
+            "--cache",
+            str(cache),
+            "--judge",
+            "judge",
+            "--predictions",
+            str(predictions),
+            "--out",
+            str(out),
+            "--workers",
+            str(workers),
+        ]
+    )
     elapsed = time.perf_counter() - started
     if code != 0:
         raise SystemExit(f"harness judge exited with {code}")
@@ -106,16 +136,32 @@ def baseline(release: Path, predictions: Path, models: Path, cache: Path, ideal:
     answers = load_predictions(predictions, loaded).answers
     prompts = Prompts()
     template = prompts.get("pointwise")
-    requests = [[{"role": "user", "content": template.render(
-        task=item.task, task_rule=prompts.task_rule(item.task), history="", question_type="",
-        question=item.question, reference=item.reference_answer, answer=answers[item.id])}] for item in loaded.items]
+    requests = [
+        [
+            {
+                "role": "user",
+                "content": template.render(
+                    task=item.task,
+                    task_rule=prompts.task_rule(item.task),
+                    history="",
+                    question_type="",
+                    question=item.question,
+                    reference=item.reference_answer,
+                    answer=answers[item.id],
+                ),
+            }
+        ]
+        for item in loaded.items
+    ]
     client = LLMClient(load_endpoints(models), ResponseCache(cache))
     started = time.perf_counter()
     cpu = time.process_time()
     client.chat_many("judge", requests)
     elapsed = time.perf_counter() - started
-    return (f"LLMClient.chat_many alone, same {len(requests)} prompts, cache on, 1 process: {elapsed:.2f} s "
-            f"({elapsed / ideal:.2f}x ideal), {1000 * (time.process_time() - cpu) / len(requests):.2f} ms CPU per call")
+    return (
+        f"LLMClient.chat_many alone, same {len(requests)} prompts, cache on, 1 process: {elapsed:.2f} s "
+        f"({elapsed / ideal:.2f}x ideal), {1000 * (time.process_time() - cpu) / len(requests):.2f} ms CPU per call"
+    )
 
 
 def main() -> None:
@@ -141,18 +187,22 @@ def main() -> None:
                 judged = results["models"]["bench-model"]["judged"]
                 client_cpu2, server_cpu2 = cpu_seconds(process.pid)
                 processes = auto_workers(args.judgments, args.concurrency) if workers == "auto" else workers
-                print(f"judge, --workers {workers} ({processes} process(es)): {judged} judgments in {elapsed:.2f} s = {judged / elapsed:.0f}/s; "
-                      f"ideal {args.judgments} x {args.latency} s / {args.concurrency} = {ideal:.2f} s; "
-                      f"ratio {elapsed / ideal:.2f}x (target <= 1.30x); server saw {server_requests(url) - before} requests; "
-                      f"CPU: harness {client_cpu2 - client_cpu:.1f} s, server {server_cpu2 - server_cpu:.1f} s; "
-                      f"load average at start {load:.1f} on {os.cpu_count()} cores")
+                print(
+                    f"judge, --workers {workers} ({processes} process(es)): {judged} judgments in {elapsed:.2f} s = {judged / elapsed:.0f}/s; "
+                    f"ideal {args.judgments} x {args.latency} s / {args.concurrency} = {ideal:.2f} s; "
+                    f"ratio {elapsed / ideal:.2f}x (target <= 1.30x); server saw {server_requests(url) - before} requests; "
+                    f"CPU: harness {client_cpu2 - client_cpu:.1f} s, server {server_cpu2 - server_cpu:.1f} s; "
+                    f"load average at start {load:.1f} on {os.cpu_count()} cores"
+                )
             before = server_requests(url)
             elapsed2, results2 = judge(release, predictions, models, cache, folder / "rerun")
             calls = results2["run"]["usage"]["calls"]
-            print(f"cached rerun (new output folder): {elapsed2:.2f} s, judge calls {calls} (target 0), "
-                  f"cache hits {results2['run']['usage']['cache_hits']}, "
-                  f"server requests during rerun {server_requests(url) - before}, "
-                  f"same results: {results2['models'] == results['models']}")
+            print(
+                f"cached rerun (new output folder): {elapsed2:.2f} s, judge calls {calls} (target 0), "
+                f"cache hits {results2['run']['usage']['cache_hits']}, "
+                f"server requests during rerun {server_requests(url) - before}, "
+                f"same results: {results2['models'] == results['models']}"
+            )
             print(baseline(release, predictions, models, folder / "baseline.sqlite", ideal))
     finally:
         process.terminate()

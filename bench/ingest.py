@@ -96,12 +96,16 @@ def bench_hashing(count: int, passes: int, rng: np.random.Generator) -> bool:
     all_distances: list[int] = []
     for size in SIZES:
         files = [photo_like_jpeg(rng, size) for _ in range(count)]
-        cpu, wall, results = timed_in_turns({
-            "imagehash": reference_phash,
-            "ours": perceptual_hashes,
-            "ingest": analyse_image,
-            "thumb": lambda d: analyse_image(d, thumbnail_size=THUMBNAIL_PX),
-        }, files, passes)
+        cpu, wall, results = timed_in_turns(
+            {
+                "imagehash": reference_phash,
+                "ours": perceptual_hashes,
+                "ingest": analyse_image,
+                "thumb": lambda d: analyse_image(d, thumbnail_size=THUMBNAIL_PX),
+            },
+            files,
+            passes,
+        )
         distances = [hamming(r, phash) for r, (phash, _dhash) in zip(results["imagehash"], results["ours"])]
         all_distances += distances
         speedup = cpu["imagehash"] / cpu["ours"]

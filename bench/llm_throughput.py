@@ -35,9 +35,20 @@ TARGET_RATIO = 0.8
 class FakeServerProcess:
     def __init__(self, latency: float):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0", "--latency", str(latency),
-             "--reply", "The answer is B, because the chart's tallest bar is the second one."],
-            cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "tests.fakes.llm_server",
+                "--port",
+                "0",
+                "--latency",
+                str(latency),
+                "--reply",
+                "The answer is B, because the chart's tallest bar is the second one.",
+            ],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         self.url = self.process.stdout.readline().strip()
         if not self.url.startswith("http://"):
@@ -68,13 +79,21 @@ def run(client: LLMClient, name: str, batch: list[list[dict]]) -> float:
 
 
 def bench_provider(server: FakeServerProcess, provider: str, args) -> bool:
-    endpoint = Endpoint(name=provider, provider=provider, model=f"bench-{provider}", api_key_env=KEY_ENV,
-                        base_url=server.url + {"openai": "/v1", "zhipuai": "/api/paas/v4"}[provider],
-                        max_concurrency=args.concurrency, timeout=30)
+    endpoint = Endpoint(
+        name=provider,
+        provider=provider,
+        model=f"bench-{provider}",
+        api_key_env=KEY_ENV,
+        base_url=server.url + {"openai": "/v1", "zhipuai": "/api/paas/v4"}[provider],
+        max_concurrency=args.concurrency,
+        timeout=30,
+    )
     ideal = args.concurrency / args.latency
     sdk = "openai" if provider == "openai" else glm_sdk()[0].__module__.split(".")[0]
-    print(f"{provider} provider ({sdk} SDK), {args.calls} calls, concurrency {args.concurrency}, latency {args.latency * 1000:.0f} ms "
-          f"(ideal {ideal:.0f} calls/s):")
+    print(
+        f"{provider} provider ({sdk} SDK), {args.calls} calls, concurrency {args.concurrency}, latency {args.latency * 1000:.0f} ms "
+        f"(ideal {ideal:.0f} calls/s):"
+    )
 
     with LLMClient({provider: endpoint}) as client:
         run(client, provider, requests_for(args.concurrency, "warm-up"))  # SDK import, connections
@@ -86,9 +105,11 @@ def bench_provider(server: FakeServerProcess, provider: str, args) -> bool:
     achieved = args.calls / elapsed
     ratio = achieved / ideal
     ok = ratio >= TARGET_RATIO and stats["max_in_flight"] <= args.concurrency
-    print(f"    cache off: {achieved:6.1f} calls/s = {ratio:5.1%} of ideal (target >= {TARGET_RATIO:.0%}); "
-          f"{stats['requests'] - before} HTTP requests; max in flight at the server {stats['max_in_flight']} "
-          f"(limit {args.concurrency}); client CPU {cpu_per_call * 1000:.2f} ms/call")
+    print(
+        f"    cache off: {achieved:6.1f} calls/s = {ratio:5.1%} of ideal (target >= {TARGET_RATIO:.0%}); "
+        f"{stats['requests'] - before} HTTP requests; max in flight at the server {stats['max_in_flight']} "
+        f"(limit {args.concurrency}); client CPU {cpu_per_call * 1000:.2f} ms/call"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         cache_path = Path(tmp) / "llm-cache.sqlite3"
@@ -102,8 +123,10 @@ def bench_provider(server: FakeServerProcess, provider: str, args) -> bool:
             usage = client.usage[provider]
         http_requests = server.stats()["requests"] - before
     ok = ok and http_requests == 0 and usage["calls"] == 0
-    print(f"    cached re-run (new client, same cache file): {http_requests} HTTP requests (must be 0), "
-          f"{usage['cache_hits']} cache hits, {args.calls / elapsed:,.0f} calls/s")
+    print(
+        f"    cached re-run (new client, same cache file): {http_requests} HTTP requests (must be 0), "
+        f"{usage['cache_hits']} cache hits, {args.calls / elapsed:,.0f} calls/s"
+    )
     return ok
 
 

@@ -82,34 +82,66 @@ def fill(n_items: int) -> dict[str, dict]:
     researcher, _ = create_or_update_user("lead", "researcher", benchmarks=[benchmark])
     people = [create_or_update_user(f"annotator{n:02d}", "annotator", benchmarks=[benchmark])[0] for n in range(ANNOTATORS)]
     tasks = list(benchmark.tasks.all())
-    images = Image.objects.bulk_create([
-        Image(benchmark=benchmark, file=f"images/load/{n}.jpg", sha256=f"{n:064x}", md5=f"{n:032x}", phash=n, dhash=n,
-              width=1024, height=768, format="JPEG", file_size=100_000, status="accepted")
-        for n in range(max(1, n_items // 5))
-    ])
+    images = Image.objects.bulk_create(
+        [
+            Image(
+                benchmark=benchmark,
+                file=f"images/load/{n}.jpg",
+                sha256=f"{n:064x}",
+                md5=f"{n:032x}",
+                phash=n,
+                dhash=n,
+                width=1024,
+                height=768,
+                format="JPEG",
+                file_size=100_000,
+                status="accepted",
+            )
+            for n in range(max(1, n_items // 5))
+        ]
+    )
     rng = random.Random(7)
     items = []
     for n in range(n_items):
         kind = ("single_turn", "single_turn", "multi_turn", "mcq")[n % 4]
-        items.append(Item(
-            benchmark=benchmark, task=tasks[n % len(tasks)], kind=kind, question=f"Question {n}: what is shown in the image? " * 3,
-            history=[{"role": "user", "content": "Describe it."}, {"role": "assistant", "content": "A street market." * 5}] if kind == "multi_turn" else [],
-            choices=["one", "two", "three", "four"] if kind == "mcq" else [], answer="B" if kind == "mcq" else "",
-            reference_answer="A detailed reference answer. " * 20, description="A long description. " * 10,
-            author=people[n % ANNOTATORS], assignee=people[n % ANNOTATORS], status=rng.choice(["draft", "draft", "answered", "accepted"]),
-        ))
+        items.append(
+            Item(
+                benchmark=benchmark,
+                task=tasks[n % len(tasks)],
+                kind=kind,
+                question=f"Question {n}: what is shown in the image? " * 3,
+                history=[{"role": "user", "content": "Describe it."}, {"role": "assistant", "content": "A street market." * 5}]
+                if kind == "multi_turn"
+                else [],
+                choices=["one", "two", "three", "four"] if kind == "mcq" else [],
+                answer="B" if kind == "mcq" else "",
+                reference_answer="A detailed reference answer. " * 20,
+                description="A long description. " * 10,
+                author=people[n % ANNOTATORS],
+                assignee=people[n % ANNOTATORS],
+                status=rng.choice(["draft", "draft", "answered", "accepted"]),
+            )
+        )
     Item.objects.bulk_create(items, batch_size=1000)
-    ItemImage.objects.bulk_create([ItemImage(item=item, image=images[n % len(images)], order=0) for n, item in enumerate(items)], batch_size=2000)
-    Criterion.objects.bulk_create([Criterion(item=item, order=k, kind="soft", text=f"criterion {k}") for item in items for k in (1, 2)], batch_size=2000)
-    ItemRevision.objects.bulk_create([ItemRevision(item=item, version=1, snapshot={}, action="created", changed_by=item.author)
-                                      for item in items], batch_size=2000)
+    ItemImage.objects.bulk_create(
+        [ItemImage(item=item, image=images[n % len(images)], order=0) for n, item in enumerate(items)], batch_size=2000
+    )
+    Criterion.objects.bulk_create(
+        [Criterion(item=item, order=k, kind="soft", text=f"criterion {k}") for item in items for k in (1, 2)], batch_size=2000
+    )
+    ItemRevision.objects.bulk_create(
+        [ItemRevision(item=item, version=1, snapshot={}, action="created", changed_by=item.author) for item in items],
+        batch_size=2000,
+    )
     by_person: dict[int, list[Item]] = {}
     for item in items:
         by_person.setdefault(item.author_id, []).append(item)
     assignments = []
     for person in people:
         drafts = [i for i in by_person[person.pk] if i.status == "draft"][:OPEN_PER_ANNOTATOR]
-        assignments += [Assignment(benchmark=benchmark, assignee=person, task=i.task, item=i, assigned_by=researcher) for i in drafts]
+        assignments += [
+            Assignment(benchmark=benchmark, assignee=person, task=i.task, item=i, assigned_by=researcher) for i in drafts
+        ]
     Assignment.objects.bulk_create(assignments)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # fresh planner statistics, as autovacuum would give a live database
@@ -122,17 +154,30 @@ def fill(n_items: int) -> dict[str, dict]:
         session[HASH_SESSION_KEY] = person.get_session_auth_hash()
         session.create()
         clients[person.username] = {"cookie": session.session_key, "items": [i.pk for i in by_person[person.pk]]}
-    print(f"filled: {Item.objects.count()} items, {Image.objects.count()} images, {Assignment.objects.count()} open assignments, "
-          f"{len(people)} annotators")
+    print(
+        f"filled: {Item.objects.count()} items, {Image.objects.count()} images, {Assignment.objects.count()} open assignments, "
+        f"{len(people)} annotators"
+    )
     return clients
 
 
 def serve(port: int, workers: int, env: dict) -> subprocess.Popen:
     gunicorn = Path(sys.executable).with_name("gunicorn")
     proc = subprocess.Popen(
-        [str(gunicorn), "benchforge.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-         "--worker-class", "sync", "--log-level", "warning"],
-        cwd=REPO, env=env,
+        [
+            str(gunicorn),
+            "benchforge.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--worker-class",
+            "sync",
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -251,8 +296,16 @@ def main() -> int:
     except psycopg2.OperationalError as exc:
         print(f"SKIPPED: this benchmark needs Postgres (BENCH_POSTGRES_URL={ADMIN_URL}): {str(exc).strip()}")
         return 0
-    env = dict(os.environ, DATABASE_URL=database_url(name), DJANGO_SETTINGS_MODULE="benchforge.settings", DEBUG="false",
-               SECRET_KEY=secrets.token_urlsafe(40), ALLOWED_HOSTS="127.0.0.1", DB_CONN_MAX_AGE="60", LOG_LEVEL="WARNING")
+    env = dict(
+        os.environ,
+        DATABASE_URL=database_url(name),
+        DJANGO_SETTINGS_MODULE="benchforge.settings",
+        DEBUG="false",
+        SECRET_KEY=secrets.token_urlsafe(40),
+        ALLOWED_HOSTS="127.0.0.1",
+        DB_CONN_MAX_AGE="60",
+        LOG_LEVEL="WARNING",
+    )
     os.environ.update(env)
     server = None
     try:
@@ -261,14 +314,21 @@ def main() -> int:
         before = ", ".join(f"{x:.1f}" for x in os.getloadavg())  # other work on the machine skews the numbers
         server = serve(port, args.workers, env)
         cpu_before = {}
-        timings = load(port, clients, args.clients, args.seconds, on_start=lambda: cpu_before.update(
-            zip(("web", "db"), map(cpu_seconds, server_pids(server.pid, name)))))
+        timings = load(
+            port,
+            clients,
+            args.clients,
+            args.seconds,
+            on_start=lambda: cpu_before.update(zip(("web", "db"), map(cpu_seconds, server_pids(server.pid, name)))),
+        )
         workers, backends = server_pids(server.pid, name)
         total = sum(len(v) for v in timings.values())
         web_ms = 1000 * (cpu_seconds(workers) - cpu_before.get("web", 0)) / max(total, 1)
         db_ms = 1000 * (cpu_seconds(backends) - cpu_before.get("db", 0)) / max(total, 1)
-        print(f"gunicorn {args.workers} sync workers, {args.clients} clients, {args.seconds:.0f} s, {os.cpu_count()} CPUs "
-              f"(load average before the run: {before}): {total} requests, {total / args.seconds:.0f} req/s")
+        print(
+            f"gunicorn {args.workers} sync workers, {args.clients} clients, {args.seconds:.0f} s, {os.cpu_count()} CPUs "
+            f"(load average before the run: {before}): {total} requests, {total / args.seconds:.0f} req/s"
+        )
         ok = True
         for page, values in timings.items():
             if not values:
@@ -277,10 +337,14 @@ def main() -> int:
                 continue
             p95 = percentile(values, 95)
             ok &= p95 < 200
-            print(f"{page:>6}: n={len(values):5d}  p50 {statistics.median(values):6.1f} ms  p95 {p95:6.1f} ms  "
-                  f"p99 {percentile(values, 99):6.1f} ms  max {max(values):6.1f} ms  (target p95 < 200 ms)")
-        print(f"server CPU per request: {web_ms:.1f} ms in gunicorn workers + {db_ms:.1f} ms in Postgres "
-              f"(so at most ~{(os.cpu_count() or 1) * 1000 / max(web_ms + db_ms, 0.1):.0f} req/s on this machine if nothing else ran)")
+            print(
+                f"{page:>6}: n={len(values):5d}  p50 {statistics.median(values):6.1f} ms  p95 {p95:6.1f} ms  "
+                f"p99 {percentile(values, 99):6.1f} ms  max {max(values):6.1f} ms  (target p95 < 200 ms)"
+            )
+        print(
+            f"server CPU per request: {web_ms:.1f} ms in gunicorn workers + {db_ms:.1f} ms in Postgres "
+            f"(so at most ~{(os.cpu_count() or 1) * 1000 / max(web_ms + db_ms, 0.1):.0f} req/s on this machine if nothing else ran)"
+        )
         print("target met" if ok else "TARGET MISSED")
         return 0 if ok else 1
     finally:

@@ -28,7 +28,11 @@ def exception_handler(exc, context):
 
 def _flatten_errors(errors, prefix: str = "") -> list[str]:
     if isinstance(errors, dict):
-        return [m for key, value in errors.items() for m in _flatten_errors(value, f"{prefix}{key}" if not prefix else f"{prefix}[{key}]")]
+        return [
+            m
+            for key, value in errors.items()
+            for m in _flatten_errors(value, f"{prefix}{key}" if not prefix else f"{prefix}[{key}]")
+        ]
     if isinstance(errors, list):
         return [m for value in errors for m in _flatten_errors(value, prefix)]
     text = str(errors).rstrip(".")
@@ -92,8 +96,12 @@ class TokenScheme(OpenApiAuthenticationExtension):
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "header", "name": "Authorization",
-                "description": "`Token <token>`, from POST /api/v1/auth/token/ (tokens expire)."}
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Token <token>`, from POST /api/v1/auth/token/ (tokens expire).",
+        }
 
 
 urlpatterns = [

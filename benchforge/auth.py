@@ -36,8 +36,10 @@ def _cooloff_minutes() -> int:
 
 
 def lockout_message() -> str:
-    return (f"Too many failed logins for this account or from this address. Try again in {_cooloff_minutes()} "
-            "minutes, or ask a researcher to lift the lockout (page 'Locked logins').")
+    return (
+        f"Too many failed logins for this account or from this address. Try again in {_cooloff_minutes()} "
+        "minutes, or ask a researcher to lift the lockout (page 'Locked logins')."
+    )
 
 
 def lockout_response(request, original_response=None, credentials=None):
@@ -73,8 +75,11 @@ class ThrottledTokenAuthentication(TokenAuthentication):
         key = f"benchforge:token-failures:{client_ip(request)}"
         window = settings.BENCHFORGE_TOKEN_FAILURE_WINDOW
         if cache.get(key, 0) >= settings.BENCHFORGE_TOKEN_FAILURE_LIMIT:
-            raise Throttled(wait=window, detail="Too many invalid API tokens from this address; wait and try again "
-                                                "with a valid token (POST /api/v1/auth/token/ gives a new one).")
+            raise Throttled(
+                wait=window,
+                detail="Too many invalid API tokens from this address; wait and try again "
+                "with a valid token (POST /api/v1/auth/token/ gives a new one).",
+            )
         try:
             if len(auth) == 2 and not TOKEN_PATTERN.fullmatch(auth[1]):
                 raise AuthenticationFailed("Invalid token.")
@@ -90,15 +95,19 @@ class ThrottledTokenAuthentication(TokenAuthentication):
 
 # ---- lockouts a researcher can see and lift ------------------------------------------------------
 
+
 def active_lockouts() -> list[dict]:
     """Usernames and addresses locked now (failures summed the way axes counts them), newest first:
     [{"kind": "username"|"address", "value", "failures", "last_attempt"}]."""
     recent = AccessAttempt.objects.filter(attempt_time__gte=timezone.now() - settings.AXES_COOLOFF_TIME)
     rows = []
     for kind, field in (("username", "username"), ("address", "ip_address")):
-        grouped = (recent.exclude(**{field: None}).values(field)
-                   .annotate(failures=Sum("failures_since_start"), last_attempt=Max("attempt_time"))
-                   .filter(failures__gte=settings.AXES_FAILURE_LIMIT))
+        grouped = (
+            recent.exclude(**{field: None})
+            .values(field)
+            .annotate(failures=Sum("failures_since_start"), last_attempt=Max("attempt_time"))
+            .filter(failures__gte=settings.AXES_FAILURE_LIMIT)
+        )
         rows += [{"kind": kind, "value": g[field], "failures": g["failures"], "last_attempt": g["last_attempt"]} for g in grouped]
     return sorted(rows, key=lambda r: r["last_attempt"], reverse=True)
 

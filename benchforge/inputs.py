@@ -77,6 +77,7 @@ class IdConverter:
 
 # ---- JSON bodies --------------------------------------------------------------------------------
 
+
 def _bounded_int(text: str) -> int:
     if len(text.lstrip("-")) > 19 or not -MAX_ID - 1 <= int(text) <= MAX_ID:
         raise ValueError(f"the number {text[:30]}{'...' if len(text) > 30 else ''} is outside the 64-bit range")
@@ -133,6 +134,7 @@ class CheckedJSONParser(JSONParser):
 
 
 # ---- uploads --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class UploadLimits:
@@ -206,9 +208,13 @@ class SizeGuardHandler(FileUploadHandler):
     def receive_data_chunk(self, raw_data, start):
         self.received += len(raw_data)
         if self.received > self.per_file:
-            self.request.refused_uploads.append(RefusedUpload(
-                self.position, self.file_name or "upload",
-                f"the file is too large: the limit is {_mb(self.per_file)} per file; not uploaded"))
+            self.request.refused_uploads.append(
+                RefusedUpload(
+                    self.position,
+                    self.file_name or "upload",
+                    f"the file is too large: the limit is {_mb(self.per_file)} per file; not uploaded",
+                )
+            )
             raise SkipFile()
         return raw_data
 
@@ -240,8 +246,12 @@ class RequestGuardMiddleware:
         except ValueError:
             length = 0
         if length > limits.per_request:
-            return domain_error_response(request, TooLarge(
-                f"The request is {_mb(length)}; this page accepts at most {_mb(limits.per_request)}. Nothing was uploaded."))
+            return domain_error_response(
+                request,
+                TooLarge(
+                    f"The request is {_mb(length)}; this page accepts at most {_mb(limits.per_request)}. Nothing was uploaded."
+                ),
+            )
         request.refused_uploads = []
         if request.method == "POST" and request.content_type == "multipart/form-data":
             request.upload_handlers.insert(0, SizeGuardHandler(request, limits.per_file))
@@ -250,14 +260,21 @@ class RequestGuardMiddleware:
             except MultiPartParserError as exc:
                 return domain_error_response(request, BadInput(f"The upload is not a well-formed multipart body ({exc})."))
             if limits.all_or_nothing and request.refused_uploads:
-                return domain_error_response(request, TooLarge(
-                    " ".join(f"{r.name}: {r.message}." for r in request.refused_uploads)))
-        for where, data in (("query string", request.GET),
-                            ("form", request.POST if request.content_type in FORM_TYPES else QueryDict())):
+                return domain_error_response(
+                    request, TooLarge(" ".join(f"{r.name}: {r.message}." for r in request.refused_uploads))
+                )
+        for where, data in (
+            ("query string", request.GET),
+            ("form", request.POST if request.content_type in FORM_TYPES else QueryDict()),
+        ):
             for key, values in data.lists():
                 if "\x00" in key or any("\x00" in v for v in values):
-                    return domain_error_response(request, BadInput(
-                        f"The {where} field '{key.replace(chr(0), '')[:40]}' contains a NUL character, which is never valid text."))
+                    return domain_error_response(
+                        request,
+                        BadInput(
+                            f"The {where} field '{key.replace(chr(0), '')[:40]}' contains a NUL character, which is never valid text."
+                        ),
+                    )
         return None
 
 

@@ -95,8 +95,9 @@ class PinnedTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-def download(client: httpx.Client, url: str, *, max_bytes: int, deadline_seconds: float | None = None,
-             content_prefix: str = "image/") -> bytes:
+def download(
+    client: httpx.Client, url: str, *, max_bytes: int, deadline_seconds: float | None = None, content_prefix: str = "image/"
+) -> bytes:
     """GET `url` with a client from `download_client()`, following at most MAX_REDIRECTS redirects
     (each hop checked by its transport); refuse a wrong content type or more than `max_bytes`;
     stop at the deadline. Raises DomainError."""
@@ -133,8 +134,10 @@ def _read_body(response: httpx.Response, max_bytes: int, deadline: float, deadli
         if size > max_bytes:
             raise DomainError(f"The download exceeded the {max_bytes / 1e6:.0f} MB limit; stopped.")
         if time.monotonic() > deadline:
-            raise DomainError(f"The download took longer than {deadline_seconds:.0f} s; stopped "
-                              f"({size} bytes received). The server is too slow, or sends very slowly on purpose.")
+            raise DomainError(
+                f"The download took longer than {deadline_seconds:.0f} s; stopped "
+                f"({size} bytes received). The server is too slow, or sends very slowly on purpose."
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -144,6 +147,10 @@ def download_client(*, allow_private: bool | None = None) -> httpx.Client:
     hand (each hop checked), short timeouts. Private addresses only when the operator allows them."""
     if allow_private is None:
         allow_private = settings.BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE
-    return httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT), follow_redirects=False,
-                        headers={"User-Agent": USER_AGENT}, trust_env=False,
-                        transport=PinnedTransport(allow_private=allow_private))
+    return httpx.Client(
+        timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
+        follow_redirects=False,
+        headers={"User-Agent": USER_AGENT},
+        trust_env=False,
+        transport=PinnedTransport(allow_private=allow_private),
+    )

@@ -40,13 +40,16 @@ def user_role(user) -> str | None:
 def _user_with_role_sql() -> str:
     """One row: the user's columns plus role_name, their highest role (NULL without one)."""
     user_model = get_user_model()
-    users, links, groups = (connection.ops.quote_name(model._meta.db_table)
-                            for model in (user_model, user_model.groups.through, Group))
+    users, links, groups = (
+        connection.ops.quote_name(model._meta.db_table) for model in (user_model, user_model.groups.through, Group)
+    )
     rank = " ".join(f"WHEN '{name}' THEN {n}" for name, n in _RANK.items())  # our constants, never input
     placeholders = ", ".join(["%s"] * len(ROLES))
-    return (f"SELECT u.*, (SELECT g.name FROM {groups} g JOIN {links} ug ON ug.group_id = g.id "
-            f"WHERE ug.user_id = u.id AND g.name IN ({placeholders}) ORDER BY CASE g.name {rank} END DESC LIMIT 1) "
-            f"AS role_name FROM {users} u WHERE u.id = %s")
+    return (
+        f"SELECT u.*, (SELECT g.name FROM {groups} g JOIN {links} ug ON ug.group_id = g.id "
+        f"WHERE ug.user_id = u.id AND g.name IN ({placeholders}) ORDER BY CASE g.name {rank} END DESC LIMIT 1) "
+        f"AS role_name FROM {users} u WHERE u.id = %s"
+    )
 
 
 class RoleModelBackend(ModelBackend):

@@ -108,11 +108,13 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Several request threads and jobs share one SQLite file. WAL lets readers go on while one
     # writes; IMMEDIATE makes every transaction take the write lock when it begins, so a second
     # writer waits (up to the timeout) instead of failing halfway with "database is locked".
-    DATABASES["default"].setdefault("OPTIONS", {}).update({
-        "timeout": 30,
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    })
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -159,8 +161,11 @@ if not DEBUG:
 
 # Throttle counters and lockout state live in the cache: set CACHE_URL (redis://...) when
 # several web processes serve the app, so they share them.
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
-          if os.environ.get("CACHE_URL") else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
+    if os.environ.get("CACHE_URL")
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

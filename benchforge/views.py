@@ -10,6 +10,7 @@ from .roles import RESEARCHER, role_required
 
 # ---- login lockouts ------------------------------------------------------------------------------
 
+
 @role_required(RESEARCHER)
 def lockouts(request):
     """Researchers: usernames and addresses locked after repeated failed logins, and lifting them."""
@@ -18,9 +19,15 @@ def lockouts(request):
         removed = lift_lockout(username=value if kind == "username" else "", ip_address=value if kind == "address" else "")
         messages.success(request, f"Lockout of {kind} '{value}' lifted ({removed} record(s) cleared).")
         return redirect("lockouts")
-    return render(request, "benchforge/lockouts.html", {
-        "rows": active_lockouts(), "limit": settings.AXES_FAILURE_LIMIT, "cooloff": settings.AXES_COOLOFF_TIME,
-    })
+    return render(
+        request,
+        "benchforge/lockouts.html",
+        {
+            "rows": active_lockouts(),
+            "limit": settings.AXES_FAILURE_LIMIT,
+            "cooloff": settings.AXES_COOLOFF_TIME,
+        },
+    )
 
 
 # ---- error pages: JSON under /api/, a page with navigation and the reason elsewhere ---------------
@@ -30,10 +37,12 @@ ERROR_TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found"}
 
 def _error(request, status: int, reason: str):
     if request.path_info.startswith("/api/"):
-        return JsonResponse({"detail": reason, "code": {400: "bad_request", 403: "forbidden", 404: "not_found"}[status]},
-                            status=status)
-    return render(request, "errors/error.html", {"status": status, "title": ERROR_TITLES[status], "reason": reason},
-                  status=status)
+        return JsonResponse(
+            {"detail": reason, "code": {400: "bad_request", 403: "forbidden", 404: "not_found"}[status]}, status=status
+        )
+    return render(
+        request, "errors/error.html", {"status": status, "title": ERROR_TITLES[status], "reason": reason}, status=status
+    )
 
 
 def bad_request(request, exception=None):
@@ -52,7 +61,13 @@ def page_not_found(request, exception=None):
 def server_error(request):
     """Rendered without the request's context processors: the failure may be the database."""
     if request.path_info.startswith("/api/"):
-        return JsonResponse({"detail": "Server error: the request could not be finished. Try again; if it persists, "
-                                       "report the time of the request.", "code": "server_error"}, status=500)
+        return JsonResponse(
+            {
+                "detail": "Server error: the request could not be finished. Try again; if it persists, "
+                "report the time of the request.",
+                "code": "server_error",
+            },
+            status=500,
+        )
     body = loader.get_template("errors/500.html").render({"when": timezone.now().strftime("%Y-%m-%d %H:%M:%S")})
     return HttpResponse(body, status=500)

@@ -46,8 +46,11 @@ class BenchmarkList(generics.ListCreateAPIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         benchmark = services.create_benchmark(
-            name=data["name"], slug=data.get("slug", ""), description=data.get("description", ""),
-            user=request.user, preset=data.get("preset", ""),
+            name=data["name"],
+            slug=data.get("slug", ""),
+            description=data.get("description", ""),
+            user=request.user,
+            preset=data.get("preset", ""),
         )
         return Response(self.get_serializer(benchmark).data, status=status.HTTP_201_CREATED)
 
@@ -115,8 +118,11 @@ class ImageListUpload(generics.ListAPIView):
             raise ValidationError({"status": f"Unknown status '{state}'; use one of {', '.join(Image.Status.values)}."})
         if task and not benchmark.tasks.filter(slug=task).exists():
             raise ValidationError({"task": f"No task '{task}' in this benchmark."})
-        return images_of(benchmark, status=state, task=task, flag=flag).select_related("collected_by").prefetch_related(
-            "contamination_matches__known_set")
+        return (
+            images_of(benchmark, status=state, task=task, flag=flag)
+            .select_related("collected_by")
+            .prefetch_related("contamination_matches__known_set")
+        )
 
     def post(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
@@ -124,15 +130,19 @@ class ImageListUpload(generics.ListAPIView):
         files = request.FILES.getlist("files") or request.FILES.getlist("file")
         if refused and not files:  # every file was over the limit: say so for each
             return Response({"results": [{"name": r.name, "outcome": "error", "message": r.message} for r in refused]})
-        data = {"files": files,
-                "tasks": request.data.getlist("tasks"), "source": request.data.get("source", ""),
-                "license": request.data.get("license", "")}
+        data = {
+            "files": files,
+            "tasks": request.data.getlist("tasks"),
+            "source": request.data.get("source", ""),
+            "license": request.data.get("license", ""),
+        }
         serializer = ImageUploadSerializer(data=data)
         serializer.is_valid(raise_exception=True)
         values = serializer.validated_data
         tasks = services.tasks_by_slugs(benchmark, values["tasks"])
-        results = services.ingest_uploads(benchmark, values["files"], user=request.user, tasks=tasks,
-                                          source=values["source"], license=values["license"])
+        results = services.ingest_uploads(
+            benchmark, values["files"], user=request.user, tasks=tasks, source=values["source"], license=values["license"]
+        )
         for r in refused:  # in the order the files were sent, as the uploader expects
             results.insert(r.position, {"name": r.name, "outcome": "error", "message": r.message})
         added = any(r["outcome"] == "added" for r in results)
@@ -161,16 +171,26 @@ class ImageScreen(generics.GenericAPIView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         values = serializer.validated_data
-        changed = services.screen_images(benchmark, values["ids"], action=values["action"], user=request.user,
-                                         reason=values["reason"], note=values["note"])
+        changed = services.screen_images(
+            benchmark, values["ids"], action=values["action"], user=request.user, reason=values["reason"], note=values["note"]
+        )
         images = Image.objects.filter(benchmark=benchmark, pk__in=values["ids"]).order_by("pk")
-        return Response({
-            "changed": changed,
-            "images": [{"id": i.pk, "status": i.status, "reject_reason": i.reject_reason,
+        return Response(
+            {
+                "changed": changed,
+                "images": [
+                    {
+                        "id": i.pk,
+                        "status": i.status,
+                        "reject_reason": i.reject_reason,
                         "reject_reason_label": i.get_reject_reason_display() if i.reject_reason else "",
-                        "reject_note": i.reject_note} for i in images],
-            "counts": status_counts(benchmark),
-        })
+                        "reject_note": i.reject_note,
+                    }
+                    for i in images
+                ],
+                "counts": status_counts(benchmark),
+            }
+        )
 
 
 @accepts_uploads("archive")
@@ -189,10 +209,18 @@ class ImageImport(generics.GenericAPIView):
         serializer.is_valid(raise_exception=True)
         values = serializer.validated_data
         job = services.start_upload_import(
-            benchmark, user=request.user, kind=values["kind"], file=values["file"],
-            tasks=services.tasks_by_slugs(benchmark, values["tasks"]), source=values["source"], license=values["license"])
-        return Response({"job_id": job.pk, "status_url": f"/api/v1/jobs/{job.pk}/", "report_url": f"/jobs/{job.pk}/"},
-                        status=status.HTTP_202_ACCEPTED)
+            benchmark,
+            user=request.user,
+            kind=values["kind"],
+            file=values["file"],
+            tasks=services.tasks_by_slugs(benchmark, values["tasks"]),
+            source=values["source"],
+            license=values["license"],
+        )
+        return Response(
+            {"job_id": job.pk, "status_url": f"/api/v1/jobs/{job.pk}/", "report_url": f"/jobs/{job.pk}/"},
+            status=status.HTTP_202_ACCEPTED,
+        )
 
 
 @accepts_uploads("data_file")
@@ -215,10 +243,18 @@ class KnownSetList(generics.ListAPIView):
         values = serializer.validated_data
         upload = values["file"]
         rows = services.parse_hash_list(upload.read(), upload.name)
-        result = services.import_known_set(name=values["name"], kind=values["kind"], rows=rows,
-                                           description=values["description"], user=request.user)
-        return Response({"id": result.known_set.pk, "name": result.known_set.name, "hashes_added": result.hashes_added,
-                         "images_flagged": result.images_flagged}, status=status.HTTP_201_CREATED)
+        result = services.import_known_set(
+            name=values["name"], kind=values["kind"], rows=rows, description=values["description"], user=request.user
+        )
+        return Response(
+            {
+                "id": result.known_set.pk,
+                "name": result.known_set.name,
+                "hashes_added": result.hashes_added,
+                "images_flagged": result.images_flagged,
+            },
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class KnownSetDetail(generics.RetrieveDestroyAPIView):

@@ -10,7 +10,8 @@ class BenchmarkCreateForm(forms.Form):
     slug = forms.SlugField(max_length=80, required=False, help_text="Short id used in URLs; made from the name if empty.")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     preset = forms.ChoiceField(
-        choices=[("", "— empty taxonomy —")] + [(k, p.name) for k, p in PRESETS.items()], required=False,
+        choices=[("", "— empty taxonomy —")] + [(k, p.name) for k, p in PRESETS.items()],
+        required=False,
         help_text="Start from the taxonomy of a published benchmark.",
     )
 
@@ -45,7 +46,8 @@ class TaskForm(forms.ModelForm):
 
 class BenchmarkSettingsForm(forms.ModelForm):
     members = forms.ModelMultipleChoiceField(
-        queryset=get_user_model().objects.order_by("username"), required=False,
+        queryset=get_user_model().objects.order_by("username"),
+        required=False,
         widget=forms.CheckboxSelectMultiple,
     )
 
@@ -56,10 +58,13 @@ class BenchmarkSettingsForm(forms.ModelForm):
 
 class ImportForm(forms.Form):
     kind = forms.ChoiceField(choices=[("zip", "Zip archive of images"), ("url_list", "URL list (CSV or TXT)")])
-    file = forms.FileField(help_text="A zip (sub-folders named after a task slug tag their images), or a URL list: "
-                                     "one URL per line, or a CSV with a url column and optional task, source and license columns.")
-    tasks = forms.ModelMultipleChoiceField(queryset=Task.objects.none(), required=False,
-                                           help_text="Tag every imported image with these tasks.")
+    file = forms.FileField(
+        help_text="A zip (sub-folders named after a task slug tag their images), or a URL list: "
+        "one URL per line, or a CSV with a url column and optional task, source and license columns."
+    )
+    tasks = forms.ModelMultipleChoiceField(
+        queryset=Task.objects.none(), required=False, help_text="Tag every imported image with these tasks."
+    )
     source = forms.CharField(required=False, max_length=1000)
     license = forms.CharField(required=False, max_length=200)
 
@@ -73,6 +78,8 @@ class KnownSetForm(forms.Form):
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=[("sft", "SFT / training dataset"), ("benchmark", "Prior benchmark"), ("other", "Other")])
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    file = forms.FileField(help_text="CSV with an md5 and/or phash column (16 hex digits, as imagehash prints it) and "
-                                     "optional label, or JSONL with the same keys. For a folder of images use "
-                                     "`manage.py import_known_set NAME FOLDER`.")
+    file = forms.FileField(
+        help_text="CSV with an md5 and/or phash column (16 hex digits, as imagehash prints it) and "
+        "optional label, or JSONL with the same keys. For a folder of images use "
+        "`manage.py import_known_set NAME FOLDER`."
+    )

@@ -96,6 +96,7 @@ class ImageAnalysis:
 
 # ---- hash value conversions -------------------------------------------------------------
 
+
 def to_signed(value: int) -> int:
     value &= 0xFFFF_FFFF_FFFF_FFFF
     return value - (1 << 64) if value >= (1 << 63) else value
@@ -124,6 +125,7 @@ def hamming(a: int, b: int) -> int:
 
 
 # ---- perceptual hashes ------------------------------------------------------------------
+
 
 def _dct_matrix(n: int = 32, keep: int = 8) -> np.ndarray:
     k = np.arange(keep)[:, None]
@@ -159,6 +161,7 @@ def dhash_of_gray(gray: Image.Image) -> int:
 
 
 # ---- decoding ---------------------------------------------------------------------------
+
 
 def _sixteen_bit_to_gray(img: Image.Image) -> Image.Image:
     # Pillow's own I;16 -> L conversion clips at 255 (a white image); scale instead.
@@ -203,14 +206,12 @@ def _open(data: bytes, limits: ImageLimits) -> Image.Image:
     except Image.DecompressionBombError:
         raise ImageRejected(
             "too_many_pixels",
-            f"The image has more than {limits.max_pixels:,} pixels (decompression-bomb limit); "
-            "resize it before uploading.",
+            f"The image has more than {limits.max_pixels:,} pixels (decompression-bomb limit); resize it before uploading.",
         ) from None
     except UnidentifiedImageError:
         raise ImageRejected(
             "not_an_image",
-            "Not a readable image: the content is not JPEG, PNG, WebP, GIF, BMP or TIFF "
-            "(the file extension is ignored).",
+            "Not a readable image: the content is not JPEG, PNG, WebP, GIF, BMP or TIFF (the file extension is ignored).",
         ) from None
     except (OSError, SyntaxError, ValueError) as exc:
         raise ImageRejected("corrupt", f"The image header is damaged and cannot be read ({exc}).") from None
@@ -232,8 +233,7 @@ def _check_size(width: int, height: int, limits: ImageLimits) -> None:
     if max(width, height) > limits.max_side:
         raise ImageRejected(
             "too_large",
-            f"The image is {width}x{height}; the longest side may be at most "
-            f"{limits.max_side:,} pixels.",
+            f"The image is {width}x{height}; the longest side may be at most {limits.max_side:,} pixels.",
         )
 
 
@@ -246,8 +246,7 @@ def _load(img: Image.Image) -> None:
         if "truncated" in str(exc).lower():
             raise ImageRejected(
                 "truncated",
-                "The image file is truncated (it ends before the picture data does); "
-                "download or export it again.",
+                "The image file is truncated (it ends before the picture data does); download or export it again.",
             ) from None
         raise ImageRejected("corrupt", f"The image data is damaged and cannot be decoded ({exc}).") from None
     except (SyntaxError, ValueError, EOFError) as exc:
@@ -350,7 +349,20 @@ def hash_file_for_list(data: bytes) -> tuple[str, int]:
 
 
 __all__ = [
-    "ALLOWED_FORMATS", "DEFAULT_LIMITS", "ImageAnalysis", "ImageLimits", "ImageRejected",
-    "analyse_image", "dhash_of_gray", "hamming", "hash_to_hex", "hex_to_hash",
-    "make_thumbnail", "normalise_mode", "perceptual_hashes", "phash_of_gray", "to_signed", "to_unsigned",
+    "ALLOWED_FORMATS",
+    "DEFAULT_LIMITS",
+    "ImageAnalysis",
+    "ImageLimits",
+    "ImageRejected",
+    "analyse_image",
+    "dhash_of_gray",
+    "hamming",
+    "hash_to_hex",
+    "hex_to_hash",
+    "make_thumbnail",
+    "normalise_mode",
+    "perceptual_hashes",
+    "phash_of_gray",
+    "to_signed",
+    "to_unsigned",
 ]

@@ -14,7 +14,8 @@ class Benchmark(models.Model):
     is_external = models.BooleanField(default=False, help_text="Imported from an existing benchmark (e.g. an MMBench TSV).")
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="benchmarks")
     near_dup_threshold = models.PositiveSmallIntegerField(
-        default=8, validators=[MaxValueValidator(32)],
+        default=8,
+        validators=[MaxValueValidator(32)],
         help_text="Images whose perceptual hashes differ by fewer bits than this are near duplicates.",
     )
     min_short_edge = models.PositiveIntegerField(default=512, help_text="Shorter images are flagged as low resolution.")
@@ -120,7 +121,9 @@ class Image(models.Model):
     screened_at = models.DateTimeField(null=True, blank=True)
 
     low_resolution = models.BooleanField(default=False)
-    near_duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates")
+    near_duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="near_duplicates"
+    )
     near_duplicate_distance = models.PositiveSmallIntegerField(null=True, blank=True, help_text="pHash bits apart")
     near_duplicate_resolved = models.BooleanField(default=False, help_text="A person kept it after seeing the pair.")
     contaminated = models.BooleanField(default=False, db_index=True)
@@ -168,7 +171,9 @@ class KnownHash(models.Model):
     label = models.CharField(max_length=500, blank=True, help_text="Id or file name in the original set.")
 
     class Meta:
-        constraints = [models.CheckConstraint(condition=~models.Q(md5="") | models.Q(phash__isnull=False), name="known_hash_has_a_hash")]
+        constraints = [
+            models.CheckConstraint(condition=~models.Q(md5="") | models.Q(phash__isnull=False), name="known_hash_has_a_hash")
+        ]
 
 
 class ContaminationMatch(models.Model):

@@ -214,9 +214,7 @@ class HashIndex:
         return ids[order], distances[order]
 
 
-def pairs_within(
-    ids: Iterable[int] | np.ndarray, hashes: Iterable[int] | np.ndarray, radius: int
-) -> list[tuple[int, int, int]]:
+def pairs_within(ids: Iterable[int] | np.ndarray, hashes: Iterable[int] | np.ndarray, radius: int) -> list[tuple[int, int, int]]:
     """Every pair (id_a, id_b, distance) with distance <= radius, id_a listed before id_b."""
     ids_arr = np.asarray(ids, dtype=np.int64).ravel()
     hashes_arr = _as_uint64(hashes)

@@ -98,8 +98,16 @@ def task_collection_progress(benchmark: Benchmark) -> list[dict]:
     )
     for task in tasks:
         percent = min(100, round(100 * task.accepted / task.quota)) if task.quota else 0
-        rows.append({"task": task, "accepted": task.accepted, "pending": task.pending,
-                     "rejected": task.rejected, "quota": task.quota, "percent": percent})
+        rows.append(
+            {
+                "task": task,
+                "accepted": task.accepted,
+                "pending": task.pending,
+                "rejected": task.rejected,
+                "quota": task.quota,
+                "percent": percent,
+            }
+        )
     return rows
 
 
@@ -110,14 +118,20 @@ def status_counts(benchmark: Benchmark) -> dict[str, int]:
 
 def near_duplicate_queue(benchmark: Benchmark):
     """Flagged pairs nobody has decided on yet (an image already rejected needs no decision)."""
-    return (Image.objects.filter(benchmark=benchmark, near_duplicate_of__isnull=False, near_duplicate_resolved=False)
-            .exclude(status=Image.Status.REJECTED)
-            .select_related("near_duplicate_of").order_by("near_duplicate_distance", "id"))
+    return (
+        Image.objects.filter(benchmark=benchmark, near_duplicate_of__isnull=False, near_duplicate_resolved=False)
+        .exclude(status=Image.Status.REJECTED)
+        .select_related("near_duplicate_of")
+        .order_by("near_duplicate_distance", "id")
+    )
 
 
 def contamination_report(benchmark: Benchmark):
-    return (ContaminationMatch.objects.filter(image__benchmark=benchmark)
-            .select_related("image", "known_set", "known_hash").order_by("known_set__name", "distance", "image_id"))
+    return (
+        ContaminationMatch.objects.filter(image__benchmark=benchmark)
+        .select_related("image", "known_set", "known_hash")
+        .order_by("known_set__name", "distance", "image_id")
+    )
 
 
 def _count_of(model, **outer):
@@ -129,14 +143,16 @@ def _count_of(model, **outer):
 
 def known_sets():
     return KnownImageSet.objects.select_related("created_by").annotate(
-        n_hashes=_count_of(KnownHash, known_set="pk"), n_matches=_count_of(ContaminationMatch, known_set="pk"))
+        n_hashes=_count_of(KnownHash, known_set="pk"), n_matches=_count_of(ContaminationMatch, known_set="pk")
+    )
 
 
 def media_file_visible_to(user, name: str, sha256: str) -> bool:
     """May `user` download the stored file `name` (an image or its thumbnail)? Only when it
     belongs to an image of a benchmark the user can see."""
-    return (Image.objects.filter(sha256=sha256, benchmark__in=benchmarks_for(user))
-            .filter(Q(file=name) | Q(thumbnail=name)).exists())
+    return (
+        Image.objects.filter(sha256=sha256, benchmark__in=benchmarks_for(user)).filter(Q(file=name) | Q(thumbnail=name)).exists()
+    )
 
 
 def recent_imports(benchmark: Benchmark, limit: int = 5):

@@ -37,8 +37,19 @@ class BenchmarkSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Benchmark
-        fields = ["id", "slug", "name", "description", "preset", "loaded_preset", "is_external",
-                  "near_dup_threshold", "min_short_edge", "categories", "tasks"]
+        fields = [
+            "id",
+            "slug",
+            "name",
+            "description",
+            "preset",
+            "loaded_preset",
+            "is_external",
+            "near_dup_threshold",
+            "min_short_edge",
+            "categories",
+            "tasks",
+        ]
         read_only_fields = ["id", "is_external"]
         extra_kwargs = {"slug": {"required": False, "validators": []}}
 
@@ -54,10 +65,35 @@ class ImageSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Image
-        fields = ["id", "original_name", "sha256", "md5", "phash", "dhash", "width", "height", "format", "file_size",
-                  "animated", "source", "license", "collected_by", "collected_at", "tasks", "status", "reject_reason",
-                  "reject_note", "low_resolution", "near_duplicate_of", "near_duplicate_distance",
-                  "near_duplicate_resolved", "contaminated", "contaminated_by", "file_url", "thumbnail_url"]
+        fields = [
+            "id",
+            "original_name",
+            "sha256",
+            "md5",
+            "phash",
+            "dhash",
+            "width",
+            "height",
+            "format",
+            "file_size",
+            "animated",
+            "source",
+            "license",
+            "collected_by",
+            "collected_at",
+            "tasks",
+            "status",
+            "reject_reason",
+            "reject_note",
+            "low_resolution",
+            "near_duplicate_of",
+            "near_duplicate_distance",
+            "near_duplicate_resolved",
+            "contaminated",
+            "contaminated_by",
+            "file_url",
+            "thumbnail_url",
+        ]
         read_only_fields = fields
 
     def get_phash(self, obj) -> str:

@@ -43,9 +43,15 @@ from .selectors import (
 @role_required(ANNOTATOR)
 def taxonomy(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    return render(request, "curation/taxonomy.html", {
-        "benchmark": benchmark, "tree": taxonomy_tree(benchmark), "preset_form": PresetForm(),
-    })
+    return render(
+        request,
+        "curation/taxonomy.html",
+        {
+            "benchmark": benchmark,
+            "tree": taxonomy_tree(benchmark),
+            "preset_form": PresetForm(),
+        },
+    )
 
 
 @role_required(RESEARCHER)
@@ -65,7 +71,9 @@ def benchmark_create(request):
     form = BenchmarkCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        benchmark = services.create_benchmark(name=data["name"], slug=data["slug"], description=data["description"], user=request.user)
+        benchmark = services.create_benchmark(
+            name=data["name"], slug=data["slug"], description=data["description"], user=request.user
+        )
         if data["preset"]:
             services.start_preset_load(benchmark, data["preset"], user=request.user)
             messages.success(request, f"Created '{benchmark.name}'; its {data['preset']} taxonomy is loading.")
@@ -109,8 +117,11 @@ REASON_KEYS = [(str(n), value, label) for n, (value, label) in enumerate(Image.R
 def _grid_filters(request) -> dict:
     flag = request.GET.get("flag", "")
     status = request.GET.get("status", "")
-    return {"status": status if status in Image.Status.values else "", "task": request.GET.get("task", ""),
-            "flag": flag if flag in IMAGE_FLAGS else ""}
+    return {
+        "status": status if status in Image.Status.values else "",
+        "task": request.GET.get("task", ""),
+        "flag": flag if flag in IMAGE_FLAGS else "",
+    }
 
 
 @role_required(ANNOTATOR)
@@ -122,14 +133,25 @@ def image_grid(request, slug):
     page = Paginator(images_of(benchmark, **filters), SCREEN_PAGE_SIZE).get_page(request.GET.get("page"))
     counts = status_counts(benchmark)
     progress = task_collection_progress(benchmark)
-    return render(request, "curation/images.html", {
-        "benchmark": benchmark, "page": page, "filters": filters, "tab": "screen",
-        "flags": [(key, label) for key, (label, _) in IMAGE_FLAGS.items()],
-        "statuses": [(value, label, counts[value]) for value, label in Image.Status.choices],
-        "status_labels": dict(Image.Status.choices), "total": sum(counts.values()),
-        "tasks": benchmark.tasks.order_by("order", "name"), "reasons": REASON_KEYS, "progress": progress,
-        "accepted_total": sum(row["accepted"] for row in progress), "quota_total": sum(row["quota"] for row in progress),
-    })
+    return render(
+        request,
+        "curation/images.html",
+        {
+            "benchmark": benchmark,
+            "page": page,
+            "filters": filters,
+            "tab": "screen",
+            "flags": [(key, label) for key, (label, _) in IMAGE_FLAGS.items()],
+            "statuses": [(value, label, counts[value]) for value, label in Image.Status.choices],
+            "status_labels": dict(Image.Status.choices),
+            "total": sum(counts.values()),
+            "tasks": benchmark.tasks.order_by("order", "name"),
+            "reasons": REASON_KEYS,
+            "progress": progress,
+            "accepted_total": sum(row["accepted"] for row in progress),
+            "quota_total": sum(row["quota"] for row in progress),
+        },
+    )
 
 
 @role_required(ANNOTATOR)
@@ -137,8 +159,9 @@ def image_grid(request, slug):
 def image_progress(request, slug):
     """The per-task progress table alone, redrawn by the grid after each screening action."""
     benchmark = get_benchmark_for(request.user, slug)
-    return render(request, "curation/_task_progress.html", {"benchmark": benchmark,
-                                                             "progress": task_collection_progress(benchmark)})
+    return render(
+        request, "curation/_task_progress.html", {"benchmark": benchmark, "progress": task_collection_progress(benchmark)}
+    )
 
 
 @role_required(ANNOTATOR)
@@ -147,11 +170,17 @@ def image_upload(request, slug):
     """Drag-and-drop upload (the page posts batches to the image API) and, for researchers,
     the zip / URL-list import form with the progress of recent imports."""
     benchmark = get_benchmark_for(request.user, slug)
-    return render(request, "curation/images_upload.html", {
-        "benchmark": benchmark, "tasks": benchmark.tasks.order_by("order", "name"),
-        "import_form": ImportForm(benchmark=benchmark), "jobs": recent_imports(benchmark),
-        "max_mb": settings.BENCHFORGE_MAX_UPLOAD_BYTES // 1_000_000,
-    })
+    return render(
+        request,
+        "curation/images_upload.html",
+        {
+            "benchmark": benchmark,
+            "tasks": benchmark.tasks.order_by("order", "name"),
+            "import_form": ImportForm(benchmark=benchmark),
+            "jobs": recent_imports(benchmark),
+            "max_mb": settings.BENCHFORGE_MAX_UPLOAD_BYTES // 1_000_000,
+        },
+    )
 
 
 @accepts_uploads("archive")
@@ -161,13 +190,21 @@ def image_import(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     form = ImportForm(request.POST, request.FILES, benchmark=benchmark)
     if not form.is_valid():
-        messages.error(request, "Import not started: " + "; ".join(
-            f"{field}: {' '.join(errs)}" for field, errs in form.errors.items()))
+        messages.error(
+            request, "Import not started: " + "; ".join(f"{field}: {' '.join(errs)}" for field, errs in form.errors.items())
+        )
         return redirect("image-upload", slug=benchmark.slug)
     data = form.cleaned_data
     try:
-        job = services.start_upload_import(benchmark, user=request.user, kind=data["kind"], file=data["file"],
-                                           tasks=list(data["tasks"]), source=data["source"], license=data["license"])
+        job = services.start_upload_import(
+            benchmark,
+            user=request.user,
+            kind=data["kind"],
+            file=data["file"],
+            tasks=list(data["tasks"]),
+            source=data["source"],
+            license=data["license"],
+        )
     except DomainError as exc:
         messages.error(request, f"Import not started: {exc.message}")
         return redirect("image-upload", slug=benchmark.slug)
@@ -180,9 +217,15 @@ def image_import(request, slug):
 def near_duplicates(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     page = Paginator(near_duplicate_queue(benchmark), 20).get_page(request.GET.get("page"))
-    pairs = [{"image": image, "other": image.near_duplicate_of,
-              "phash_distance": hamming(image.phash, image.near_duplicate_of.phash),
-              "dhash_distance": hamming(image.dhash, image.near_duplicate_of.dhash)} for image in page]
+    pairs = [
+        {
+            "image": image,
+            "other": image.near_duplicate_of,
+            "phash_distance": hamming(image.phash, image.near_duplicate_of.phash),
+            "dhash_distance": hamming(image.dhash, image.near_duplicate_of.dhash),
+        }
+        for image in page
+    ]
     return render(request, "curation/images_neardup.html", {"benchmark": benchmark, "page": page, "pairs": pairs})
 
 
@@ -216,14 +259,18 @@ def known_sets_page(request):
         data = form.cleaned_data
         try:
             rows = services.parse_hash_list(data["file"].read(), data["file"].name)
-            result = services.import_known_set(name=data["name"], kind=data["kind"], rows=rows,
-                                               description=data["description"], user=request.user)
+            result = services.import_known_set(
+                name=data["name"], kind=data["kind"], rows=rows, description=data["description"], user=request.user
+            )
         except DomainError as exc:
             form.add_error("file", exc.message)
         else:
-            messages.success(request, f"'{result.known_set.name}': {result.hashes_added} hashes added "
-                                      f"({len(rows) - result.hashes_added} were already in the set); "
-                                      f"{result.images_flagged} stored images newly flagged.")
+            messages.success(
+                request,
+                f"'{result.known_set.name}': {result.hashes_added} hashes added "
+                f"({len(rows) - result.hashes_added} were already in the set); "
+                f"{result.images_flagged} stored images newly flagged.",
+            )
             return redirect("known-sets")
     page = Paginator(known_sets(), 50).get_page(request.GET.get("page"))
     return render(request, "curation/known_sets.html", {"form": form, "page": page})

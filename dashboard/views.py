@@ -24,14 +24,24 @@ def dashboard(request, slug):
     for task in tasks_of(benchmark):
         per_status = counts.get(task.pk, {})
         total = sum(per_status.values())
-        rows.append({
-            "task": task,
-            "statuses": [per_status.get(key, 0) for key, _ in STATUS_CHOICES],
-            "total": total,
-            "percent": min(100, round(100 * total / task.quota)) if task.quota else 0,
-        })
+        rows.append(
+            {
+                "task": task,
+                "statuses": [per_status.get(key, 0) for key, _ in STATUS_CHOICES],
+                "total": total,
+                "percent": min(100, round(100 * total / task.quota)) if task.quota else 0,
+            }
+        )
     totals = [sum(r["statuses"][i] for r in rows) for i in range(len(STATUS_CHOICES))]
-    return render(request, "dashboard/dashboard.html", {
-        "benchmark": benchmark, "rows": rows, "status_labels": [label for _, label in STATUS_CHOICES],
-        "totals": totals, "grand_total": sum(totals), "progress": submission_progress(benchmark),
-    })
+    return render(
+        request,
+        "dashboard/dashboard.html",
+        {
+            "benchmark": benchmark,
+            "rows": rows,
+            "status_labels": [label for _, label in STATUS_CHOICES],
+            "totals": totals,
+            "grand_total": sum(totals),
+            "progress": submission_progress(benchmark),
+        },
+    )

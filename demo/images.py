@@ -24,8 +24,20 @@ class DemoPicture:
     data: bytes
 
 
-WORDS = ["OPEN", "EXIT", "CAFE", "SALE", "BUS 42", "MUSEUM", "PLATFORM 3", "NO PARKING", "BAKERY", "LIBRARY",
-         "PHARMACY", "TICKETS"]
+WORDS = [
+    "OPEN",
+    "EXIT",
+    "CAFE",
+    "SALE",
+    "BUS 42",
+    "MUSEUM",
+    "PLATFORM 3",
+    "NO PARKING",
+    "BAKERY",
+    "LIBRARY",
+    "PHARMACY",
+    "TICKETS",
+]
 
 
 def _font(size: int) -> ImageFont.ImageFont:
@@ -161,7 +173,9 @@ def flowchart(rng: random.Random, size=(880, 700)) -> Image.Image:
         y = 30 + i * (h - 60) // steps
         boxes.append((x, y, x + 240, y + 70))
         draw.rounded_rectangle(boxes[-1], radius=12, fill=_colour(rng, 120, 230), outline="black", width=3)
-        draw.text((x + 20, y + 22), rng.choice(["start", "check input", "valid?", "retry", "save", "done"]), fill="black", font=font)
+        draw.text(
+            (x + 20, y + 22), rng.choice(["start", "check input", "valid?", "retry", "save", "done"]), fill="black", font=font
+        )
     for a, b in zip(boxes, boxes[1:]):
         draw.line(((a[0] + a[2]) // 2, a[3], (b[0] + b[2]) // 2, b[1]), fill="black", width=4)
     return img
@@ -171,7 +185,7 @@ def emblem(rng: random.Random, size=(700, 700)) -> Image.Image:
     img = Image.new("RGB", size, _colour(rng, 200, 255))
     draw = ImageDraw.Draw(img)
     cx, cy = size[0] // 2 + rng.randint(-120, 120), size[1] // 2 + rng.randint(-120, 120)
-    for k, r in enumerate(range(rng.randint(250, 320), 20, -rng.randint(40, 80))):
+    for r in range(rng.randint(250, 320), 20, -rng.randint(40, 80)):
         sides = rng.choice([0, 3, 5, 8])
         fill = _colour(rng)
         if sides:

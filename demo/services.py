@@ -19,9 +19,15 @@ def seed_demo_work(benchmark: Benchmark, *, per_annotator: int = 3) -> int:
         return 0
     annotators = list(benchmark.members.filter(groups__name=ANNOTATOR).order_by("username"))
     taken = set(Assignment.objects.filter(benchmark=benchmark, image__isnull=False).values_list("task_id", "image_id"))
-    pool = [(image, task) for image in usable_images(benchmark).prefetch_related("tasks").order_by("id")
-            for task in image.tasks.all() if (task.pk, image.pk) not in taken]
-    have = Counter(dict(Assignment.objects.filter(benchmark=benchmark).values_list("assignee").annotate(n=Count("id")).order_by()))
+    pool = [
+        (image, task)
+        for image in usable_images(benchmark).prefetch_related("tasks").order_by("id")
+        for task in image.tasks.all()
+        if (task.pk, image.pk) not in taken
+    ]
+    have = Counter(
+        dict(Assignment.objects.filter(benchmark=benchmark).values_list("assignee").annotate(n=Count("id")).order_by())
+    )
     created = 0
     for person in annotators:
         while have[person.pk] < per_annotator and pool:

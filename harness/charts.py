@@ -14,14 +14,17 @@ def _svg(width: float, height: float, body: list[str], title: str) -> str:
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width:.0f}' height='{height:.0f}' "
         f"viewBox='0 0 {width:.0f} {height:.0f}' {FONT} font-size='12'>"
-        f"<title>{escape(title)}</title><rect width='100%' height='100%' fill='white'/>"
-        + "".join(body) + "</svg>\n"
+        f"<title>{escape(title)}</title><rect width='100%' height='100%' fill='white'/>" + "".join(body) + "</svg>\n"
     )
 
 
-def _text(x: float, y: float, text: str, anchor: str = "middle", size: int = 12, weight: str = "normal", fill: str = "#222") -> str:
-    return (f"<text x='{x:.1f}' y='{y:.1f}' text-anchor='{anchor}' font-size='{size}' "
-            f"font-weight='{weight}' fill='{fill}'>{escape(str(text))}</text>")
+def _text(
+    x: float, y: float, text: str, anchor: str = "middle", size: int = 12, weight: str = "normal", fill: str = "#222"
+) -> str:
+    return (
+        f"<text x='{x:.1f}' y='{y:.1f}' text-anchor='{anchor}' font-size='{size}' "
+        f"font-weight='{weight}' fill='{fill}'>{escape(str(text))}</text>"
+    )
 
 
 def _legend(names: list[str], x: float, y: float) -> list[str]:
@@ -60,7 +63,7 @@ def radar(series: dict[str, dict[str, float | None]], axes: list[str], max_value
         lx, ly = point(i, max_value * 1.12)
         anchor = "middle" if abs(lx - cx) < 10 else ("start" if lx > cx else "end")
         body.append(_text(lx, ly + 4, axis, anchor=anchor, size=11))
-    for index, (model, values) in enumerate(series.items()):
+    for index, (_model, values) in enumerate(series.items()):
         colour = PALETTE[index % len(PALETTE)]
         points = " ".join(f"{x:.1f},{y:.1f}" for x, y in (point(i, values.get(a) or 0.0) for i, a in enumerate(axes)))
         body.append(f"<polygon points='{points}' fill='{colour}' fill-opacity='0.12' stroke='{colour}' stroke-width='2'/>")
@@ -108,10 +111,12 @@ def quadrant(points: dict[str, tuple[float | None, float | None]], title: str, x
     if has_infinite:
         body.append(_text(left - 6, top + 12, "∞", anchor="end", size=12, fill="#666"))
     body.append(_text((left + right) / 2, height - 18, x_label))
-    body.append(f"<text transform='translate(18 {(top + bottom) / 2:.0f}) rotate(-90)' text-anchor='middle'>{escape(y_label)}</text>")
+    body.append(
+        f"<text transform='translate(18 {(top + bottom) / 2:.0f}) rotate(-90)' text-anchor='middle'>{escape(y_label)}</text>"
+    )
     body.append(_text(right - 6, plot_top + 14, "high score, consistent", anchor="end", size=10, fill="#888"))
     body.append(_text(left + 6, bottom - 6, "low score, inconsistent", anchor="start", size=10, fill="#888"))
-    for index, (model, (x, y)) in enumerate(usable.items()):
+    for _index, (model, (x, y)) in enumerate(usable.items()):
         colour = PALETTE[list(points).index(model) % len(PALETTE)]
         body.append(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='6' fill='{colour}'/>")
     body += _legend(list(points), width + 10, 60)

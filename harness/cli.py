@@ -21,8 +21,9 @@ and writes results.json, per-sample JSONL and a Markdown/HTML report. `<command>
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m harness", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"benchforge harness {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
     for command in COMMANDS.values():

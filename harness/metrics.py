@@ -332,11 +332,7 @@ def bradley_terry(
                 wins[b] += 1 - score_a
                 games[a] += 1
                 games[b] += 1
-        unbounded = {
-            i: (math.inf if wins[i] == games[i] else -math.inf)
-            for i in active
-            if games[i] and wins[i] in (0, games[i])
-        }
+        unbounded = {i: (math.inf if wins[i] == games[i] else -math.inf) for i in active if games[i] and wins[i] in (0, games[i])}
         for i in [i for i in active if not games[i]]:
             ratings[names[i]] = None  # every opponent was set aside: nothing left to rate against
             active.discard(i)

@@ -18,13 +18,29 @@ class ParseError(ValueError):
 
 # Full-width ASCII (U+FF01..U+FF5E) maps to ASCII by a fixed offset; the rest is CJK punctuation.
 _WIDTH_MAP = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
-_WIDTH_MAP.update({
-    0x3000: " ",  # ideographic space
-    ord("，"): ",", ord("、"): ",", ord("："): ":", ord("；"): ";", ord("。"): ".",
-    ord("“"): '"', ord("”"): '"', ord("„"): '"', ord("‘"): "'", ord("’"): "'",
-    ord("「"): '"', ord("」"): '"', ord("『"): '"', ord("』"): '"',
-    ord("【"): "[", ord("】"): "]", ord("（"): "(", ord("）"): ")",
-})
+_WIDTH_MAP.update(
+    {
+        0x3000: " ",  # ideographic space
+        ord("，"): ",",
+        ord("、"): ",",
+        ord("："): ":",
+        ord("；"): ";",
+        ord("。"): ".",
+        ord("“"): '"',
+        ord("”"): '"',
+        ord("„"): '"',
+        ord("‘"): "'",
+        ord("’"): "'",
+        ord("「"): '"',
+        ord("」"): '"',
+        ord("『"): '"',
+        ord("』"): '"',
+        ord("【"): "[",
+        ord("】"): "]",
+        ord("（"): "(",
+        ord("）"): ")",
+    }
+)
 
 
 def normalize_text(text: str) -> str:
@@ -151,7 +167,9 @@ ANSWER1, ANSWER2 = "Answer1", "Answer2"
 UNABLE_ONE, UNABLE_TWO = "unable to decide: situation one", "unable to decide: situation two"
 VOTES = (ANSWER1, ANSWER2, UNABLE_ONE, UNABLE_TWO)
 
-_VOTE_PREFIX = re.compile(r"^(?:final\s+)?(?:vote|verdict|decision|answer|output|result|choice|judg(?:e)?ment)\s*[:=-]\s*", re.IGNORECASE)
+_VOTE_PREFIX = re.compile(
+    r"^(?:final\s+)?(?:vote|verdict|decision|answer|output|result|choice|judg(?:e)?ment)\s*[:=-]\s*", re.IGNORECASE
+)
 _ANSWER_VOTE = re.compile(r"^answer\s*[-_ ]?\s*(1|2|one|two)$", re.IGNORECASE)
 _UNABLE_VOTE = re.compile(r"^unable\s+to\s+decide\W*(?:situation|case)\s*(1|2|one|two)$", re.IGNORECASE)
 

@@ -38,7 +38,9 @@ class Template:
         """Refuse, before any call, a template that uses a value the command does not provide."""
         missing = self.fields - set(provided)
         if missing:
-            raise InputError(f"{self.path}: uses {', '.join('{{' + m + '}}' for m in sorted(missing))}, which this command does not fill")
+            raise InputError(
+                f"{self.path}: uses {', '.join('{{' + m + '}}' for m in sorted(missing))}, which this command does not fill"
+            )
 
     def render(self, **values) -> str:
         self.check(values)

@@ -49,8 +49,16 @@ CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXY"  # Z is reserved for "none of the o
 ROLES = ("user", "assistant")
 
 _STRING_FIELDS = (
-    "seed_id", "category", "subcategory", "task", "question_type", "reference_answer",
-    "description", "hint", "answer", "split",
+    "seed_id",
+    "category",
+    "subcategory",
+    "task",
+    "question_type",
+    "reference_answer",
+    "description",
+    "hint",
+    "answer",
+    "split",
 )
 _KNOWN_FIELDS = {"id", "question", "history", "images", "criteria", "choices", "meta", *_STRING_FIELDS}
 
@@ -160,11 +168,11 @@ def parse_item(row: dict[str, Any], where: str) -> Item:
 
 def _parse_history(turns: Any, where: str) -> list[dict]:
     if not isinstance(turns, list):
-        raise InputError(f"{where}: 'history' must be a list of {{\"role\", \"content\"}} turns")
+        raise InputError(f'{where}: \'history\' must be a list of {{"role", "content"}} turns')
     parsed = []
     for index, turn in enumerate(turns):
         if not isinstance(turn, dict) or turn.get("role") not in ROLES or not isinstance(turn.get("content"), str):
-            raise InputError(f"{where}: history[{index}] must be {{\"role\": \"user\"|\"assistant\", \"content\": \"...\"}}")
+            raise InputError(f'{where}: history[{index}] must be {{"role": "user"|"assistant", "content": "..."}}')
         parsed.append({"role": turn["role"], "content": turn["content"]})
     return parsed
 

@@ -115,8 +115,10 @@ figcaption{color:#666;font-size:90%}
 
 
 def to_html(report: Report) -> str:
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>",
-             f"<style>{_CSS}</style></head><body><h1>{html.escape(report.title)}</h1>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>",
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(report.title)}</h1>",
+    ]
     parts += [f"<p>{html.escape(p)}</p>" for p in report.intro]
     for section in report.sections:
         parts.append(f"<h2>{html.escape(section.title)}</h2>")
@@ -125,7 +127,8 @@ def to_html(report: Report) -> str:
                 parts.append("<table><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in block.headers) + "</tr>")
                 for row in block.rows:
                     cells = "".join(
-                        f"<td class='num'>{html.escape(fmt(c))}</td>" if isinstance(c, (int, float)) and not isinstance(c, bool)
+                        f"<td class='num'>{html.escape(fmt(c))}</td>"
+                        if isinstance(c, (int, float)) and not isinstance(c, bool)
                         else f"<td>{html.escape(fmt(c))}</td>"
                         for c in row
                     )

@@ -233,8 +233,10 @@ class Progress:
         elapsed = max(now - self.started, 1e-9)
         rate = self.done / elapsed
         left = (self.total - self.done) / rate if rate else 0
-        text = (f"{self.label}: {self.done}/{self.total} ({100 * self.done / max(self.total, 1):.0f}%) "
-                f"{rate:.1f}/s, {self.cached} cached, {self.problems} problems, eta {left:.0f}s")
+        text = (
+            f"{self.label}: {self.done}/{self.total} ({100 * self.done / max(self.total, 1):.0f}%) "
+            f"{rate:.1f}/s, {self.cached} cached, {self.problems} problems, eta {left:.0f}s"
+        )
         if self.tty:
             self.stream.write("\r" + text + ("\n" if self.done == self.total else ""))
         else:
@@ -309,16 +311,19 @@ def run_jobs(
     if workers == AUTO:
         workers = auto_workers(len(pending), client.endpoints[endpoint].max_concurrency) if reopen is not None else 1
     if workers > 1 and not can_fork():
-        raise InputError(f"--workers {workers} needs worker processes started by fork, which this system "
-                         f"({sys.platform}) does not offer; use --workers 1")
+        raise InputError(
+            f"--workers {workers} needs worker processes started by fork, which this system "
+            f"({sys.platform}) does not offer; use --workers 1"
+        )
     if workers > 1 and reopen is not None and len(pending) >= 2 * workers:
         if not hasattr(sink, "part"):
             raise InputError(f"workers = {workers}: this sink cannot be split between worker processes; use workers = 1")
         if progress.stream is not None:
             print(f"{label}: {len(pending)} calls over {workers} worker processes", file=progress.stream, flush=True)
         limiter = ForkSharedLimiter(client.endpoints.values(), multiprocessing.get_context("fork")) if client else None
-        _run_in_workers(reopen, workers, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images,
-                        limiter)
+        _run_in_workers(
+            reopen, workers, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images, limiter
+        )
     else:
         before = dict(client.usage.get(endpoint, {}))
         _run_here(client, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images)
@@ -334,7 +339,7 @@ def _run_here(client, endpoint, jobs, log, stats, progress, parse_retries, keep_
         chunk = max(MIN_CHUNK, CHUNK_PER_SLOT * client.endpoints[endpoint].max_concurrency)
     try:
         for start in range(0, len(jobs), chunk):
-            _run_chunk(client, endpoint, jobs[start:start + chunk], log, stats, progress, parse_retries, keep_outputs)
+            _run_chunk(client, endpoint, jobs[start : start + chunk], log, stats, progress, parse_retries, keep_outputs)
     finally:
         log.close()
 
@@ -377,8 +382,9 @@ def _worker_main(index, reopen, workers, endpoint, jobs, part, events, parse_ret
     events.put(("done", index, (stats.as_dict(), failure)))
 
 
-def _run_in_workers(reopen, workers, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images,
-                    limiter) -> None:
+def _run_in_workers(
+    reopen, workers, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images, limiter
+) -> None:
     # fork: the jobs (closures) are inherited, not pickled. Each worker writes to its own part of
     # the sink (a part file for SampleLog); the parent collects the parts back (SampleLog's
     # compaction folds them into the log; a later run reads any an interrupted one left behind).
@@ -388,9 +394,21 @@ def _run_in_workers(reopen, workers, endpoint, pending, sink, stats, progress, p
     processes = []
     for index in range(workers):
         process = context.Process(
-            target=_worker_main, daemon=True,
-            args=(index, reopen, workers, endpoint, pending[index::workers], sink.part(index), events, parse_retries,
-                  keep_outputs, with_images, limiter),
+            target=_worker_main,
+            daemon=True,
+            args=(
+                index,
+                reopen,
+                workers,
+                endpoint,
+                pending[index::workers],
+                sink.part(index),
+                events,
+                parse_retries,
+                keep_outputs,
+                with_images,
+                limiter,
+            ),
         )
         process.start()
         processes.append(process)
@@ -426,7 +444,9 @@ def _run_in_workers(reopen, workers, endpoint, pending, sink, stats, progress, p
             if row["key"] in keys:
                 stats.rows[row["key"]] = row
     if failures:
-        raise RuntimeError(f"{len(failures)} worker process(es) failed ({failures[0]}); finished samples are saved, run again to resume")
+        raise RuntimeError(
+            f"{len(failures)} worker process(es) failed ({failures[0]}); finished samples are saved, run again to resume"
+        )
 
 
 def _run_chunk(client, endpoint, jobs, log, stats, progress, parse_retries, keep_outputs) -> None:

@@ -15,15 +15,36 @@ class JobSerializer(serializers.ModelSerializer):
     percent = serializers.IntegerField(read_only=True)
     benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     label = serializers.SerializerMethodField()
-    state = serializers.ChoiceField(choices=[*Job.Status.choices, ("interrupted", "Interrupted")], read_only=True,
-                                    help_text="status, or 'interrupted' when a running job's worker stopped beating")
+    state = serializers.ChoiceField(
+        choices=[*Job.Status.choices, ("interrupted", "Interrupted")],
+        read_only=True,
+        help_text="status, or 'interrupted' when a running job's worker stopped beating",
+    )
     can_resume = serializers.BooleanField(read_only=True)
     can_cancel = serializers.BooleanField(read_only=True)
 
     class Meta:
         model = Job
-        fields = ["id", "kind", "label", "benchmark", "status", "state", "total", "done", "percent", "message", "result",
-                  "runs", "created_at", "started_at", "finished_at", "heartbeat_at", "can_resume", "can_cancel"]
+        fields = [
+            "id",
+            "kind",
+            "label",
+            "benchmark",
+            "status",
+            "state",
+            "total",
+            "done",
+            "percent",
+            "message",
+            "result",
+            "runs",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "heartbeat_at",
+            "can_resume",
+            "can_cancel",
+        ]
 
     def get_label(self, job) -> str:
         return registry.label(job.kind)
@@ -35,15 +56,21 @@ class JobList(generics.ListAPIView):
     serializer_class = JobSerializer
     permission_classes = [role_permission(ANNOTATOR)]
 
-    @extend_schema(parameters=[OpenApiParameter("benchmark", str), OpenApiParameter("kind", str),
-                               OpenApiParameter("state", str, enum=[*Job.Status.values, "interrupted"])])
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("benchmark", str),
+            OpenApiParameter("kind", str),
+            OpenApiParameter("state", str, enum=[*Job.Status.values, "interrupted"]),
+        ]
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         params = self.request.query_params
-        return jobs_list(self.request.user, benchmark=params.get("benchmark", ""), kind=params.get("kind", ""),
-                         state=params.get("state", ""))
+        return jobs_list(
+            self.request.user, benchmark=params.get("benchmark", ""), kind=params.get("kind", ""), state=params.get("state", "")
+        )
 
 
 class JobDetail(generics.RetrieveAPIView):

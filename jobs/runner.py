@@ -24,8 +24,8 @@ from django.utils import timezone
 from benchforge.errors import DomainError
 
 from . import registry
-from .staging import discard_staged
 from .models import Job, JobEntry
+from .staging import discard_staged
 
 log = logging.getLogger(__name__)
 OK, SKIPPED, ERROR = JobEntry.Outcome.OK, JobEntry.Outcome.SKIPPED, JobEntry.Outcome.ERROR
@@ -89,8 +89,12 @@ class JobRun:
             return
         self.checkpoint()
         with transaction.atomic():
-            existing = set(JobEntry.objects.filter(job_id=self.job.pk, key__in=[r[0] for r in rows]).values_list("key", flat=True))
-            fresh = [JobEntry(job_id=self.job.pk, key=k, outcome=o, message=m, data=d) for k, o, m, d in rows if k not in existing]
+            existing = set(
+                JobEntry.objects.filter(job_id=self.job.pk, key__in=[r[0] for r in rows]).values_list("key", flat=True)
+            )
+            fresh = [
+                JobEntry(job_id=self.job.pk, key=k, outcome=o, message=m, data=d) for k, o, m, d in rows if k not in existing
+            ]
             JobEntry.objects.bulk_create(fresh)
             for key, outcome, message, data in rows:
                 if key in existing:
@@ -186,8 +190,15 @@ def claim(job_id: int) -> tuple[Job, str] | None:
     stale = now - timezone.timedelta(seconds=settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT)
     claimable = Q(status=Job.Status.QUEUED) | Q(status=Job.Status.RUNNING, heartbeat_at__lt=stale)
     taken = Job.objects.filter(claimable, pk=job_id).update(
-        status=Job.Status.RUNNING, run_token=token, heartbeat_at=now, started_at=now, finished_at=None,
-        runs=F("runs") + 1, worker=f"{socket.gethostname()}:{os.getpid()}", message="")
+        status=Job.Status.RUNNING,
+        run_token=token,
+        heartbeat_at=now,
+        started_at=now,
+        finished_at=None,
+        runs=F("runs") + 1,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
+        message="",
+    )
     if not taken:
         return None
     return Job.objects.select_related("benchmark", "created_by").get(pk=job_id), token

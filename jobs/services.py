@@ -106,12 +106,18 @@ def requeue(job: Job, *, note: str = "Resumed.") -> Job:
     job.refresh_from_db()
     if not job.can_resume:
         if job.status == Job.Status.RUNNING:
-            raise DomainError(f"Job #{job.pk} is still running (last heard from {timezone.localtime(job.heartbeat_at):%H:%M:%S}); "
-                              "it can be resumed only once its worker has stopped.", code="still_running")
-        raise DomainError(f"Job #{job.pk} is {job.get_status_display().lower()}; only a failed, cancelled or interrupted "
-                          "job can be resumed.", code="not_resumable")
+            raise DomainError(
+                f"Job #{job.pk} is still running (last heard from {timezone.localtime(job.heartbeat_at):%H:%M:%S}); "
+                "it can be resumed only once its worker has stopped.",
+                code="still_running",
+            )
+        raise DomainError(
+            f"Job #{job.pk} is {job.get_status_display().lower()}; only a failed, cancelled or interrupted job can be resumed.",
+            code="not_resumable",
+        )
     updated = Job.objects.filter(pk=job.pk, status=job.status, run_token=job.run_token).update(
-        status=Job.Status.QUEUED, run_token="", finished_at=None, message=note)
+        status=Job.Status.QUEUED, run_token="", finished_at=None, message=note
+    )
     if not updated:
         raise DomainError(f"Job #{job.pk} changed meanwhile; reload the page.", code="changed")
     job.refresh_from_db()
@@ -125,6 +131,7 @@ def cancel(job: Job, *, user) -> Job:
     if not job.can_cancel:
         raise DomainError(f"Job #{job.pk} is already {job.get_status_display().lower()}.", code="not_cancellable")
     Job.objects.filter(pk=job.pk, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
-        status=Job.Status.CANCELLED, finished_at=timezone.now(), message=f"Cancelled by {user.get_username()}.")
+        status=Job.Status.CANCELLED, finished_at=timezone.now(), message=f"Cancelled by {user.get_username()}."
+    )
     job.refresh_from_db()
     return job  # its staged upload stays while it can be resumed; the sweep removes it later

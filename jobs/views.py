@@ -32,8 +32,9 @@ def job_detail(request, job_id):
     if outcome in JobEntry.Outcome.values:
         entries = entries.filter(outcome=outcome)
     page = Paginator(entries, 100).get_page(request.GET.get("page"))
-    return render(request, "jobs/job_detail.html", {"job": job, "page": page, "outcome": outcome,
-                                                    "kind_label": registry.label(job.kind)})
+    return render(
+        request, "jobs/job_detail.html", {"job": job, "page": page, "outcome": outcome, "kind_label": registry.label(job.kind)}
+    )
 
 
 @role_required(ANNOTATOR)
@@ -44,13 +45,22 @@ def job_progress(request, job_id):
 
 @role_required(ANNOTATOR)
 def job_list(request):
-    filters = {"benchmark": request.GET.get("benchmark", ""), "kind": request.GET.get("kind", ""),
-               "state": request.GET.get("state", "")}
+    filters = {
+        "benchmark": request.GET.get("benchmark", ""),
+        "kind": request.GET.get("kind", ""),
+        "state": request.GET.get("state", ""),
+    }
     rows = jobs_list(request.user, **filters)
     if filters["state"] == "interrupted":
         rows = [job for job in rows[:2000] if job.is_interrupted]
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
-    return render(request, "jobs/job_list.html", {
-        "page": page, "filters": filters, "kinds": [(name, registry.label(name)) for name in registry.names()],
-        "states": [*Job.Status.choices, ("interrupted", "Interrupted")],
-    })
+    return render(
+        request,
+        "jobs/job_list.html",
+        {
+            "page": page,
+            "filters": filters,
+            "kinds": [(name, registry.label(name)) for name in registry.names()],
+            "states": [*Job.Status.choices, ("interrupted", "Interrupted")],
+        },
+    )

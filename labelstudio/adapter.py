@@ -81,8 +81,7 @@ def labeling_config(*, with_history: bool, with_options: bool) -> str:
             ElementTree.SubElement(element, "Choice", {"value": label})
 
     def textarea(name: str, rows: int, placeholder: str) -> None:
-        add("TextArea", name=name, toName="question", editable="true", maxSubmissions="1",
-            rows=rows, placeholder=placeholder)
+        add("TextArea", name=name, toName="question", editable="true", maxSubmissions="1", rows=rows, placeholder=placeholder)
 
     add("Text", name="context", value="$context")
     add("Image", name="images", valueList="$images", zoom="true", zoomControl="true")

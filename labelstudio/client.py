@@ -34,8 +34,10 @@ class LabelStudioError(DomainError):
 
 
 def _missing_sdk_message(reason: str) -> str:
-    return (f"Label Studio push and pull need the label-studio-sdk package, which this benchforge server cannot "
-            f"import ({reason}). Install the optional extra: {INSTALL_HINT}")
+    return (
+        f"Label Studio push and pull need the label-studio-sdk package, which this benchforge server cannot "
+        f"import ({reason}). Install the optional extra: {INSTALL_HINT}"
+    )
 
 
 def sdk_problem() -> str | None:
@@ -88,14 +90,24 @@ class LabelStudioClient:
 
     PAGE_SIZE = 100
 
-    def __init__(self, url: str, token: str, *, token_env: str = "the token variable", timeout: float = TIMEOUT_S,
-                 retries: int = READ_RETRIES, transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        token_env: str = "the token variable",
+        timeout: float = TIMEOUT_S,
+        retries: int = READ_RETRIES,
+        transport: httpx.BaseTransport | None = None,
+    ):
         if not url or not url.startswith(("http://", "https://")):
-            raise LabelStudioError(f"The Label Studio URL must start with http:// or https:// (got '{url}').",
-                                   code="labelstudio_config")
+            raise LabelStudioError(
+                f"The Label Studio URL must start with http:// or https:// (got '{url}').", code="labelstudio_config"
+            )
         if not token:
-            raise LabelStudioError(f"No Label Studio access token: set the environment variable {token_env}.",
-                                   code="labelstudio_config")
+            raise LabelStudioError(
+                f"No Label Studio access token: set the environment variable {token_env}.", code="labelstudio_config"
+            )
         sdk = _sdk()
         self.url = url.rstrip("/")
         self.token_env = token_env
@@ -103,12 +115,14 @@ class LabelStudioClient:
         # Our own httpx client: the timeout also bounds the SDK's token refresh (which bypasses its
         # per-request timeout), and redirects are not followed, so a server that passed the address
         # check cannot bounce us to another (internal) address. `transport` is for tests.
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S)),
-                                  follow_redirects=False, transport=transport)
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_S)), follow_redirects=False, transport=transport
+        )
         try:
             # The trailing slash keeps a path prefix (https://host/ls/) in the SDK's token refresh URL.
-            self._sdk = sdk.LabelStudio(base_url=self.url + "/", api_key=token, httpx_client=self._http,
-                                        timeout=timeout, max_retries=retries)
+            self._sdk = sdk.LabelStudio(
+                base_url=self.url + "/", api_key=token, httpx_client=self._http, timeout=timeout, max_retries=retries
+            )
         except BaseException as exc:
             self._http.close()
             if not isinstance(exc, _api_error_class()):
@@ -117,7 +131,8 @@ class LabelStudioClient:
             raise LabelStudioError(
                 f"The Label Studio access token in {token_env} cannot be used: {_detail(exc.body)} Put a valid token "
                 "in that variable: a personal access token, or a legacy token if legacy tokens are enabled on the server.",
-                code="labelstudio_auth") from exc
+                code="labelstudio_auth",
+            ) from exc
 
     def close(self) -> None:
         self._http.close()
@@ -139,17 +154,20 @@ class LabelStudioClient:
         except httpx.TimeoutException as exc:
             raise LabelStudioError(
                 f"Label Studio at {self.url} did not answer within {self.timeout:g} s ({action}; {type(exc).__name__}). "
-                "Check that the server is running and not overloaded.") from exc
+                "Check that the server is running and not overloaded."
+            ) from exc
         except httpx.TransportError as exc:
             raise LabelStudioError(
                 f"Cannot reach Label Studio at {self.url} ({type(exc).__name__}: {exc}). "
-                "Check the URL and that the server is running.") from exc
+                "Check the URL and that the server is running."
+            ) from exc
         except httpx.InvalidURL as exc:
             raise LabelStudioError(f"'{self.url}' is not a usable Label Studio URL ({exc}).", code="labelstudio_config") from exc
         except ValueError as exc:  # a body that is not the JSON the SDK expects (pydantic errors are ValueErrors too)
             raise LabelStudioError(
                 f"Label Studio at {self.url} answered something benchforge cannot read ({action}: {type(exc).__name__}: "
-                f"{str(exc)[:200]}). Is {self.url} a Label Studio server?") from exc
+                f"{str(exc)[:200]}). Is {self.url} a Label Studio server?"
+            ) from exc
 
     def _api_error(self, exc, action: str) -> LabelStudioError:
         status, detail = exc.status_code, _detail(exc.body)
@@ -168,11 +186,15 @@ class LabelStudioClient:
                 code="labelstudio_config",
             )
         if status is not None and 200 <= status < 300:  # a 2xx whose body is not JSON
-            return LabelStudioError(f"Label Studio at {self.url} answered something benchforge cannot read ({action}: "
-                                    f"{detail}). Is {self.url} a Label Studio server?")
+            return LabelStudioError(
+                f"Label Studio at {self.url} answered something benchforge cannot read ({action}: "
+                f"{detail}). Is {self.url} a Label Studio server?"
+            )
         if status == 404:
-            return LabelStudioError(f"Label Studio at {self.url} has no such object ({action}: HTTP 404: {detail}). "
-                                    "Was it deleted in Label Studio, or does the URL name another server?")
+            return LabelStudioError(
+                f"Label Studio at {self.url} has no such object ({action}: HTTP 404: {detail}). "
+                "Was it deleted in Label Studio, or does the URL name another server?"
+            )
         return LabelStudioError(f"Label Studio answered HTTP {status} when {action}: {detail}")
 
     # -- projects
@@ -184,9 +206,16 @@ class LabelStudioClient:
 
     def create_project(self, *, title: str, label_config: str, instructions: str = "") -> dict:
         with self._calls(f"creating the project '{title}'"):
-            return _plain(self._sdk.projects.create(
-                title=title, label_config=label_config, expert_instruction=instructions,
-                show_instruction=bool(instructions), show_collab_predictions=True, request_options=NO_RETRY))
+            return _plain(
+                self._sdk.projects.create(
+                    title=title,
+                    label_config=label_config,
+                    expert_instruction=instructions,
+                    show_instruction=bool(instructions),
+                    show_collab_predictions=True,
+                    request_options=NO_RETRY,
+                )
+            )
 
     def get_project(self, project_id: int) -> dict:
         with self._calls(f"reading project {project_id}"):
@@ -200,12 +229,14 @@ class LabelStudioClient:
 
     def import_tasks(self, project_id: int, tasks: list[dict]) -> list[int]:
         with self._calls(f"importing {len(tasks)} tasks into project {project_id}"):
-            response = self._sdk.projects.import_tasks(id=project_id, request=tasks, return_task_ids=True,
-                                                       request_options=NO_RETRY)
+            response = self._sdk.projects.import_tasks(
+                id=project_id, request=tasks, return_task_ids=True, request_options=NO_RETRY
+            )
         ids = getattr(response, "task_ids", None)  # not in the SDK's model: an extra field of the reply
         if not isinstance(ids, list) or len(ids) != len(tasks):
             raise LabelStudioError(
-                f"Label Studio imported {len(tasks)} tasks into project {project_id} but returned ids {ids!r}.")
+                f"Label Studio imported {len(tasks)} tasks into project {project_id} but returned ids {ids!r}."
+            )
         return ids
 
     def iter_tasks(self, project_id: int, include: str = "id,meta,total_annotations") -> Iterator[dict]:

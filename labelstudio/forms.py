@@ -6,18 +6,27 @@ from .models import DEFAULT_TOKEN_ENV, URL_ENV, token_env_validator
 
 
 class ConnectionForm(forms.Form):
-    url = forms.URLField(required=False, label="Label Studio URL", assume_scheme="http",
-                         help_text=f"Empty: the {URL_ENV} environment variable of the benchmark server.")
+    url = forms.URLField(
+        required=False,
+        label="Label Studio URL",
+        assume_scheme="http",
+        help_text=f"Empty: the {URL_ENV} environment variable of the benchmark server.",
+    )
     token_env = forms.CharField(
-        validators=[token_env_validator], initial=DEFAULT_TOKEN_ENV, label="Token variable",
+        validators=[token_env_validator],
+        initial=DEFAULT_TOKEN_ENV,
+        label="Token variable",
         help_text="Name of the environment variable holding the access token (it must start with LABEL_STUDIO_). "
-                  "The token itself is never stored here.",
+        "The token itself is never stored here.",
     )
 
 
 class PushForm(forms.Form):
-    title = forms.CharField(max_length=200, label="Project title",
-                            help_text="A new project is created for a new title; an existing one only receives items it does not have yet.")
+    title = forms.CharField(
+        max_length=200,
+        label="Project title",
+        help_text="A new project is created for a new title; an existing one only receives items it does not have yet.",
+    )
     task = forms.ChoiceField(required=False)
     status = forms.ChoiceField(required=False, choices=[("", "any status")] + STATUS_CHOICES)
 

@@ -21,7 +21,8 @@ class LabelStudioConnection(models.Model):
     benchmark = models.OneToOneField("curation.Benchmark", on_delete=models.CASCADE, related_name="labelstudio_connection")
     url = models.URLField(blank=True, help_text=f"Empty: the {URL_ENV} environment variable.")
     token_env = models.CharField(
-        max_length=100, default=DEFAULT_TOKEN_ENV,
+        max_length=100,
+        default=DEFAULT_TOKEN_ENV,
         validators=[token_env_validator],
         help_text="Name of the environment variable that holds the Label Studio access token.",
     )

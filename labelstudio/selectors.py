@@ -32,15 +32,23 @@ def connection_status(benchmark) -> dict:
 
 
 def projects_of(benchmark):
-    return LabelStudioLink.objects.filter(benchmark=benchmark).annotate(
-        n_tasks=Count("tasks"),
-        n_pulled=Count("tasks", filter=Q(tasks__pulled_at__isnull=False)),
-        n_needs_revision=Count("tasks", filter=Q(tasks__verdict="needs_revision")),
-    ).order_by("-created_at", "-id")
+    return (
+        LabelStudioLink.objects.filter(benchmark=benchmark)
+        .annotate(
+            n_tasks=Count("tasks"),
+            n_pulled=Count("tasks", filter=Q(tasks__pulled_at__isnull=False)),
+            n_needs_revision=Count("tasks", filter=Q(tasks__verdict="needs_revision")),
+        )
+        .order_by("-created_at", "-id")
+    )
 
 
 def last_pull_job(link: LabelStudioLink) -> Job | None:
-    return Job.objects.filter(kind=PULL_JOB, benchmark=link.benchmark_id, params__link_id=link.pk).order_by("-created_at", "-id").first()
+    return (
+        Job.objects.filter(kind=PULL_JOB, benchmark=link.benchmark_id, params__link_id=link.pk)
+        .order_by("-created_at", "-id")
+        .first()
+    )
 
 
 def get_link_for(user, slug: str, link_id: int) -> LabelStudioLink:

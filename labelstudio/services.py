@@ -83,8 +83,9 @@ def save_connection(benchmark, *, url: str, token_env: str, user):
     try:
         connection.full_clean(exclude=["benchmark"])
     except ValidationError as exc:
-        raise DomainError(" ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()),
-                          code="invalid") from None
+        raise DomainError(
+            " ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()), code="invalid"
+        ) from None
     check_server_url(connection.url)
     connection.save()
     return connection
@@ -110,12 +111,18 @@ def open_client(benchmark, *, url: str = "") -> LabelStudioClient:
     if not url:
         raise LabelStudioError(
             f"No Label Studio URL for {benchmark.name}: set it on the benchmark's Label Studio page or in the "
-            f"{URL_ENV} environment variable.", code="labelstudio_config")
+            f"{URL_ENV} environment variable.",
+            code="labelstudio_config",
+        )
     if not re.fullmatch(TOKEN_ENV_PATTERN, connection.token_env):
         raise LabelStudioError(f"'{connection.token_env}' is not a Label Studio token variable name.", code="labelstudio_config")
     # Every request connects to the address checked for the URL's host (no second lookup: no rebinding).
-    return LabelStudioClient(url, os.environ.get(connection.token_env, ""), token_env=connection.token_env,
-                             transport=outbound.PinnedTransport(allow_private=_may_be_private(url)))
+    return LabelStudioClient(
+        url,
+        os.environ.get(connection.token_env, ""),
+        token_env=connection.token_env,
+        transport=outbound.PinnedTransport(allow_private=_may_be_private(url)),
+    )
 
 
 # ---- push -------------------------------------------------------------------------------------------
@@ -141,8 +148,9 @@ def create_push(benchmark, items, *, project_title: str, user) -> Job:
         raise DomainError("There are no items to push: change the filters.")
     if Item.objects.filter(pk__in=ids, benchmark=benchmark).count() != len(ids):
         raise DomainError(f"Some of the items do not belong to {benchmark.name}.")
-    return jobs.create_job(PUSH_JOB, user=user, benchmark=benchmark, total=len(ids),
-                           params={"item_ids": ids, "project_title": title})
+    return jobs.create_job(
+        PUSH_JOB, user=user, benchmark=benchmark, total=len(ids), params={"item_ids": ids, "project_title": title}
+    )
 
 
 def start_push(benchmark, items, *, project_title: str, user) -> Job:
@@ -178,8 +186,13 @@ def _push(run, benchmark, user) -> dict:
             if payload is None:
                 report.add("errors", key, ERROR, "The item no longer exists.")
             elif payload["seed_id"]:
-                report.add("skipped", key, SKIPPED, f"A rewrite shares the reference answer and criteria of its seed: "
-                                                    f"push seed item #{payload['seed_id']} instead.")
+                report.add(
+                    "skipped",
+                    key,
+                    SKIPPED,
+                    f"A rewrite shares the reference answer and criteria of its seed: "
+                    f"push seed item #{payload['seed_id']} instead.",
+                )
             elif item_id in known:
                 report.add("already_pushed", key, SKIPPED, f"Already in the project as task {known[item_id].task_id}.")
             else:
@@ -189,11 +202,17 @@ def _push(run, benchmark, user) -> dict:
             task_ids = client.import_tasks(link.project_id, [task for _, task in batch])
             with transaction.atomic():  # the task rows and their entries together
                 for (payload, _), task_id in zip(batch, task_ids):
-                    LabelStudioTask.objects.create(link=link, item_id=payload["id"], task_id=task_id, pushed_version=payload["version"])
-                    report.add("pushed", f"item {payload['id']}", OK, f"Pushed as task {task_id} (item version {payload['version']}).")
+                    LabelStudioTask.objects.create(
+                        link=link, item_id=payload["id"], task_id=task_id, pushed_version=payload["version"]
+                    )
+                    report.add(
+                        "pushed", f"item {payload['id']}", OK, f"Pushed as task {task_id} (item version {payload['version']})."
+                    )
     counts = report.counts
-    summary = (f"{counts['pushed']} pushed, {counts['already_pushed']} already in the project, "
-               f"{counts['skipped']} skipped, {counts['errors']} errors. Project: {link.project_url}")
+    summary = (
+        f"{counts['pushed']} pushed, {counts['already_pushed']} already in the project, "
+        f"{counts['skipped']} skipped, {counts['errors']} errors. Project: {link.project_url}"
+    )
     run.say(summary)
     return {**counts, "project_id": link.project_id, "link_id": link.pk, "project_url": link.project_url}
 
@@ -205,7 +224,9 @@ def _project_for(client, benchmark, title: str, user, payloads: list[dict]) -> L
     if link is None:
         config = ls.labeling_config(**ls.config_sections(payloads))
         project = client.create_project(title=title, label_config=config, instructions=_instructions(benchmark))
-        return LabelStudioLink.objects.create(benchmark=benchmark, url=client.url, project_id=project["id"], title=title, created_by=user)
+        return LabelStudioLink.objects.create(
+            benchmark=benchmark, url=client.url, project_id=project["id"], title=title, created_by=user
+        )
     project = client.get_project(link.project_id)
     pushed = Item.objects.filter(labelstudio_tasks__link=link).values("history", "choices")
     config = ls.labeling_config(**ls.config_sections(list(pushed) + payloads))
@@ -267,8 +288,13 @@ def _image_data_url(image: Image) -> str:
 
 def create_pull(link: LabelStudioLink, *, user) -> Job:
     _check_researcher(user)
-    return jobs.create_job(PULL_JOB, user=user, benchmark=link.benchmark, total=link.tasks.count(),
-                           params={"link_id": link.pk, "project_id": link.project_id})
+    return jobs.create_job(
+        PULL_JOB,
+        user=user,
+        benchmark=link.benchmark,
+        total=link.tasks.count(),
+        params={"link_id": link.pk, "project_id": link.project_id},
+    )
 
 
 def start_pull(link: LabelStudioLink, *, user) -> Job:
@@ -292,8 +318,11 @@ def _pull(run, link: LabelStudioLink, user) -> dict:
     done = run.done_keys()
     report = _Report(run, "applied", "unchanged", "already_pulled", "not_annotated", "conflicts", "errors")
     with open_client(link.benchmark, url=link.url) as client:
-        annotated = {task["id"] for task in client.iter_tasks(link.project_id, include="id,total_annotations")
-                     if task.get("total_annotations")}
+        annotated = {
+            task["id"]
+            for task in client.iter_tasks(link.project_id, include="id,total_annotations")
+            if task.get("total_annotations")
+        }
         for row in rows:
             key = f"item {row.item_id}"
             if key in done:
@@ -339,8 +368,14 @@ def _pull_task(client, row: LabelStudioTask, user) -> tuple[str, str, str, dict]
         return _conflict(row, item.version, payload, changes, data)
     try:
         with transaction.atomic():
-            item = update_item(item, changes, expected_version=row.pushed_version, user=user, action=PULL_ACTION,
-                               note=f"Label Studio task {row.task_id}, annotation {annotation_id}")
+            item = update_item(
+                item,
+                changes,
+                expected_version=row.pushed_version,
+                user=user,
+                action=PULL_ACTION,
+                note=f"Label Studio task {row.task_id}, annotation {annotation_id}",
+            )
             row.pushed_version = item.version
             _mark_pulled(row, annotation_id, updated_at, answer.verdict)
     except StaleVersion as exc:  # edited here while we were applying
@@ -351,13 +386,21 @@ def _pull_task(client, row: LabelStudioTask, user) -> tuple[str, str, str, dict]
 
 def _conflict(row: LabelStudioTask, local_version, payload: dict, changes: dict, data: dict) -> tuple[str, str, str, dict]:
     fields = {name: {"local": payload[name], "labelstudio": value} for name, value in changes.items()}
-    shown = "; ".join(f"{FIELD_NAMES[name]}: here {_short(v['local'])}, in Label Studio {_short(v['labelstudio'])}"
-                      for name, v in fields.items())
-    message = (f"Conflict: item #{row.item_id} was edited here after it was pushed (pushed version {row.pushed_version}, "
-               f"now version {local_version}), so task {row.task_id}'s annotation was not applied. {shown}. "
-               "Copy what should stay into the item by hand.")
-    return SKIPPED, "conflicts", message, {**data, "conflict": True, "pushed_version": row.pushed_version,
-                                           "local_version": local_version, "fields": fields}
+    shown = "; ".join(
+        f"{FIELD_NAMES[name]}: here {_short(v['local'])}, in Label Studio {_short(v['labelstudio'])}"
+        for name, v in fields.items()
+    )
+    message = (
+        f"Conflict: item #{row.item_id} was edited here after it was pushed (pushed version {row.pushed_version}, "
+        f"now version {local_version}), so task {row.task_id}'s annotation was not applied. {shown}. "
+        "Copy what should stay into the item by hand."
+    )
+    return (
+        SKIPPED,
+        "conflicts",
+        message,
+        {**data, "conflict": True, "pushed_version": row.pushed_version, "local_version": local_version, "fields": fields},
+    )
 
 
 def _short(value, limit: int = 120) -> str:

@@ -28,11 +28,17 @@ def labelstudio_page(request, slug):
     page = Paginator(projects_of(benchmark), PROJECTS_PER_PAGE).get_page(request.GET.get("page"))
     for link in page:
         link.last_pull = last_pull_job(link)
-    return render(request, "labelstudio/page.html", {
-        "benchmark": benchmark, "status": status, "page": page,
-        "connection_form": ConnectionForm(initial={"url": connection.url, "token_env": connection.token_env}),
-        "push_form": PushForm(benchmark=benchmark, initial={"title": f"{benchmark.name} review"}),
-    })
+    return render(
+        request,
+        "labelstudio/page.html",
+        {
+            "benchmark": benchmark,
+            "status": status,
+            "page": page,
+            "connection_form": ConnectionForm(initial={"url": connection.url, "token_env": connection.token_env}),
+            "push_form": PushForm(benchmark=benchmark, initial={"title": f"{benchmark.name} review"}),
+        },
+    )
 
 
 @role_required(RESEARCHER)

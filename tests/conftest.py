@@ -220,14 +220,21 @@ def fake_llm():
 
 # ---------------------------------------------------------------- browser (Playwright + Debian chromium)
 
+
 def chromium_path() -> str | None:
     candidate = os.environ.get("BENCHFORGE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     return candidate if candidate and Path(candidate).exists() else None
 
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--disable-dev-shm-usage",
 ]
 

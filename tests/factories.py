@@ -36,6 +36,7 @@ def encode(img, fmt="JPEG", **kwargs):
 
 def png_header_only(width, height):
     """A PNG claiming huge dimensions with almost no data: a decompression-bomb shape."""
+
     def chunk(kind, body):
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
@@ -49,7 +50,11 @@ def jpeg(seed=0, size=(640, 520), **kw):
 
 def media_files(settings):
     root = Path(settings.MEDIA_ROOT)
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.relative_to(root).as_posix().startswith("imports/"))
+    return sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and not p.relative_to(root).as_posix().startswith("imports/")
+    )
 
 
 def stored_files_match_rows(settings):
@@ -68,8 +73,6 @@ def make_zip(entries):
     return out.getvalue()
 
 
-
-
 def add_images(benchmark, n, start=0, **kw):
     from curation import services
 
@@ -84,9 +87,18 @@ def make_image(benchmark, *, status="accepted", contaminated=False, tasks=()):
     n = next(_counter)
     digest = hashlib.sha256(f"image-{n}".encode()).hexdigest()
     image = Image.objects.create(
-        benchmark=benchmark, file=f"images/{digest[:2]}/{digest[2:4]}/{digest}.jpg", sha256=digest,
-        md5=hashlib.md5(digest.encode()).hexdigest(), phash=n, dhash=n, width=800, height=600, format="JPEG",
-        file_size=1000, status=status, contaminated=contaminated,
+        benchmark=benchmark,
+        file=f"images/{digest[:2]}/{digest[2:4]}/{digest}.jpg",
+        sha256=digest,
+        md5=hashlib.md5(digest.encode()).hexdigest(),
+        phash=n,
+        dhash=n,
+        width=800,
+        height=600,
+        format="JPEG",
+        file_size=1000,
+        status=status,
+        contaminated=contaminated,
     )
     image.tasks.set(tasks)
     return image

@@ -18,8 +18,10 @@ from .validation import image_refusals, raise_problems
 
 def _check_assignee(benchmark: Benchmark, assignee) -> None:
     if not has_role(assignee, ANNOTATOR) or not is_member(assignee, benchmark):
-        raise DomainError(f"{assignee.username} is not a member of this benchmark with an annotator role; "
-                          "add them to the benchmark first.", code="not_member")
+        raise DomainError(
+            f"{assignee.username} is not a member of this benchmark with an annotator role; add them to the benchmark first.",
+            code="not_member",
+        )
 
 
 def check_researcher(user) -> None:
@@ -51,8 +53,9 @@ def assign_images(benchmark: Benchmark, *, task, image_ids, assignee, user) -> d
     raise_problems(image_refusals(benchmark, ids), prefix="Nothing assigned")
     taken = _taken_image_ids(task)
     fresh = [i for i in ids if i not in taken]
-    Assignment.objects.bulk_create([Assignment(benchmark=benchmark, assignee=assignee, task=task, image_id=i, assigned_by=user)
-                                    for i in fresh])
+    Assignment.objects.bulk_create(
+        [Assignment(benchmark=benchmark, assignee=assignee, task=task, image_id=i, assigned_by=user) for i in fresh]
+    )
     return {"assigned": len(fresh), "skipped": [i for i in ids if i in taken]}
 
 
@@ -64,15 +67,21 @@ def assign_items(benchmark: Benchmark, *, item_ids, assignee, user) -> dict:
     ids = list(dict.fromkeys(int(i) for i in item_ids))
     items = {i.pk: i for i in Item.objects.filter(benchmark=benchmark, pk__in=ids)}
     problems = [f"Item #{i} does not exist in this benchmark." for i in ids if i not in items]
-    problems += [f"Item #{i.pk} is '{STATUS_LABELS[i.status]}': only drafts and items to revise can be assigned."
-                 for i in items.values() if i.status not in WORK_IN_PROGRESS]
+    problems += [
+        f"Item #{i.pk} is '{STATUS_LABELS[i.status]}': only drafts and items to revise can be assigned."
+        for i in items.values()
+        if i.status not in WORK_IN_PROGRESS
+    ]
     raise_problems(problems, prefix="Nothing assigned")
     moved = Assignment.objects.filter(item_id__in=ids, status=Assignment.Status.OPEN).update(assignee=assignee, assigned_by=user)
     with_open = set(Assignment.objects.filter(item_id__in=ids, status=Assignment.Status.OPEN).values_list("item_id", flat=True))
-    Assignment.objects.bulk_create([
-        Assignment(benchmark=benchmark, assignee=assignee, task_id=items[i].task_id, item_id=i, assigned_by=user)
-        for i in ids if i not in with_open
-    ])
+    Assignment.objects.bulk_create(
+        [
+            Assignment(benchmark=benchmark, assignee=assignee, task_id=items[i].task_id, item_id=i, assigned_by=user)
+            for i in ids
+            if i not in with_open
+        ]
+    )
     Item.objects.filter(pk__in=ids).update(assignee=assignee)
     return {"assigned": len(ids) - len(with_open), "moved": moved}
 
@@ -100,8 +109,9 @@ def cancel_assignments(benchmark: Benchmark, *, assignment_ids, user) -> int:
 def remaining_quota(task: Task) -> int:
     """Seed items a task still needs beyond those written or handed out."""
     assigned = Assignment.objects.filter(task=task, image__isnull=False).count()
-    unassigned_seeds = (Item.objects.filter(task=task, seed__isnull=True, is_external=False)
-                        .exclude(assignments__image__isnull=False).count())
+    unassigned_seeds = (
+        Item.objects.filter(task=task, seed__isnull=True, is_external=False).exclude(assignments__image__isnull=False).count()
+    )
     return max(0, task.quota - assigned - unassigned_seeds)
 
 
@@ -117,8 +127,12 @@ def assign_evenly(benchmark: Benchmark, *, tasks, assignees, user) -> dict:
     for person in assignees:
         _check_assignee(benchmark, person)
     tasks = [resolve_task(benchmark, t) for t in tasks] or list(benchmark.tasks.all())
-    load = Counter({p.pk: Assignment.objects.filter(benchmark=benchmark, assignee=p, status=Assignment.Status.OPEN).count()
-                    for p in assignees})
+    load = Counter(
+        {
+            p.pk: Assignment.objects.filter(benchmark=benchmark, assignee=p, status=Assignment.Status.OPEN).count()
+            for p in assignees
+        }
+    )
     report, new = {}, []
     for task in tasks:
         wanted = remaining_quota(task)

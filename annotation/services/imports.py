@@ -1,6 +1,5 @@
 """Items from external benchmarks, and the AlignMMBench import job."""
 
-
 from django.db import transaction
 
 from benchforge.errors import NotAllowed
@@ -25,8 +24,14 @@ def import_external_items(benchmark: Benchmark, specs: list[dict], *, user) -> t
     items, states, problems = [], [], {}
     for n, spec in enumerate(specs):
         spec = dict(spec)
-        item = Item(benchmark=benchmark, task=spec.pop("task"), seed=spec.pop("seed", None), is_external=True,
-                    external_id=spec.pop("external_id"), status=ACCEPTED)
+        item = Item(
+            benchmark=benchmark,
+            task=spec.pop("task"),
+            seed=spec.pop("seed", None),
+            is_external=True,
+            external_id=spec.pop("external_id"),
+            status=ACCEPTED,
+        )
         state = merged_state(item, {**item_snapshot_defaults(), "task": item.task_id}, spec)
         found = shape_problems(item, state)
         if found:
@@ -38,12 +43,26 @@ def import_external_items(benchmark: Benchmark, specs: list[dict], *, user) -> t
         states.append({**state, "status": ACCEPTED})
     with transaction.atomic():
         Item.objects.bulk_create(items)
-        ItemImage.objects.bulk_create([ItemImage(item=item, image_id=image_id, order=n)
-                                       for item, state in zip(items, states) for n, image_id in enumerate(state["images"])])
-        Criterion.objects.bulk_create([Criterion(item=item, order=n, kind=c["kind"], text=c["text"])
-                                       for item, state in zip(items, states) for n, c in enumerate(state["criteria"], 1)])
-        ItemRevision.objects.bulk_create([ItemRevision(item=item, version=1, snapshot=state, action=ItemRevision.Action.IMPORTED,
-                                                       changed_by=user) for item, state in zip(items, states)])
+        ItemImage.objects.bulk_create(
+            [
+                ItemImage(item=item, image_id=image_id, order=n)
+                for item, state in zip(items, states)
+                for n, image_id in enumerate(state["images"])
+            ]
+        )
+        Criterion.objects.bulk_create(
+            [
+                Criterion(item=item, order=n, kind=c["kind"], text=c["text"])
+                for item, state in zip(items, states)
+                for n, c in enumerate(state["criteria"], 1)
+            ]
+        )
+        ItemRevision.objects.bulk_create(
+            [
+                ItemRevision(item=item, version=1, snapshot=state, action=ItemRevision.Action.IMPORTED, changed_by=user)
+                for item, state in zip(items, states)
+            ]
+        )
     return items, problems
 
 
@@ -65,5 +84,9 @@ def start_alignmmbench_import(benchmark: Benchmark, *, user, file):
 
     check_researcher(user)
     staged = stage_upload(file, ".jsonl")
-    return jobs.start_job(ALIGNMMBENCH_JOB, user=user, benchmark=benchmark,
-                          params={"staged": staged, "filename": getattr(file, "name", "metadata.jsonl")})
+    return jobs.start_job(
+        ALIGNMMBENCH_JOB,
+        user=user,
+        benchmark=benchmark,
+        params={"staged": staged, "filename": getattr(file, "name", "metadata.jsonl")},
+    )

@@ -1,6 +1,5 @@
 """Item writes: creation, edits under optimistic locking, status changes through the transition table, history."""
 
-
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -34,8 +33,12 @@ WORK_IN_PROGRESS = (DRAFT, REVISION)
 
 def _record_revision(item: Item, *, action: str, user, note: str = "", snapshot: dict | None = None) -> ItemRevision:
     return ItemRevision.objects.create(
-        item=item, version=item.version, snapshot=snapshot if snapshot is not None else item_snapshot(item),
-        action=action, note=note, changed_by=user if getattr(user, "is_authenticated", False) else None,
+        item=item,
+        version=item.version,
+        snapshot=snapshot if snapshot is not None else item_snapshot(item),
+        action=action,
+        note=note,
+        changed_by=user if getattr(user, "is_authenticated", False) else None,
     )
 
 
@@ -45,8 +48,12 @@ def _stale(current: Item) -> StaleVersion:
     return StaleVersion(
         f"This item was changed by {who} (now version {current.version}) after you opened it. "
         "Your text is still in the form: compare it with theirs, then keep yours or take theirs.",
-        extra={"current_version": current.version, "current": item_payload(current),
-               "changed_by": who, "changed_at": last.changed_at.isoformat() if last else None},
+        extra={
+            "current_version": current.version,
+            "current": item_payload(current),
+            "changed_by": who,
+            "changed_at": last.changed_at.isoformat() if last else None,
+        },
     )
 
 
@@ -71,8 +78,7 @@ def edit_refusal(user, item: Item, *, membership_checked: bool = False) -> str |
     if user.pk not in (item.author_id, item.assignee_id):
         return f"Item #{item.pk} is not yours: you can edit items you wrote or that are assigned to you."
     if item.status not in WORK_IN_PROGRESS:
-        return (f"Item #{item.pk} is '{STATUS_LABELS[item.status]}': only drafts and items sent back for "
-                "revision can be edited.")
+        return f"Item #{item.pk} is '{STATUS_LABELS[item.status]}': only drafts and items sent back for revision can be edited."
     return None
 
 
@@ -96,8 +102,10 @@ def resolve_task(benchmark: Benchmark, task) -> Task:
 def merged_state(item: Item, base: dict, changes: dict) -> dict:
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
-        raise DomainError(f"These fields cannot be edited: {', '.join(sorted(unknown))}. "
-                          f"Editable: {', '.join(EDITABLE_FIELDS)}.", code="invalid")
+        raise DomainError(
+            f"These fields cannot be edited: {', '.join(sorted(unknown))}. Editable: {', '.join(EDITABLE_FIELDS)}.",
+            code="invalid",
+        )
     state = {**base, **changes}
     if "task" in changes:
         state["task"] = resolve_task(item.benchmark, changes["task"]).pk
@@ -113,14 +121,26 @@ def _store_children(item: Item, state: dict, before: dict) -> None:
         ItemImage.objects.bulk_create([ItemImage(item=item, image_id=i, order=n) for n, i in enumerate(state["images"])])
     if state["criteria"] != before["criteria"]:
         item.criteria.all().delete()
-        Criterion.objects.bulk_create([Criterion(item=item, order=n, kind=c["kind"], text=c["text"])
-                                       for n, c in enumerate(state["criteria"], 1)])
+        Criterion.objects.bulk_create(
+            [Criterion(item=item, order=n, kind=c["kind"], text=c["text"]) for n, c in enumerate(state["criteria"], 1)]
+        )
 
 
 @transaction.atomic
-def create_item(benchmark: Benchmark, *, task, user, author=None, assignee=None, seed: Item | None = None,
-                is_external: bool = False, external_id: str = "", status: str = DRAFT, action: str = ItemRevision.Action.CREATED,
-                **fields) -> Item:
+def create_item(
+    benchmark: Benchmark,
+    *,
+    task,
+    user,
+    author=None,
+    assignee=None,
+    seed: Item | None = None,
+    is_external: bool = False,
+    external_id: str = "",
+    status: str = DRAFT,
+    action: str = ItemRevision.Action.CREATED,
+    **fields,
+) -> Item:
     """A new item (version 1, one history row). `fields` are editable fields (see EDITABLE_FIELDS)."""
     if not is_member(user, benchmark):
         raise NotAllowed("You are not a member of this benchmark.")
@@ -130,8 +150,16 @@ def create_item(benchmark: Benchmark, *, task, user, author=None, assignee=None,
         task = task or seed.task
     if external_id and Item.objects.filter(benchmark=benchmark, external_id=external_id).exists():
         raise DomainError(f"An item with external id '{external_id}' already exists in this benchmark.", code="duplicate")
-    item = Item(benchmark=benchmark, task=resolve_task(benchmark, task), seed=seed, is_external=is_external,
-                external_id=external_id, status=status, author=author if author is not None else user, assignee=assignee)
+    item = Item(
+        benchmark=benchmark,
+        task=resolve_task(benchmark, task),
+        seed=seed,
+        is_external=is_external,
+        external_id=external_id,
+        status=status,
+        author=author if author is not None else user,
+        assignee=assignee,
+    )
     empty = {**item_snapshot_defaults(), "task": item.task_id}
     state = merged_state(item, empty, fields)
     raise_problems(shape_problems(item, state))
@@ -145,9 +173,22 @@ def create_item(benchmark: Benchmark, *, task, user, author=None, assignee=None,
 
 
 def item_snapshot_defaults() -> dict:
-    return {"task": None, "kind": Item.Kind.SINGLE_TURN, "question_type": Item.QuestionType.OPEN, "question": "",
-            "history": [], "incoherent": False, "hint": "", "choices": [], "answer": "", "reference_answer": "",
-            "description": "", "images": [], "criteria": [], "status": DRAFT}
+    return {
+        "task": None,
+        "kind": Item.Kind.SINGLE_TURN,
+        "question_type": Item.QuestionType.OPEN,
+        "question": "",
+        "history": [],
+        "incoherent": False,
+        "hint": "",
+        "choices": [],
+        "answer": "",
+        "reference_answer": "",
+        "description": "",
+        "images": [],
+        "criteria": [],
+        "status": DRAFT,
+    }
 
 
 def _locked(item: Item, expected_version: int | None) -> Item:
@@ -169,8 +210,9 @@ def _bump(current: Item, expected: int, **fields) -> Item:
     return current
 
 
-def update_item(item: Item, changes: dict, *, expected_version: int, user, action: str = ItemRevision.Action.EDITED,
-                note: str = "") -> Item:
+def update_item(
+    item: Item, changes: dict, *, expected_version: int, user, action: str = ItemRevision.Action.EDITED, note: str = ""
+) -> Item:
     """Apply `changes` (editable fields) to the version the editor started from.
 
     Raises StaleVersion (409, the stored version in `extra`) when someone saved in between,
@@ -199,8 +241,9 @@ def update_item(item: Item, changes: dict, *, expected_version: int, user, actio
         raise _stale(Item.objects.select_related("benchmark", "task").get(pk=item.pk)) from None
 
 
-def change_status(item: Item, target: str, *, user, action: str, note: str = "", expected_version: int | None = None,
-                  **fields) -> Item:
+def change_status(
+    item: Item, target: str, *, user, action: str, note: str = "", expected_version: int | None = None, **fields
+) -> Item:
     """Move an item along the transition table (one version, one history row). For other apps'
     workflow steps too (review, rewrite, QC, release); `fields` are extra columns to set."""
     with transaction.atomic():
@@ -223,7 +266,8 @@ def submit_item(item: Item, *, user, expected_version: int | None = None) -> Ite
             raise DomainError("Not submitted yet: " + " ".join(problems), code="not_ready", extra={"problems": problems})
         current = change_status(current, ANSWERED, user=user, action=ItemRevision.Action.SUBMITTED, submitted_at=timezone.now())
         Assignment.objects.filter(item=current, status=Assignment.Status.OPEN).update(
-            status=Assignment.Status.DONE, done_at=timezone.now())
+            status=Assignment.Status.DONE, done_at=timezone.now()
+        )
     return current
 
 

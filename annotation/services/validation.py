@@ -14,7 +14,9 @@ def _letters(n: int) -> str:
 
 
 def load_image_rows(ids) -> dict[int, dict]:
-    return {row["pk"]: row for row in Image.objects.filter(pk__in=list(ids)).values("pk", "benchmark_id", "status", "contaminated")}
+    return {
+        row["pk"]: row for row in Image.objects.filter(pk__in=list(ids)).values("pk", "benchmark_id", "status", "contaminated")
+    }
 
 
 def _image_problems(item: Item, image_ids, rows: dict[int, dict]) -> list[str]:
@@ -24,8 +26,10 @@ def _image_problems(item: Item, image_ids, rows: dict[int, dict]) -> list[str]:
         if row is None or row["benchmark_id"] != item.benchmark_id:
             problems.append(f"Image #{image_id} does not exist in this benchmark.")
         elif row["status"] != Image.Status.ACCEPTED:
-            problems.append(f"Image #{image_id} is {Image.Status(row['status']).label.lower()}, not accepted: "
-                            "only images accepted in screening can be used.")
+            problems.append(
+                f"Image #{image_id} is {Image.Status(row['status']).label.lower()}, not accepted: "
+                "only images accepted in screening can be used."
+            )
         elif row["contaminated"] and not item.is_external:
             problems.append(f"Image #{image_id} matches a known dataset or benchmark (contaminated) and cannot be used.")
     return problems
@@ -64,8 +68,9 @@ def shape_problems(item: Item, state: dict, before_images=()) -> list[str]:
                 continue
             expected = ROLES_IN_TURN[(i - 1) % 2]
             if turn["role"] != expected:
-                problems.append(f"Turn {i} must be a {expected} turn: the history starts with the user and "
-                                "alternates user / assistant.")
+                problems.append(
+                    f"Turn {i} must be a {expected} turn: the history starts with the user and alternates user / assistant."
+                )
         if history and len(history) % 2:
             problems.append("The history must end with an assistant turn: the final user turn is the question itself.")
     if state["incoherent"] and kind != Item.Kind.MULTI_TURN:
@@ -92,8 +97,10 @@ def shape_problems(item: Item, state: dict, before_images=()) -> list[str]:
             if not isinstance(criterion, dict) or not isinstance(criterion.get("text"), str):
                 problems.append(f'Criterion {i} must be {{"kind": ..., "text": ...}}.')
             elif criterion.get("kind") not in Criterion.Kind.values:
-                problems.append(f"Criterion {i} has an unknown kind '{criterion.get('kind')}'; use one of: "
-                                f"{', '.join(Criterion.Kind.values)}.")
+                problems.append(
+                    f"Criterion {i} has an unknown kind '{criterion.get('kind')}'; use one of: "
+                    f"{', '.join(Criterion.Kind.values)}."
+                )
 
     images = state["images"]
     if not isinstance(images, list) or not all(isinstance(i, int) for i in images):
@@ -107,8 +114,10 @@ def shape_problems(item: Item, state: dict, before_images=()) -> list[str]:
     if item.seed_id is not None:
         seed_only = [f for f in SEED_ONLY_FIELDS if state[f]]
         if seed_only:
-            problems.append(f"Item #{item.pk or 'new'} is a rewrite of #{item.seed_id}: its images, reference answer and "
-                            "criteria are the seed's; edit the seed instead.")
+            problems.append(
+                f"Item #{item.pk or 'new'} is a rewrite of #{item.seed_id}: its images, reference answer and "
+                "criteria are the seed's; edit the seed instead."
+            )
     return problems
 
 
@@ -142,7 +151,9 @@ def completeness_problems(item: Item, state: dict, image_rows: dict | None = Non
             problems.append("Choose the correct option (the answer key).")
     if item.seed_id is None:
         if not state["reference_answer"].strip():
-            problems.append("Write the reference answer: complete enough that a judge who cannot see the image can grade an answer.")
+            problems.append(
+                "Write the reference answer: complete enough that a judge who cannot see the image can grade an answer."
+            )
         criteria = state["criteria"]
         if not item.is_external and not criteria:
             problems.append(f"Add 1 to {MAX_CRITERIA} grading criteria.")
@@ -161,8 +172,15 @@ def readiness_problems(item: Item) -> list[str]:
     rows = None
     if "item_images" in getattr(item, "_prefetched_objects_cache", {}):
         # Loaded with their images (selectors.with_payload_data): no extra query.
-        rows = {link.image_id: {"pk": link.image_id, "benchmark_id": link.image.benchmark_id, "status": link.image.status,
-                                "contaminated": link.image.contaminated} for link in item.item_images.all()}
+        rows = {
+            link.image_id: {
+                "pk": link.image_id,
+                "benchmark_id": link.image.benchmark_id,
+                "status": link.image.status,
+                "contaminated": link.image.contaminated,
+            }
+            for link in item.item_images.all()
+        }
     return completeness_problems(item, item_snapshot(item), rows)
 
 

@@ -120,8 +120,9 @@ class KnownSetImport(NamedTuple):
 
 
 @transaction.atomic
-def import_known_set(*, name: str, rows: list[dict], kind: str = KnownImageSet.Kind.OTHER,
-                     description: str = "", user=None) -> KnownSetImport:
+def import_known_set(
+    *, name: str, rows: list[dict], kind: str = KnownImageSet.Kind.OTHER, description: str = "", user=None
+) -> KnownSetImport:
     """Create (or extend) a known image set, then flag existing images that match it.
 
     Hashes the set already holds are not added again, so re-importing a list changes nothing."""
@@ -130,7 +131,8 @@ def import_known_set(*, name: str, rows: list[dict], kind: str = KnownImageSet.K
     if kind not in KnownImageSet.Kind.values:
         raise DomainError(f"Unknown set kind '{kind}'.")
     known_set, _ = KnownImageSet.objects.get_or_create(
-        name=name.strip(), defaults={"kind": kind, "description": description, "created_by": user})
+        name=name.strip(), defaults={"kind": kind, "description": description, "created_by": user}
+    )
     present = set(KnownHash.objects.filter(known_set=known_set).values_list("md5", "phash"))
     fresh = []
     for row in rows:
@@ -152,18 +154,25 @@ def rescan_contamination(known_set: KnownImageSet) -> int:
     thresholds = dict(Benchmark.objects.values_list("pk", "near_dup_threshold"))
     new_matches = []
     already = set(ContaminationMatch.objects.filter(known_set=known_set).values_list("image_id", flat=True))
-    for image_id, benchmark_id, md5, phash in Image.objects.values_list("pk", "benchmark_id", "md5", "phash").iterator(chunk_size=5000):
+    for image_id, benchmark_id, md5, phash in Image.objects.values_list("pk", "benchmark_id", "md5", "phash").iterator(
+        chunk_size=5000
+    ):
         if image_id in already:
             continue
         if md5 in md5_hits:
-            new_matches.append(ContaminationMatch(image_id=image_id, known_set=known_set, known_hash_id=md5_hits[md5], kind="md5"))
+            new_matches.append(
+                ContaminationMatch(image_id=image_id, known_set=known_set, known_hash_id=md5_hits[md5], kind="md5")
+            )
             continue
         radius = thresholds[benchmark_id] - 1
         if radius >= 0 and len(index):
             ids, dists = index.query(phash, radius)
             if len(ids):
-                new_matches.append(ContaminationMatch(image_id=image_id, known_set=known_set, known_hash_id=int(ids[0]),
-                                                      kind="phash", distance=int(dists[0])))
+                new_matches.append(
+                    ContaminationMatch(
+                        image_id=image_id, known_set=known_set, known_hash_id=int(ids[0]), kind="phash", distance=int(dists[0])
+                    )
+                )
     ContaminationMatch.objects.bulk_create(new_matches, batch_size=2000, ignore_conflicts=True)
     Image.objects.filter(pk__in=[m.image_id for m in new_matches]).update(contaminated=True)
     return len(new_matches)

@@ -49,8 +49,14 @@ def resolve_near_duplicate(image: Image, *, keep: bool, user) -> Image:
         image.save(update_fields=["near_duplicate_resolved"])
     else:
         with transaction.atomic():
-            screen_images(image.benchmark, [image.pk], action="reject", user=user,
-                          reason=Image.RejectReason.SIMILAR, note=f"near duplicate of image #{image.near_duplicate_of_id}")
+            screen_images(
+                image.benchmark,
+                [image.pk],
+                action="reject",
+                user=user,
+                reason=Image.RejectReason.SIMILAR,
+                note=f"near duplicate of image #{image.near_duplicate_of_id}",
+            )
             Image.objects.filter(pk=image.pk).update(near_duplicate_resolved=True)
     image.refresh_from_db()
     return image

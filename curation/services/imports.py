@@ -37,8 +37,9 @@ def _ingest_unit(run, key: str, func) -> None:
 IMPORT_KINDS = ("ingest_zip", "ingest_folder", "ingest_url_list")
 
 
-def create_import_job(kind: str, benchmark: Benchmark, *, user=None, path: str = "", staged: str = "", source: str = "",
-                      license: str = "", tasks=()):
+def create_import_job(
+    kind: str, benchmark: Benchmark, *, user=None, path: str = "", staged: str = "", source: str = "", license: str = "", tasks=()
+):
     """A queued import job reading a staged upload (`staged`, a storage name) or a server path."""
     if kind not in IMPORT_KINDS:
         raise DomainError(f"Unknown import kind '{kind}'.")
@@ -53,8 +54,12 @@ def create_import_job(kind: str, benchmark: Benchmark, *, user=None, path: str =
 def _job_context(job):
     params = job.params
     tasks = list(Task.objects.filter(pk__in=params.get("task_ids", []), benchmark=job.benchmark))
-    common = {"source": params.get("source", ""), "license": params.get("license", ""),
-              "collected_by": job.created_by, "job": job}
+    common = {
+        "source": params.get("source", ""),
+        "license": params.get("license", ""),
+        "collected_by": job.created_by,
+        "job": job,
+    }
     return tasks, common
 
 
@@ -92,8 +97,9 @@ def check_zip_members(members: list[zipfile.ZipInfo]) -> None:
         raise DomainError(f"The zip holds {len(members):,} files; an import takes at most {limit:,}. Split it into several zips.")
     unpacked, cap = sum(m.file_size for m in members), settings.BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES
     if unpacked > cap:
-        raise DomainError(f"The zip unpacks to {unpacked / 1e9:.1f} GB; an import takes at most {cap / 1e9:.1f} GB. "
-                          "Split it into several zips.")
+        raise DomainError(
+            f"The zip unpacks to {unpacked / 1e9:.1f} GB; an import takes at most {cap / 1e9:.1f} GB. Split it into several zips."
+        )
 
 
 def run_zip_import(run):
@@ -123,7 +129,9 @@ def run_zip_import(run):
                 if _unsafe_member_name(member.filename):
                     raise DomainError("Unsafe name inside the zip (absolute path or '..'); entry ignored.")
                 if member.file_size > max_bytes:
-                    raise DomainError(f"Entry is {member.file_size / 1e6:.1f} MB uncompressed; the limit is {max_bytes / 1e6:.0f} MB.")
+                    raise DomainError(
+                        f"Entry is {member.file_size / 1e6:.1f} MB uncompressed; the limit is {max_bytes / 1e6:.0f} MB."
+                    )
                 if member.flag_bits & 0x1:
                     raise DomainError("Entry is encrypted; re-create the zip without a password.")
                 try:
@@ -131,8 +139,13 @@ def run_zip_import(run):
                         data = fh.read(max_bytes + 1)
                 except (zipfile.BadZipFile, OSError, EOFError) as exc:
                     raise DomainError(f"Entry cannot be extracted ({exc}).") from None
-                return ingesting.ingest_image(job.benchmark, data, original_name=PurePosixPath(member.filename).name,
-                                    tasks=tasks + _task_from_folder(member.filename, by_slug), **common)
+                return ingesting.ingest_image(
+                    job.benchmark,
+                    data,
+                    original_name=PurePosixPath(member.filename).name,
+                    tasks=tasks + _task_from_folder(member.filename, by_slug),
+                    **common,
+                )
 
             _ingest_unit(run, key, one)
     return _summary(run)
@@ -156,8 +169,9 @@ def run_folder_import(run):
         def one(path=path, key=key):
             if path.stat().st_size > settings.BENCHFORGE_MAX_UPLOAD_BYTES:
                 raise DomainError(f"File is larger than {settings.BENCHFORGE_MAX_UPLOAD_BYTES / 1e6:.0f} MB.")
-            return ingesting.ingest_image(job.benchmark, path.read_bytes(), original_name=path.name,
-                                tasks=tasks + _task_from_folder(key, by_slug), **common)
+            return ingesting.ingest_image(
+                job.benchmark, path.read_bytes(), original_name=path.name, tasks=tasks + _task_from_folder(key, by_slug), **common
+            )
 
         _ingest_unit(run, key, one)
     return _summary(run)
@@ -223,10 +237,18 @@ def run_url_list_import(run):
             def one(row=row):
                 row_tasks = _resolve_tasks(job.benchmark, row.tasks, by_key)
                 data = outbound.download(client, row.url, max_bytes=max_bytes)
-                options = {**common, "source": row.source or common["source"] or row.url,
-                           "license": row.license or common["license"]}
-                return ingesting.ingest_image(job.benchmark, data, original_name=PurePosixPath(urlsplit(row.url).path).name,
-                                    tasks=tasks + [t for t in row_tasks if t not in tasks], **options)
+                options = {
+                    **common,
+                    "source": row.source or common["source"] or row.url,
+                    "license": row.license or common["license"],
+                }
+                return ingesting.ingest_image(
+                    job.benchmark,
+                    data,
+                    original_name=PurePosixPath(urlsplit(row.url).path).name,
+                    tasks=tasks + [t for t in row_tasks if t not in tasks],
+                    **options,
+                )
 
             _ingest_unit(run, key, one)
     return _summary(run)
@@ -260,6 +282,13 @@ def start_upload_import(benchmark: Benchmark, *, user, kind: str, file, tasks=()
     tasks = check_tasks(benchmark, tasks)
     _check_import_file(kind, file)
     staged = stage_upload(file, ".zip" if kind == "zip" else ".txt")
-    job = create_import_job("ingest_zip" if kind == "zip" else "ingest_url_list", benchmark, user=user, staged=staged,
-                            source=source, license=license, tasks=tasks)
+    job = create_import_job(
+        "ingest_zip" if kind == "zip" else "ingest_url_list",
+        benchmark,
+        user=user,
+        staged=staged,
+        source=source,
+        license=license,
+        tasks=tasks,
+    )
     return jobs.enqueue(job)

@@ -14,8 +14,11 @@ def _load_image_hashes(key, after_id):
 
 def _image_rows_fingerprint(key, last_id):
     benchmark_id, _field = key
-    return tuple(Image.objects.filter(benchmark_id=benchmark_id, pk__lte=last_id)
-                 .aggregate(n=Count("pk"), newest=Max("created_at")).values())
+    return tuple(
+        Image.objects.filter(benchmark_id=benchmark_id, pk__lte=last_id)
+        .aggregate(n=Count("pk"), newest=Max("created_at"))
+        .values()
+    )
 
 
 def _load_known_hashes(key, after_id):
@@ -24,8 +27,11 @@ def _load_known_hashes(key, after_id):
 
 
 def _known_rows_fingerprint(key, last_id):
-    return tuple(KnownHash.objects.filter(pk__lte=last_id, phash__isnull=False)
-                 .aggregate(n=Count("pk"), newest=Max("known_set__created_at")).values())
+    return tuple(
+        KnownHash.objects.filter(pk__lte=last_id, phash__isnull=False)
+        .aggregate(n=Count("pk"), newest=Max("known_set__created_at"))
+        .values()
+    )
 
 
 image_indexes = IndexRegistry(_load_image_hashes, _image_rows_fingerprint)

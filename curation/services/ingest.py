@@ -65,9 +65,12 @@ class IngestOutcome:
 
     def as_dict(self) -> dict:
         return {
-            "image_id": self.image.pk, "created": self.created, "message": self.message,
+            "image_id": self.image.pk,
+            "created": self.created,
+            "message": self.message,
             "duplicate_of": None if self.created else self.image.pk,
-            "near_duplicate_of": self.image.near_duplicate_of_id, "contaminated": self.image.contaminated,
+            "near_duplicate_of": self.image.near_duplicate_of_id,
+            "contaminated": self.image.contaminated,
             "low_resolution": self.image.low_resolution,
         }
 
@@ -81,8 +84,16 @@ def check_tasks(benchmark: Benchmark, tasks) -> list[Task]:
 
 
 def ingest_image(
-    benchmark: Benchmark, data: bytes, *, original_name: str = "", source: str = "", license: str = "",
-    collected_by=None, collected_at=None, tasks=(), job=None,
+    benchmark: Benchmark,
+    data: bytes,
+    *,
+    original_name: str = "",
+    source: str = "",
+    license: str = "",
+    collected_by=None,
+    collected_at=None,
+    tasks=(),
+    job=None,
 ) -> IngestOutcome:
     """Validate, hash and store one image; flag low resolution, near duplicates, contamination.
 
@@ -105,12 +116,25 @@ def ingest_image(
                 if _store(name, content):
                     written.append(name)
             image = Image.objects.create(
-                benchmark=benchmark, file=file_name, thumbnail=thumb_name, original_name=original_name[:255],
-                sha256=analysis.sha256, md5=analysis.md5, phash=analysis.phash, dhash=analysis.dhash,
-                width=analysis.width, height=analysis.height, format=analysis.format, file_size=len(data),
-                animated=analysis.animated, low_resolution=analysis.low_resolution,
-                source=source[:1000], license=license[:200], collected_by=collected_by,
-                collected_at=collected_at or timezone.now(), job=job,
+                benchmark=benchmark,
+                file=file_name,
+                thumbnail=thumb_name,
+                original_name=original_name[:255],
+                sha256=analysis.sha256,
+                md5=analysis.md5,
+                phash=analysis.phash,
+                dhash=analysis.dhash,
+                width=analysis.width,
+                height=analysis.height,
+                format=analysis.format,
+                file_size=len(data),
+                animated=analysis.animated,
+                low_resolution=analysis.low_resolution,
+                source=source[:1000],
+                license=license[:200],
+                collected_by=collected_by,
+                collected_at=collected_at or timezone.now(),
+                job=job,
             )
             image.tasks.set(tasks)
             dedup.flag_near_duplicate(image)
@@ -138,8 +162,9 @@ def ingest_uploads(benchmark: Benchmark, files, *, user, tasks=(), source: str =
         try:
             if upload.size > max_bytes:
                 raise DomainError(f"The file is {upload.size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB.")
-            outcome = ingest_image(benchmark, upload.read(), original_name=name, source=source, license=license,
-                                   collected_by=user, tasks=tasks)
+            outcome = ingest_image(
+                benchmark, upload.read(), original_name=name, source=source, license=license, collected_by=user, tasks=tasks
+            )
         except (ImageRejected, DomainError) as exc:
             results.append({"name": name, "outcome": "error", "message": exc.message})
             continue

@@ -22,7 +22,9 @@ def screen_images(benchmark: Benchmark, image_ids, *, action: str, user, reason:
     note = note.strip()
     if action == "reject":
         if reason not in Image.RejectReason.values:
-            raise DomainError("Choose a rejection reason: " + "; ".join(f"{v} ({label})" for v, label in Image.RejectReason.choices) + ".")
+            raise DomainError(
+                "Choose a rejection reason: " + "; ".join(f"{v} ({label})" for v, label in Image.RejectReason.choices) + "."
+            )
         if reason == Image.RejectReason.OTHER and not note:
             raise DomainError("Rejecting for 'other' needs a note saying why.")
         fields = {"status": Image.Status.REJECTED, "reject_reason": reason, "reject_note": note}

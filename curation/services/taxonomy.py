@@ -52,16 +52,23 @@ def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "",
 
     def add(spec: CategorySpec, parent: Category | None, order: int):
         category, _ = Category.objects.get_or_create(
-            benchmark=benchmark, name=spec.name,
+            benchmark=benchmark,
+            name=spec.name,
             defaults={"parent": parent, "description": spec.description, "order": order},
         )
         for i, task in enumerate(spec.tasks):
             Task.objects.get_or_create(
-                benchmark=benchmark, slug=unique_task_slug(task.name),
+                benchmark=benchmark,
+                slug=unique_task_slug(task.name),
                 defaults={
-                    "category": category, "name": task.name, "description": task.description,
-                    "collection_keywords": list(task.keywords), "guideline": task.guideline,
-                    "judge_rules": task.judge_rules, "quota": task.quota or preset.default_quota, "order": i,
+                    "category": category,
+                    "name": task.name,
+                    "description": task.description,
+                    "collection_keywords": list(task.keywords),
+                    "guideline": task.guideline,
+                    "judge_rules": task.judge_rules,
+                    "quota": task.quota or preset.default_quota,
+                    "order": i,
                 },
             )
         for j, child in enumerate(spec.children):

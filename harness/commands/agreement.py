@@ -24,8 +24,12 @@ Judge rows that are not "ok" (unreadable replies) are counted and left out.
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(NAME, help="judge-human agreement (MAE, Pearson, Spearman, Kendall, ranges)",
-                                   description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        NAME,
+        help="judge-human agreement (MAE, Pearson, Spearman, Kendall, ranges)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--judge", required=True, metavar="JSONL", help="judge scores (e.g. results/judge/samples.jsonl)")
     parser.add_argument("--human", required=True, metavar="JSONL", help="human scores")
     parser.add_argument("--judge-field", default="rating", help="score field in the judge file (default: rating)")
@@ -70,8 +74,11 @@ def run(args) -> int:
         raise InputError(f"no row of {args.judge} pairs with a row of {args.human} (check ids and models)")
     results = {
         "command": "agreement",
-        "judge_file": str(args.judge), "human_file": str(args.human),
-        "paired": len(paired), "judge_only": len(judge) - len(paired), "human_only": len(human) - len(paired),
+        "judge_file": str(args.judge),
+        "human_file": str(args.human),
+        "paired": len(paired),
+        "judge_only": len(judge) - len(paired),
+        "human_only": len(human) - len(paired),
         "judge_rows_not_ok": skipped,
         "overall": agreement([judge[k] for k in paired], [human[k] for k in paired]),
         "by_model": {},
@@ -80,8 +87,9 @@ def run(args) -> int:
     for model in models:
         keys = [k for k in paired if k[0] == model]
         results["by_model"][model] = agreement([judge[k] for k in keys], [human[k] for k in keys])
-    return common.finish(NAME, Path(args.out), results, build_report(json_safe(results)), [],
-                         f"{len(paired)} pairs of judge and human scores")
+    return common.finish(
+        NAME, Path(args.out), results, build_report(json_safe(results)), [], f"{len(paired)} pairs of judge and human scores"
+    )
 
 
 COLUMNS = ["pairs", "MAE e", "Pearson r", "Spearman rho", "Kendall tau-b", "fuzzy f", "strict s"]
@@ -92,11 +100,16 @@ def _row(name: str, a: dict) -> list:
 
 
 def build_report(results: dict) -> Report:
-    report = Report(title="Judge-human agreement", intro=[
-        (f"{results['paired']} answers scored by both; {results['judge_only']} judge-only and {results['human_only']} "
-         f"human-only rows unpaired; {results['judge_rows_not_ok']} judge rows without a readable score left out."),
-        "For scale (AlignMMBench): CritiqueVLM e 0.818, r 0.846, rho 0.838, tau 0.740, f 0.747, s 0.646; GPT-4 e 1.256, f 0.677.",
-    ])
+    report = Report(
+        title="Judge-human agreement",
+        intro=[
+            (
+                f"{results['paired']} answers scored by both; {results['judge_only']} judge-only and {results['human_only']} "
+                f"human-only rows unpaired; {results['judge_rows_not_ok']} judge rows without a readable score left out."
+            ),
+            "For scale (AlignMMBench): CritiqueVLM e 0.818, r 0.846, rho 0.838, tau 0.740, f 0.747, s 0.646; GPT-4 e 1.256, f 0.677.",
+        ],
+    )
     rows = [_row("all", results["overall"])] + [_row(m, a) for m, a in results["by_model"].items()]
     report.sections.append(Section("Agreement", [Table(["scope"] + COLUMNS, rows)]))
     return report

@@ -30,23 +30,37 @@ def say(message: str) -> None:
 
 
 def add_release_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--release", default=".", metavar="DIR",
-                        help="release folder holding items.jsonl (default: the current folder)")
+    parser.add_argument(
+        "--release", default=".", metavar="DIR", help="release folder holding items.jsonl (default: the current folder)"
+    )
 
 
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models", default=os.environ.get("BENCHFORGE_MODELS", "models.toml"), metavar="TOML",
-                        help="models file naming the endpoints (default: $BENCHFORGE_MODELS or models.toml); "
-                             "API keys are read from the environment variables it names")
-    parser.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="FILE",
-                        help=f"response cache (SQLite); a rerun of the same calls is answered from it (default: {DEFAULT_CACHE})")
+    parser.add_argument(
+        "--models",
+        default=os.environ.get("BENCHFORGE_MODELS", "models.toml"),
+        metavar="TOML",
+        help="models file naming the endpoints (default: $BENCHFORGE_MODELS or models.toml); "
+        "API keys are read from the environment variables it names",
+    )
+    parser.add_argument(
+        "--cache",
+        default=str(DEFAULT_CACHE),
+        metavar="FILE",
+        help=f"response cache (SQLite); a rerun of the same calls is answered from it (default: {DEFAULT_CACHE})",
+    )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    parser.add_argument("--workers", type=_workers, default=AUTO, metavar="N",
-                        help="split the calls over N processes; together they never exceed an endpoint's "
-                             "max_concurrency, and share its requests_per_minute. This only speeds up fast endpoints, "
-                             f"where this client's CPU is the limit. 'auto' (the default) uses one process per core, up "
-                             f"to {AUTO_MAX_WORKERS}, for runs of {AUTO_MIN_JOBS}+ calls to an endpoint allowed "
-                             f"{AUTO_MIN_CONCURRENCY}+ concurrent calls, else one")
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=AUTO,
+        metavar="N",
+        help="split the calls over N processes; together they never exceed an endpoint's "
+        "max_concurrency, and share its requests_per_minute. This only speeds up fast endpoints, "
+        f"where this client's CPU is the limit. 'auto' (the default) uses one process per core, up "
+        f"to {AUTO_MAX_WORKERS}, for runs of {AUTO_MIN_JOBS}+ calls to an endpoint allowed "
+        f"{AUTO_MIN_CONCURRENCY}+ concurrent calls, else one",
+    )
 
 
 def add_judge_option(parser: argparse.ArgumentParser) -> None:
@@ -54,20 +68,36 @@ def add_judge_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_options(parser: argparse.ArgumentParser, default_out: str, *, retries: bool = True) -> None:
-    parser.add_argument("--out", default=default_out, metavar="DIR",
-                        help=f"output folder; an interrupted run resumes from it (default: {default_out})")
-    parser.add_argument("--restart", action="store_true",
-                        help="set aside (rename) the samples already in --out and score everything again")
-    parser.add_argument("--prompts", metavar="DIR",
-                        help="folder of prompt templates that replace the built-in ones of the same name")
+    parser.add_argument(
+        "--out",
+        default=default_out,
+        metavar="DIR",
+        help=f"output folder; an interrupted run resumes from it (default: {default_out})",
+    )
+    parser.add_argument(
+        "--restart", action="store_true", help="set aside (rename) the samples already in --out and score everything again"
+    )
+    parser.add_argument(
+        "--prompts", metavar="DIR", help="folder of prompt templates that replace the built-in ones of the same name"
+    )
     if retries:
-        parser.add_argument("--parse-retries", type=int, default=2, metavar="N",
-                            help="times to re-ask a judge whose reply cannot be read (default: 2)")
+        parser.add_argument(
+            "--parse-retries",
+            type=int,
+            default=2,
+            metavar="N",
+            help="times to re-ask a judge whose reply cannot be read (default: 2)",
+        )
 
 
 def add_predictions_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--predictions", nargs="+", required=True, metavar="JSONL",
-                        help="predictions file(s) written by `infer`, one model per file")
+    parser.add_argument(
+        "--predictions",
+        nargs="+",
+        required=True,
+        metavar="JSONL",
+        help="predictions file(s) written by `infer`, one model per file",
+    )
 
 
 def open_client(args, share: int = 1) -> llm.LLMClient:
@@ -196,4 +226,3 @@ def finish(label: str, out: Path, results: dict, report: Report, failures: list[
     report_failures(label, failures)
     say(f"{label}: {line}; results in {paths['results']}, report in {paths['html']}")
     return 1 if failures else 0
-

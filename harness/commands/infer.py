@@ -24,8 +24,12 @@ the same command again to resume: finished answers are kept, failed ones are ask
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(NAME, help="answer the release's questions with a model under test",
-                                   description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        NAME,
+        help="answer the release's questions with a model under test",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common.add_release_option(parser)
     common.add_llm_options(parser)
     parser.add_argument("--model", required=True, metavar="NAME", help="endpoint name of the model under test")
@@ -43,11 +47,21 @@ def run(args) -> int:
     others = {row.get("model") for row in log.rows.values()} - {args.model}
     if others:
         raise InputError(f"{out} holds answers of {', '.join(sorted(map(str, others)))}; use another --out for {args.model!r}")
-    _, stats = answer_questions(client, args.model, release.items, sink=log, text_only=args.text_only,
-                                      image_loader=common.image_loader(release), limit=args.limit, **common.run_options(args))
+    _, stats = answer_questions(
+        client,
+        args.model,
+        release.items,
+        sink=log,
+        text_only=args.text_only,
+        image_loader=common.image_loader(release),
+        limit=args.limit,
+        **common.run_options(args),
+    )
     log.compact(stats.rows)
     failures = common.failed_rows(stats.rows.values())
     common.report_failures(NAME, failures)
-    common.say(f"{NAME}: {len(stats.rows)} questions: {stats.sent} asked this run ({stats.cached} answered from the cache), "
-               f"{stats.skipped} already answered, {len(failures)} failed; predictions in {out}")
+    common.say(
+        f"{NAME}: {len(stats.rows)} questions: {stats.sent} asked this run ({stats.cached} answered from the cache), "
+        f"{stats.skipped} already answered, {len(failures)} failed; predictions in {out}"
+    )
     return 1 if failures else 0

@@ -33,21 +33,33 @@ other; with --qc-filter a model is not asked about items whose filter verdict is
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(NAME, help="multiple-choice accuracy with CircularEval",
-                                   description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        NAME,
+        help="multiple-choice accuracy with CircularEval",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common.add_release_option(parser)
     common.add_llm_options(parser)
-    parser.add_argument("--model", action="append", required=True, metavar="NAME",
-                        help="endpoint name of a model under test (repeat for several)")
+    parser.add_argument(
+        "--model", action="append", required=True, metavar="NAME", help="endpoint name of a model under test (repeat for several)"
+    )
     parser.add_argument("--extractor", metavar="NAME", help="endpoint name of the choice-extractor model (optional)")
     parser.add_argument("--all-passes", action="store_true", help="run every pass even after a wrong one")
-    parser.add_argument("--text-only", action="store_true",
-                        help="ask without the images (the text-only quality filter: can the item be solved blind?)")
-    parser.add_argument("--qc-filter", choices=(TEXT_ONLY, ALL_FAIL), metavar="FILTER",
-                        help="quality-control run: ask the models one after the other and stop asking about an item once "
-                             f"this filter's verdict on it is settled. {TEXT_ONLY} (needs --text-only): flagged when more "
-                             f"than half the models solve it; {ALL_FAIL}: flagged when no model solves it. The report "
-                             "lists the flagged items and the passes saved")
+    parser.add_argument(
+        "--text-only",
+        action="store_true",
+        help="ask without the images (the text-only quality filter: can the item be solved blind?)",
+    )
+    parser.add_argument(
+        "--qc-filter",
+        choices=(TEXT_ONLY, ALL_FAIL),
+        metavar="FILTER",
+        help="quality-control run: ask the models one after the other and stop asking about an item once "
+        f"this filter's verdict on it is settled. {TEXT_ONLY} (needs --text-only): flagged when more "
+        f"than half the models solve it; {ALL_FAIL}: flagged when no model solves it. The report "
+        "lists the flagged items and the passes saved",
+    )
     common.add_run_options(parser, "results/mcq")
     parser.set_defaults(run=run)
 
@@ -59,72 +71,152 @@ def run(args) -> int:
         raise InputError("the same --model is given twice")
     client = common.ready_client(args, [*args.model, *([args.extractor] if args.extractor else [])])
     out = Path(args.out)
-    common.require_same_settings(out, {
-        "command": NAME, "models": {n: common.endpoint_identity(client.endpoints[n]) for n in args.model},
-        "extractor": common.endpoint_identity(client.endpoints[args.extractor]) if args.extractor else None,
-        "question_template": prompts.get("mcq_question").sha256, "extract_template": prompts.get("mcq_extract").sha256,
-        "retry": prompts.get("retry_mcq_extract").sha256, "text_only": args.text_only, "parse_retries": args.parse_retries,
-        "stop_when_decided": args.qc_filter,
-    }, args.restart)
+    common.require_same_settings(
+        out,
+        {
+            "command": NAME,
+            "models": {n: common.endpoint_identity(client.endpoints[n]) for n in args.model},
+            "extractor": common.endpoint_identity(client.endpoints[args.extractor]) if args.extractor else None,
+            "question_template": prompts.get("mcq_question").sha256,
+            "extract_template": prompts.get("mcq_extract").sha256,
+            "retry": prompts.get("retry_mcq_extract").sha256,
+            "text_only": args.text_only,
+            "parse_retries": args.parse_retries,
+            "stop_when_decided": args.qc_filter,
+        },
+        args.restart,
+    )
     calls = SampleLog(out / "calls.jsonl")
-    result = circular_eval(client, release.items, args.model, sink=calls, extractor=args.extractor, text_only=args.text_only,
-                           all_passes=args.all_passes, stop_when_decided=args.qc_filter, image_loader=common.image_loader(release),
-                           prompts=prompts, parse_retries=args.parse_retries, **common.run_options(args))
+    result = circular_eval(
+        client,
+        release.items,
+        args.model,
+        sink=calls,
+        extractor=args.extractor,
+        text_only=args.text_only,
+        all_passes=args.all_passes,
+        stop_when_decided=args.qc_filter,
+        image_loader=common.image_loader(release),
+        prompts=prompts,
+        parse_retries=args.parse_retries,
+        **common.run_options(args),
+    )
     calls.compact()
     write_jsonl(out / "samples.jsonl", result.verdicts.values())
     results = summarize_circular(result)
     results["release"] = release.name
-    results["run"] = {"usage": {name: stats.usage for name, stats in result.stats.items()}, "extractor": args.extractor,
-                      "calls": result.call_counts()}
+    results["run"] = {
+        "usage": {name: stats.usage for name, stats in result.stats.items()},
+        "extractor": args.extractor,
+        "calls": result.call_counts(),
+    }
     costs = {name: llm.cost(client.endpoints[name], stats.usage) for name, stats in result.stats.items()}
     if any(c is not None for c in costs.values()):
         results["run"]["cost"] = costs
     write_jsonl(out / "item_results.jsonl", results.pop("item_rows"))
-    failures = [{"status": ERROR, "error": v.get("error")} for v in result.verdicts.values()
-                if v["method"] in ("model_error", "extractor_error")]
+    failures = [
+        {"status": ERROR, "error": v.get("error")}
+        for v in result.verdicts.values()
+        if v["method"] in ("model_error", "extractor_error")
+    ]
     made = {name: stats.usage.get("calls", 0) for name, stats in result.stats.items()}
     return common.finish(NAME, out, results, build_report(json_safe(results)), failures, f"model calls this run {made}")
 
 
 def build_report(results: dict) -> Report:
     models = results["models"]
-    report = Report(title=f"Multiple choice (CircularEval): {results['release']}", intro=[
-        f"{results['items']} items with an answer key"
-        + (f" ({results['skipped_without_answer_key']} without one were skipped)" if results["skipped_without_answer_key"] else "")
-        + ". Circular accuracy: every rotation answered right. Vanilla: the first pass only. "
-        "Unresolved replies count as wrong." + (" Asked without images (text-only filter)." if results["text_only"] else ""),
-    ])
-    report.sections.append(Section("Overview", [
-        Table(["model", "circular", "vanilla", "items", "passes asked", "needed extractor", "items with call errors"],
-              [[n, percent(m["circular"]), percent(m["vanilla"]), m["n"], m["passes"], m["needed_extractor"], m["item_problems"]]
-               for n, m in models.items()]),
-        Chart("circular_accuracy", charts.bars({n: (m["circular"] or 0) * 100 for n, m in models.items()}, 100,
-                                               "Circular accuracy", unit="%")),
-    ]))
+    report = Report(
+        title=f"Multiple choice (CircularEval): {results['release']}",
+        intro=[
+            f"{results['items']} items with an answer key"
+            + (
+                f" ({results['skipped_without_answer_key']} without one were skipped)"
+                if results["skipped_without_answer_key"]
+                else ""
+            )
+            + ". Circular accuracy: every rotation answered right. Vanilla: the first pass only. "
+            "Unresolved replies count as wrong." + (" Asked without images (text-only filter)." if results["text_only"] else ""),
+        ],
+    )
+    report.sections.append(
+        Section(
+            "Overview",
+            [
+                Table(
+                    ["model", "circular", "vanilla", "items", "passes asked", "needed extractor", "items with call errors"],
+                    [
+                        [
+                            n,
+                            percent(m["circular"]),
+                            percent(m["vanilla"]),
+                            m["n"],
+                            m["passes"],
+                            m["needed_extractor"],
+                            m["item_problems"],
+                        ]
+                        for n, m in models.items()
+                    ],
+                ),
+                Chart(
+                    "circular_accuracy",
+                    charts.bars({n: (m["circular"] or 0) * 100 for n, m in models.items()}, 100, "Circular accuracy", unit="%"),
+                ),
+            ],
+        )
+    )
     for level, title in (("by_category", "Per category"), ("by_subcategory", "Per subcategory"), ("by_task", "Per task")):
         names = list(dict.fromkeys(g for m in models.values() for g in m[level]))
         if names == ["(none)"]:
             continue
-        report.sections.append(Section(title, [Table(
-            [title.split()[-1]] + [f"{n} circular / vanilla" for n in models],
-            [[g] + [f"{percent(models[n][level].get(g, {}).get('circular'))} / {percent(models[n][level].get(g, {}).get('vanilla'))}"
-                    for n in models] for g in names],
-        )]))
+        report.sections.append(
+            Section(
+                title,
+                [
+                    Table(
+                        [title.split()[-1]] + [f"{n} circular / vanilla" for n in models],
+                        [
+                            [g]
+                            + [
+                                f"{percent(models[n][level].get(g, {}).get('circular'))} / {percent(models[n][level].get(g, {}).get('vanilla'))}"
+                                for n in models
+                            ]
+                            for g in names
+                        ],
+                    )
+                ],
+            )
+        )
     methods = sorted({m for model in models.values() for m in model["extraction"]})
-    report.sections.append(Section("Choice extraction", [
-        ("heuristic: read by rules; heuristic_none: a refusal (Z); extractor / extractor_none: settled "
-         "by the extractor model; unresolved: nobody could tell (counted wrong); *_error: a call failed (run again)."),
-        Table(["model"] + methods, [[n] + [m["extraction"].get(x, 0) for x in methods] for n, m in models.items()]),
-    ]))
+    report.sections.append(
+        Section(
+            "Choice extraction",
+            [
+                (
+                    "heuristic: read by rules; heuristic_none: a refusal (Z); extractor / extractor_none: settled "
+                    "by the extractor model; unresolved: nobody could tell (counted wrong); *_error: a call failed (run again)."
+                ),
+                Table(["model"] + methods, [[n] + [m["extraction"].get(x, 0) for x in methods] for n, m in models.items()]),
+            ],
+        )
+    )
     qc = results.get("qc")
     if qc:
         rule = "more than half the models solve it" if qc["filter"] == TEXT_ONLY else "no model solves it"
         calls = qc["calls"]
-        report.sections.append(Section(f"Quality control: {qc['filter']} filter", [
-            (f"An item is flagged when {rule}. Models were asked one after the other and not about items whose verdict "
-             f"was already settled: {calls['passes_asked']} passes asked instead of {calls['passes_without_stopping']} "
-             f"({calls['saved']} saved)."),
-            Table(["flagged items", "undecided (a call failed)"],
-                  [[", ".join(qc["flagged"]) or "none", ", ".join(qc["undecided"]) or "none"]]),
-        ]))
+        report.sections.append(
+            Section(
+                f"Quality control: {qc['filter']} filter",
+                [
+                    (
+                        f"An item is flagged when {rule}. Models were asked one after the other and not about items whose verdict "
+                        f"was already settled: {calls['passes_asked']} passes asked instead of {calls['passes_without_stopping']} "
+                        f"({calls['saved']} saved)."
+                    ),
+                    Table(
+                        ["flagged items", "undecided (a call failed)"],
+                        [[", ".join(qc["flagged"]) or "none", ", ".join(qc["undecided"]) or "none"]],
+                    ),
+                ],
+            )
+        )
     return report

@@ -32,8 +32,12 @@ stays in the win-rate denominator and is listed in the report.
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(NAME, help="pairwise votes against an anchor model (win/tie/lose, Elo)",
-                                   description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        NAME,
+        help="pairwise votes against an anchor model (win/tie/lose, Elo)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common.add_release_option(parser)
     common.add_llm_options(parser)
     common.add_judge_option(parser)
@@ -55,67 +59,140 @@ def run(args) -> int:
         raise InputError(f"{args.anchor}: the anchor {anchor.model!r} is also among --predictions")
     client = common.ready_client(args, [args.judge])
     judge = client.endpoints[args.judge]
-    attach = attach_images(judge, [i for i in release.items if not i.is_mcq], args.text_only, "judge", common.image_loader(release))
+    attach = attach_images(
+        judge, [i for i in release.items if not i.is_mcq], args.text_only, "judge", common.image_loader(release)
+    )
     out = Path(args.out)
-    common.require_same_settings(out, {
-        "command": NAME, "judge": common.endpoint_identity(judge), "template": prompts.get("pairwise").sha256,
-        "retry": prompts.get("retry_pairwise").sha256, "images": attach, "anchor": anchor.model,
-        "parse_retries": args.parse_retries,
-    }, args.restart)
+    common.require_same_settings(
+        out,
+        {
+            "command": NAME,
+            "judge": common.endpoint_identity(judge),
+            "template": prompts.get("pairwise").sha256,
+            "retry": prompts.get("retry_pairwise").sha256,
+            "images": attach,
+            "anchor": anchor.model,
+            "parse_retries": args.parse_retries,
+        },
+        args.restart,
+    )
     log = SampleLog(out / "samples.jsonl")
-    scored = pairwise_judge(client, args.judge, release.items, anchor.model, anchor.answers, common.answers_of(models), sink=log,
-                            text_only=args.text_only, image_loader=common.image_loader(release), prompts=prompts,
-                            parse_retries=args.parse_retries, bootstrap=args.bootstrap, seed=args.seed,
-                            **common.run_options(args))
+    scored = pairwise_judge(
+        client,
+        args.judge,
+        release.items,
+        anchor.model,
+        anchor.answers,
+        common.answers_of(models),
+        sink=log,
+        text_only=args.text_only,
+        image_loader=common.image_loader(release),
+        prompts=prompts,
+        parse_retries=args.parse_retries,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        **common.run_options(args),
+    )
     log.compact(scored.rows)
     results = {**scored.results, "release": release.name, "run": common.run_section(scored.stats, client, args.judge, "judge")}
     stats = scored.stats
-    return common.finish(NAME, out, results, build_report(json_safe(results)), common.failed_rows(scored.rows.values()),
-                         f"{stats.sent} votes this run ({stats.cached} from the cache), {stats.skipped} already done, "
-                         f"{stats.usage.get('calls', 0)} judge calls")
+    return common.finish(
+        NAME,
+        out,
+        results,
+        build_report(json_safe(results)),
+        common.failed_rows(scored.rows.values()),
+        f"{stats.sent} votes this run ({stats.cached} from the cache), {stats.skipped} already done, "
+        f"{stats.usage.get('calls', 0)} judge calls",
+    )
 
 
 def build_report(results: dict) -> Report:
     models = results["models"]
     elo = results.get("elo", {})
     boot = elo.get("bootstrap", {})
-    report = Report(title=f"Pairwise votes against {results['anchor']}: {results['release']}", intro=[
-        (f"{results['items']} questions, each judged in both answer orders. Win rate = wins / all questions; "
-         "every outcome that is neither a win nor a loss counts as a tie; 'failed' questions (no answer, or a "
-         "vote that could not be read) stay in the denominator."),
-    ])
+    report = Report(
+        title=f"Pairwise votes against {results['anchor']}: {results['release']}",
+        intro=[
+            (
+                f"{results['items']} questions, each judged in both answer orders. Win rate = wins / all questions; "
+                "every outcome that is neither a win nor a loss counts as a tie; 'failed' questions (no answer, or a "
+                "vote that could not be read) stay in the denominator."
+            ),
+        ],
+    )
     rows = []
     for name, m in models.items():
         rating = boot.get(name, {})
         ci = rating.get("ci95")
-        rows.append([name, m["win"], m["tie"], m["lose"], m["failed"], percent(m["win_rate"]),
-                     rating.get("median"), f"{ci[0]:.1f} to {ci[1]:.1f}" if ci else None,
-                     number(elo.get("bradley_terry", {}).get(name)), percent(m["same_vote_both_orders"])])
+        rows.append(
+            [
+                name,
+                m["win"],
+                m["tie"],
+                m["lose"],
+                m["failed"],
+                percent(m["win_rate"]),
+                rating.get("median"),
+                f"{ci[0]:.1f} to {ci[1]:.1f}" if ci else None,
+                number(elo.get("bradley_terry", {}).get(name)),
+                percent(m["same_vote_both_orders"]),
+            ]
+        )
     if results["anchor"] in boot:
         a = boot[results["anchor"]]
-        rows.append([f"{results['anchor']} (anchor)", None, None, None, None, None, a["median"],
-                     f"{a['ci95'][0]:.1f} to {a['ci95'][1]:.1f}", number(elo.get("bradley_terry", {}).get(results["anchor"])), None])
+        rows.append(
+            [
+                f"{results['anchor']} (anchor)",
+                None,
+                None,
+                None,
+                None,
+                None,
+                a["median"],
+                f"{a['ci95'][0]:.1f} to {a['ci95'][1]:.1f}",
+                number(elo.get("bradley_terry", {}).get(results["anchor"])),
+                None,
+            ]
+        )
     blocks = [
-        Table(["model", "win", "tie", "lose", "failed", "win rate", "Elo (median)", "Elo 95% interval",
-               "Bradley-Terry", "same vote in both orders"], rows),
+        Table(
+            [
+                "model",
+                "win",
+                "tie",
+                "lose",
+                "failed",
+                "win rate",
+                "Elo (median)",
+                "Elo 95% interval",
+                "Bradley-Terry",
+                "same vote in both orders",
+            ],
+            rows,
+        ),
         Chart("wtl_overall", charts.wtl_bars([(n, m) for n, m in models.items()], f"Against {results['anchor']}: all questions")),
     ]
     if "spearman_win_rate_vs_elo" in elo:
         blocks.append(f"Spearman correlation of the win-rate and Elo rankings: {elo['spearman_win_rate_vs_elo']:.3f}.")
     if elo:
         s = elo["settings"]
-        blocks.append(f"Elo: K={s['k']}, scale {s['scale']}, base {s['base']}, initial {s['initial']}, "
-                      f"{s['bootstrap_rounds']} bootstrap rounds, seed {s['seed']}.")
+        blocks.append(
+            f"Elo: K={s['k']}, scale {s['scale']}, base {s['base']}, initial {s['initial']}, "
+            f"{s['bootstrap_rounds']} bootstrap rounds, seed {s['seed']}."
+        )
     report.sections.append(Section("Overview", blocks))
     categories = list(dict.fromkeys(c for m in models.values() for c in m["by_category"]))
     level_blocks = []
     for category in categories:
         level_rows = [(name, m["by_category"].get(category, {})) for name, m in models.items()]
         level_blocks.append(Chart(f"wtl_{slug(category) or 'none'}", charts.wtl_bars(level_rows, category)))
-    level_blocks.append(Table(
-        ["model"] + [f"{c} W/T/L" for c in categories],
-        [[name] + [_wtl(m["by_category"].get(c)) for c in categories] for name, m in models.items()],
-    ))
+    level_blocks.append(
+        Table(
+            ["model"] + [f"{c} W/T/L" for c in categories],
+            [[name] + [_wtl(m["by_category"].get(c)) for c in categories] for name, m in models.items()],
+        )
+    )
     report.sections.append(Section("Per category", level_blocks))
     failed = [f"{name}: {qid} ({why})" for name, m in models.items() for qid, why in list(m["failed_ids"].items())[:50]]
     if failed:

@@ -15,10 +15,12 @@ NAME = "report"
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        NAME, help="rebuild the Markdown/HTML report of a finished run",
+        NAME,
+        help="rebuild the Markdown/HTML report of a finished run",
         description="Rewrite report.md, report.html and charts/ next to a results.json written by any scoring "
-                    "command, without calling a model.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "command, without calling a model.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("results", metavar="RESULTS_JSON", help="results.json of a judge/pairwise/touchstone/... run")
     parser.set_defaults(run=run)
 

@@ -18,8 +18,12 @@ from .errors import CacheError
 
 def cache_key(endpoint: Endpoint, messages: list[dict], params: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of everything that decides the answer."""
-    blob = json.dumps([endpoint.provider, endpoint.base_url, endpoint.model, messages, params],
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    blob = json.dumps(
+        [endpoint.provider, endpoint.base_url, endpoint.model, messages, params],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -56,10 +60,13 @@ class ResponseCache:
             db = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL)"
+            )
         except (OSError, sqlite3.Error) as exc:
-            raise CacheError(f"{self.path}: cannot use this file as the LLM response cache ({exc}); "
-                             f"delete it or choose another cache path") from None
+            raise CacheError(
+                f"{self.path}: cannot use this file as the LLM response cache ({exc}); delete it or choose another cache path"
+            ) from None
         self._db = db
 
     @property
@@ -82,8 +89,9 @@ class ResponseCache:
         blob = json.dumps(value, ensure_ascii=False)
         try:
             with self._lock:
-                self._db.execute("INSERT OR REPLACE INTO responses (key, value, created_at) VALUES (?, ?, ?)",
-                                 (key, blob, time.time()))
+                self._db.execute(
+                    "INSERT OR REPLACE INTO responses (key, value, created_at) VALUES (?, ?, ?)", (key, blob, time.time())
+                )
         except sqlite3.Error as exc:
             raise CacheError(f"{self.path}: cannot write the LLM response cache ({exc})") from None
 

@@ -27,7 +27,7 @@ from .providers import SDK_CLIENTS, ChatResponse, SDKMissing, _SDKClient
 
 log = logging.getLogger("harness.llm")
 
-BACKOFF_BASE = 0.5   # seconds; attempt n waits uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n))
+BACKOFF_BASE = 0.5  # seconds; attempt n waits uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n))
 BACKOFF_CAP = 30.0
 USAGE_FIELDS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens")
 
@@ -85,9 +85,16 @@ class LLMClient:
     sleep, clock, rng: injected by tests so that waits are instant and jitter predictable.
     """
 
-    def __init__(self, endpoints: Mapping[str, Endpoint], cache: Cache | None = None, *, limiter: Limiter | None = None,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                 rng: random.Random | None = None):
+    def __init__(
+        self,
+        endpoints: Mapping[str, Endpoint],
+        cache: Cache | None = None,
+        *,
+        limiter: Limiter | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ):
         self.endpoints = dict(endpoints)
         self._cache = cache if cache is not None and getattr(cache, "enabled", True) else None
         self.limiter = limiter if limiter is not None else process_limiter()
@@ -115,8 +122,13 @@ class LLMClient:
             state.count(failures=1)
             raise
 
-    def chat_many(self, endpoint: str, requests: Iterable[list[dict] | tuple[list[dict], dict]], *,
-                  on_result: Callable[[int, ChatResponse | LLMError], None] | None = None) -> list[ChatResponse | LLMError]:
+    def chat_many(
+        self,
+        endpoint: str,
+        requests: Iterable[list[dict] | tuple[list[dict], dict]],
+        *,
+        on_result: Callable[[int, ChatResponse | LLMError], None] | None = None,
+    ) -> list[ChatResponse | LLMError]:
         """Run many calls concurrently (at most the endpoint's max_concurrency in flight).
         Results come back in input order; a failed call is returned as its LLMError, never
         raised. on_result(index, result) runs in the calling thread as each call finishes."""
@@ -202,8 +214,11 @@ class LLMClient:
         check_messages(state.endpoint, messages)
         reserved = sorted(set(params) & set(RESERVED_PARAMS))
         if reserved:
-            raise LLMError(f"{state.endpoint.label}: {', '.join(reserved)} cannot be passed as params "
-                           "(the endpoint decides the model; streaming is not supported)", endpoint=endpoint)
+            raise LLMError(
+                f"{state.endpoint.label}: {', '.join(reserved)} cannot be passed as params "
+                "(the endpoint decides the model; streaming is not supported)",
+                endpoint=endpoint,
+            )
         request_params = {k: v for k, v in {**state.endpoint.params, **params}.items() if v is not None}
         if self._cache is None:
             return self._fetch(state, messages, request_params)
@@ -276,7 +291,7 @@ class LLMClient:
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         with self._rng_lock:
-            delay = self._rng.uniform(0.0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** attempt))
+            delay = self._rng.uniform(0.0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt))
         return max(delay, retry_after) if retry_after is not None else delay
 
     def _fetch(self, state: _EndpointState, messages: list[dict], params: dict) -> ChatResponse:
@@ -293,16 +308,21 @@ class LLMClient:
                 except Exception as exc:  # noqa: BLE001 - classify() sorts every SDK error into retry or give up
                     failure, error = sdk.classify(exc), exc
                 else:
-                    state.count(prompt_tokens=response.usage["prompt_tokens"],
-                                completion_tokens=response.usage["completion_tokens"])
+                    state.count(
+                        prompt_tokens=response.usage["prompt_tokens"], completion_tokens=response.usage["completion_tokens"]
+                    )
                     return response
             if failure.retry_after is not None:  # the server's wait applies to every call to it
                 state.pacer.hold(self._clock() + failure.retry_after)
             if not failure.retryable or attempts > endpoint.max_retries:
                 tried = f"after {attempts} attempts" if attempts > 1 else "on the first attempt"
-                raise LLMError(f"{endpoint.label}: {failure.what}; gave up {tried}: {failure.advice}",
-                               endpoint=endpoint.name, attempts=attempts, status=failure.status,
-                               transient=failure.retryable) from error
+                raise LLMError(
+                    f"{endpoint.label}: {failure.what}; gave up {tried}: {failure.advice}",
+                    endpoint=endpoint.name,
+                    attempts=attempts,
+                    status=failure.status,
+                    transient=failure.retryable,
+                ) from error
             state.count(retries=1)
             delay = self._backoff(attempts - 1, failure.retry_after)
             log.info("%s: %s; retry %d of %d in %.2fs", endpoint.label, failure.what, attempts, endpoint.max_retries, delay)

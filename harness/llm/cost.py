@@ -28,9 +28,16 @@ DEFAULT_COMPLETION_TOKENS = 256
 
 
 def _is_cjk(code: int) -> bool:
-    return (0x3040 <= code <= 0x30FF or 0x3400 <= code <= 0x4DBF or 0x4E00 <= code <= 0x9FFF
-            or 0xAC00 <= code <= 0xD7AF or 0xF900 <= code <= 0xFAFF or 0xFF00 <= code <= 0xFFEF
-            or 0x3000 <= code <= 0x303F or 0x20000 <= code <= 0x2FA1F)
+    return (
+        0x3040 <= code <= 0x30FF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x4E00 <= code <= 0x9FFF
+        or 0xAC00 <= code <= 0xD7AF
+        or 0xF900 <= code <= 0xFAFF
+        or 0xFF00 <= code <= 0xFFEF
+        or 0x3000 <= code <= 0x303F
+        or 0x20000 <= code <= 0x2FA1F
+    )
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -66,8 +73,12 @@ def estimate_prompt_tokens(messages: Iterable[Mapping], *, image_tokens: int = I
     return total
 
 
-def estimate_usage(requests: Iterable[Iterable[Mapping]], *, expected_completion_tokens: int = DEFAULT_COMPLETION_TOKENS,
-                   image_tokens: int = IMAGE_TOKENS) -> dict:
+def estimate_usage(
+    requests: Iterable[Iterable[Mapping]],
+    *,
+    expected_completion_tokens: int = DEFAULT_COMPLETION_TOKENS,
+    image_tokens: int = IMAGE_TOKENS,
+) -> dict:
     """Estimated usage of a batch of requests (each a list of messages), every one paid:
     {"calls", "prompt_tokens", "completion_tokens"}."""
     calls = prompt = 0

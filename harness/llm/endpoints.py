@@ -23,8 +23,20 @@ DEFAULT_BASE_URLS = {
 RESERVED_PARAMS = ("model", "messages", "stream")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ENDPOINT_KEYS = ("provider", "base_url", "model", "api_key_env", "vision", "max_concurrency",
-                  "requests_per_minute", "timeout", "max_retries", "params", "input_cost_per_mtok", "output_cost_per_mtok")
+_ENDPOINT_KEYS = (
+    "provider",
+    "base_url",
+    "model",
+    "api_key_env",
+    "vision",
+    "max_concurrency",
+    "requests_per_minute",
+    "timeout",
+    "max_retries",
+    "params",
+    "input_cost_per_mtok",
+    "output_cost_per_mtok",
+)
 _REQUIRED_KEYS = ("provider", "model", "api_key_env")
 
 
@@ -61,21 +73,36 @@ class Endpoint:
         check(self.provider in DEFAULT_BASE_URLS, "provider", " or ".join(f'"{p}"' for p in DEFAULT_BASE_URLS))
         if self.base_url is None:
             object.__setattr__(self, "base_url", DEFAULT_BASE_URLS[self.provider])
-        check(isinstance(self.base_url, str) and self.base_url.startswith(("http://", "https://")),
-              "base_url", "an http:// or https:// URL")
+        check(
+            isinstance(self.base_url, str) and self.base_url.startswith(("http://", "https://")),
+            "base_url",
+            "an http:// or https:// URL",
+        )
         object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
         check(isinstance(self.model, str) and bool(self.model.strip()), "model", "the provider's model name")
-        check(isinstance(self.api_key_env, str) and bool(_ENV_NAME.fullmatch(self.api_key_env)),
-              "api_key_env", "the NAME of the environment variable holding the key (e.g. \"ZHIPUAI_API_KEY\")")
+        check(
+            isinstance(self.api_key_env, str) and bool(_ENV_NAME.fullmatch(self.api_key_env)),
+            "api_key_env",
+            'the NAME of the environment variable holding the key (e.g. "ZHIPUAI_API_KEY")',
+        )
         check(isinstance(self.vision, bool), "vision", "true or false")
-        check(isinstance(self.max_concurrency, int) and not isinstance(self.max_concurrency, bool) and self.max_concurrency >= 1,
-              "max_concurrency", "a whole number >= 1")
-        check(self.requests_per_minute is None or (_is_number(self.requests_per_minute) and self.requests_per_minute > 0),
-              "requests_per_minute", "a number > 0 (or leave it out for no limit)")
+        check(
+            isinstance(self.max_concurrency, int) and not isinstance(self.max_concurrency, bool) and self.max_concurrency >= 1,
+            "max_concurrency",
+            "a whole number >= 1",
+        )
+        check(
+            self.requests_per_minute is None or (_is_number(self.requests_per_minute) and self.requests_per_minute > 0),
+            "requests_per_minute",
+            "a number > 0 (or leave it out for no limit)",
+        )
         check(_is_number(self.timeout) and self.timeout > 0, "timeout", "seconds, a number > 0")
         object.__setattr__(self, "timeout", float(self.timeout))
-        check(isinstance(self.max_retries, int) and not isinstance(self.max_retries, bool) and self.max_retries >= 0,
-              "max_retries", "a whole number >= 0")
+        check(
+            isinstance(self.max_retries, int) and not isinstance(self.max_retries, bool) and self.max_retries >= 0,
+            "max_retries",
+            "a whole number >= 0",
+        )
         check(isinstance(self.params, dict), "params", f"a table ([models.{self.name}.params])")
         reserved = sorted(set(self.params) & set(RESERVED_PARAMS))
         if reserved:
@@ -83,8 +110,11 @@ class Endpoint:
         object.__setattr__(self, "params", dict(self.params))
         for key in ("input_cost_per_mtok", "output_cost_per_mtok"):
             value = getattr(self, key)
-            check(value is None or (_is_number(value) and value >= 0 and math.isfinite(value)), key,
-                  "a price per million tokens, a number >= 0 (or leave it out)")
+            check(
+                value is None or (_is_number(value) and value >= 0 and math.isfinite(value)),
+                key,
+                "a price per million tokens, a number >= 0 (or leave it out)",
+            )
 
     def api_key(self) -> str:
         key = os.environ.get(self.api_key_env, "").strip()
@@ -136,8 +166,10 @@ def load_endpoints(path: str | os.PathLike) -> dict[str, Endpoint]:
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: expected a table of settings, got {type(table).__name__}")
         if "api_key" in table:
-            raise ConfigError(f"{where} api_key: keys never go in the models file; put the key in an "
-                              f"environment variable and name that variable with api_key_env = \"...\"")
+            raise ConfigError(
+                f"{where} api_key: keys never go in the models file; put the key in an "
+                f'environment variable and name that variable with api_key_env = "..."'
+            )
         unknown = sorted(set(table) - set(_ENDPOINT_KEYS))
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(_ENDPOINT_KEYS)}")

@@ -78,7 +78,8 @@ def user_message(text: str, images: Iterable[Image] | Image = ()) -> dict:
 def has_images(messages: list[dict]) -> bool:
     return any(
         isinstance(part, dict) and part.get("type") == "image_url"
-        for message in messages if isinstance(message.get("content"), list)
+        for message in messages
+        if isinstance(message.get("content"), list)
         for part in message["content"]
     )
 

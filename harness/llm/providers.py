@@ -20,6 +20,7 @@ from .endpoints import Endpoint
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})  # and every 5xx
 RETRY_AFTER_CAP = 120.0  # a server asking for longer is retried after this, not trusted for hours
 
+
 @dataclass
 class ChatResponse:
     text: str
@@ -34,8 +35,14 @@ class ChatResponse:
 
     @classmethod
     def from_cache(cls, value: dict, endpoint: str) -> ChatResponse:
-        return cls(text=value["text"], usage=value["usage"], cached=True, finish_reason=value.get("finish_reason"),
-                   endpoint=endpoint, model=value.get("model") or "")
+        return cls(
+            text=value["text"],
+            usage=value["usage"],
+            cached=True,
+            finish_reason=value.get("finish_reason"),
+            endpoint=endpoint,
+            model=value.get("model") or "",
+        )
 
 
 class _MalformedResponse(Exception):
@@ -127,8 +134,10 @@ def _server_message(response: Any) -> str:
         except Exception:  # noqa: BLE001 - an error message is a courtesy, never a second failure
             return ""
     error = data.get("error") if isinstance(data, dict) else None
-    for candidate in (error.get("message") if isinstance(error, dict) else error,
-                      data.get("message") if isinstance(data, dict) else None):
+    for candidate in (
+        error.get("message") if isinstance(error, dict) else error,
+        data.get("message") if isinstance(data, dict) else None,
+    ):
         if isinstance(candidate, str) and candidate:
             return candidate[:300]
     return json.dumps(data, ensure_ascii=False)[:300]
@@ -164,32 +173,53 @@ class _SDKClient:
         where = f"[models.{endpoint.name}]"
         if isinstance(exc, _EmptyReply):
             if exc.finish_reason == "content_filter":
-                return _Failure("the reply was withheld by the provider's content filter (finish_reason content_filter)",
-                                "retrying sends the same request: check the item's text and images, or score it with "
-                                "another model; it counts as a failed call", False)
-            return _Failure(f"the reply has no content (finish_reason {exc.finish_reason or 'missing'})",
-                            f"check that model = {endpoint.model!r} in {where} is a chat model and that max_tokens "
-                            "leaves room for an answer; it counts as a failed call", False)
+                return _Failure(
+                    "the reply was withheld by the provider's content filter (finish_reason content_filter)",
+                    "retrying sends the same request: check the item's text and images, or score it with "
+                    "another model; it counts as a failed call",
+                    False,
+                )
+            return _Failure(
+                f"the reply has no content (finish_reason {exc.finish_reason or 'missing'})",
+                f"check that model = {endpoint.model!r} in {where} is a chat model and that max_tokens "
+                "leaves room for an answer; it counts as a failed call",
+                False,
+            )
         if isinstance(exc, (_MalformedResponse, json.JSONDecodeError, UnicodeDecodeError)):
-            return _Failure(f"the server sent a body that is not a chat completion ({exc})",
-                            f"check that base_url in {where} points at an OpenAI-compatible chat API", True)
+            return _Failure(
+                f"the server sent a body that is not a chat completion ({exc})",
+                f"check that base_url in {where} points at an OpenAI-compatible chat API",
+                True,
+            )
         if isinstance(exc, self.timeout_errors):
-            return _Failure(f"no answer within timeout = {endpoint.timeout:g}s",
-                            f"raise timeout in {where} or check the service", True)
+            return _Failure(
+                f"no answer within timeout = {endpoint.timeout:g}s", f"raise timeout in {where} or check the service", True
+            )
         if isinstance(exc, self.connection_errors):
             cause = exc.__cause__ or exc.__context__
-            return _Failure(f"cannot connect to {endpoint.base_url} ({cause or exc})",
-                            f"check base_url in {where} and the network", True)
+            return _Failure(
+                f"cannot connect to {endpoint.base_url} ({cause or exc})", f"check base_url in {where} and the network", True
+            )
         if isinstance(exc, self.status_errors):
             status = exc.status_code
             response = exc.response
             what = f"HTTP {status}: {_server_message(response)}"
             if status == 429:
-                return _Failure(what, f"still rate limited: lower max_concurrency or requests_per_minute in {where}, "
-                                      "or raise max_retries", True, status, parse_retry_after(response.headers))
+                return _Failure(
+                    what,
+                    f"still rate limited: lower max_concurrency or requests_per_minute in {where}, or raise max_retries",
+                    True,
+                    status,
+                    parse_retry_after(response.headers),
+                )
             if status >= 500 or status in RETRYABLE_STATUSES:
-                return _Failure(what, "the service keeps failing: check its status and try again later, "
-                                      f"or raise max_retries in {where}", True, status, parse_retry_after(response.headers))
+                return _Failure(
+                    what,
+                    f"the service keeps failing: check its status and try again later, or raise max_retries in {where}",
+                    True,
+                    status,
+                    parse_retry_after(response.headers),
+                )
             if status in (401, 403):
                 advice = f"the service refused the key: check the environment variable {endpoint.api_key_env}"
             elif status == 404:
@@ -199,8 +229,11 @@ class _SDKClient:
             else:
                 advice = f"the request was rejected and retrying will not help: check the messages and the params of {where}"
             return _Failure(what, advice, False, status)
-        return _Failure(f"unexpected {type(exc).__name__}: {exc}", "this looks like a bug or an unsupported param; "
-                        f"check the params of {where}", False)
+        return _Failure(
+            f"unexpected {type(exc).__name__}: {exc}",
+            f"this looks like a bug or an unsupported param; check the params of {where}",
+            False,
+        )
 
     def close(self) -> None:
         self.http_client.close()
@@ -218,8 +251,9 @@ class _OpenAIClient(_SDKClient):
             max_connections=endpoint.max_concurrency, max_keepalive_connections=endpoint.max_concurrency
         )
         http_client = openai.DefaultHttpxClient(limits=limits, timeout=endpoint.timeout)
-        client = openai.OpenAI(api_key=api_key, base_url=endpoint.base_url, timeout=endpoint.timeout,
-                               max_retries=0, http_client=http_client)
+        client = openai.OpenAI(
+            api_key=api_key, base_url=endpoint.base_url, timeout=endpoint.timeout, max_retries=0, http_client=http_client
+        )
         return client, http_client
 
     def _post_chat(self, messages: list[dict], params: dict) -> bytes:
@@ -240,18 +274,22 @@ def glm_sdk():
     try:
         from zai import ZhipuAiClient
         from zai.core import _errors as errors  # APIConnectionError is only defined there
+
         return ZhipuAiClient, errors
     except ImportError as zai_missing:
         if zai_missing.name not in ("zai", "zai.core"):
             raise  # zai is there but broken: say so rather than silently use another SDK
     try:
         import zhipuai
+
         return zhipuai.ZhipuAI, zhipuai
     except ImportError as zhipuai_missing:
         if zhipuai_missing.name != "zhipuai":
             raise
-    raise SDKMissing("needs zai-sdk (pip install zai-sdk) or the older zhipuai package (pip install zhipuai sniffio); "
-                     "neither is installed", name="zai")
+    raise SDKMissing(
+        "needs zai-sdk (pip install zai-sdk) or the older zhipuai package (pip install zhipuai sniffio); neither is installed",
+        name="zai",
+    )
 
 
 class _GLMClient(_SDKClient):
@@ -259,7 +297,16 @@ class _GLMClient(_SDKClient):
     # resource has no with_raw_response). zai-sdk and zhipuai share it.
     RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
     # Keyword arguments of create() that are not request-body params.
-    NOT_BODY_PARAMS: ClassVar[set[str]] = {"self", "model", "messages", "stream", "extra_headers", "extra_query", "extra_body", "timeout"}
+    NOT_BODY_PARAMS: ClassVar[set[str]] = {
+        "self",
+        "model",
+        "messages",
+        "stream",
+        "extra_headers",
+        "extra_query",
+        "extra_body",
+        "timeout",
+    }
 
     def _connect(self, endpoint: Endpoint, api_key: str):
         import httpx
@@ -270,8 +317,9 @@ class _GLMClient(_SDKClient):
         self.status_errors = (errors.APIStatusError,)
         limits = httpx.Limits(max_connections=endpoint.max_concurrency, max_keepalive_connections=endpoint.max_concurrency)
         http_client = httpx.Client(limits=limits, timeout=endpoint.timeout)
-        client = client_class(api_key=api_key, base_url=endpoint.base_url, timeout=endpoint.timeout,
-                              max_retries=0, http_client=http_client)
+        client = client_class(
+            api_key=api_key, base_url=endpoint.base_url, timeout=endpoint.timeout, max_retries=0, http_client=http_client
+        )
         parameters = inspect.signature(client.chat.completions.create).parameters.items()
         self.body_params = {name for name, p in parameters if p.kind is p.KEYWORD_ONLY} - self.NOT_BODY_PARAMS
         return client, http_client
@@ -283,8 +331,11 @@ class _GLMClient(_SDKClient):
         named = {k: v for k, v in params.items() if k in self.body_params}
         extra = {k: v for k, v in params.items() if k not in self.body_params}
         response = self.client.chat.completions.create(
-            model=self.endpoint.model, messages=copy.deepcopy(messages), extra_body=extra or None,
-            extra_headers={self.RAW_RESPONSE_HEADER: "true"}, **named,
+            model=self.endpoint.model,
+            messages=copy.deepcopy(messages),
+            extra_body=extra or None,
+            extra_headers={self.RAW_RESPONSE_HEADER: "true"},
+            **named,
         )
         return response.http_response.content
 

@@ -12,8 +12,17 @@ from harness.runner import OK, Job, RunStats, Sink, run_jobs
 from harness.scoring.inputs import ImageLoader, as_items, attach_images, conversation
 
 
-def answer_questions(client, model: str, items: Iterable[Item | Mapping[str, Any]], *, sink: Sink, text_only: bool = False,
-                     image_loader: ImageLoader | None = None, limit: int | None = None, **run) -> tuple[dict[str, str], RunStats]:
+def answer_questions(
+    client,
+    model: str,
+    items: Iterable[Item | Mapping[str, Any]],
+    *,
+    sink: Sink,
+    text_only: bool = False,
+    image_loader: ImageLoader | None = None,
+    limit: int | None = None,
+    **run,
+) -> tuple[dict[str, str], RunStats]:
     """Ask `model` every open (not multiple-choice) question: earlier turns as history, images
     inline with the first user turn. Rows go to the sink keyed by item id ({"id", "model",
     "status", "answer" | "error"}). Returns ({item id: answer} of the answered items, stats)."""
@@ -25,11 +34,16 @@ def answer_questions(client, model: str, items: Iterable[Item | Mapping[str, Any
         raise llm.ConfigError(f"no endpoint named {model!r} in the models file (declared: {declared})")
     attach = attach_images(client.endpoints[model], open_items, text_only, "model", image_loader)
     jobs = [
-        Job(key=item.id, build=lambda item=item: conversation(item, item.question, attach, image_loader),
-            meta={"id": item.id, "model": model}, parse=lambda text: {"answer": text})
+        Job(
+            key=item.id,
+            build=lambda item=item: conversation(item, item.question, attach, image_loader),
+            meta={"id": item.id, "model": model},
+            parse=lambda text: {"answer": text},
+        )
         for item in open_items
     ]
-    stats = run_jobs(client, model, jobs, sink, label=f"infer {model}", parse_retries=0, keep_outputs=False,
-                     with_images=attach, **run)
+    stats = run_jobs(
+        client, model, jobs, sink, label=f"infer {model}", parse_retries=0, keep_outputs=False, with_images=attach, **run
+    )
     answers = {key: row["answer"] for key, row in stats.rows.items() if row["status"] == OK}
     return answers, stats

@@ -49,13 +49,22 @@ class Choice:
 
 def _extraction_prompt(prompts: Prompts, question: str, options: Mapping[str, str], reply: str) -> tuple[str, str]:
     letters = "".join(options)
-    prompt = prompts.get("mcq_extract").render(question=question, options=format_options(options), output=reply,
-                                               letters=", ".join(letters))
+    prompt = prompts.get("mcq_extract").render(
+        question=question, options=format_options(options), output=reply, letters=", ".join(letters)
+    )
     return prompt, letters
 
 
-def extract_choice(client: llm.LLMClient | None, extractor: str | None, question: str, options: Mapping[str, str],
-                   reply: str, *, prompts: Prompts | None = None, parse_retries: int = 2) -> Choice:
+def extract_choice(
+    client: llm.LLMClient | None,
+    extractor: str | None,
+    question: str,
+    options: Mapping[str, str],
+    reply: str,
+    *,
+    prompts: Prompts | None = None,
+    parse_retries: int = 2,
+) -> Choice:
     """Step 1 reads the letter by rules; step 2, only when the rules cannot settle it, asks the
     extractor endpoint (a letter or Z), re-asking up to parse_retries times when its reply cannot
     be read. Never guesses: what stays unsettled is "unresolved"."""
@@ -78,8 +87,10 @@ def extract_choice(client: llm.LLMClient | None, extractor: str | None, question
             letter = parse_extractor_reply(text, letters)
         except ParseError as exc:
             if attempt < parse_retries:
-                messages = messages + [llm.text_message("assistant", text),
-                                       llm.text_message("user", prompts.get("retry_mcq_extract").render(problem=str(exc)))]
+                messages = messages + [
+                    llm.text_message("assistant", text),
+                    llm.text_message("user", prompts.get("retry_mcq_extract").render(problem=str(exc))),
+                ]
             continue
         return Choice(letter, "extractor" if letter != NONE_OF_THEM else "extractor_none", tuple(outputs))
     return Choice(None, "unresolved", tuple(outputs))
@@ -133,13 +144,18 @@ class CircularEvalResult:
             raise InputError("flags() needs a filter: text_only or all_fail")
         flags = {}
         for item in self.items:
-            by = {outcome: [m for m in self.models if self.outcomes[m].get(item.id) == outcome]
-                  for outcome in (SOLVED, FAILED, CALL_ERROR, SKIPPED)}
+            by = {
+                outcome: [m for m in self.models if self.outcomes[m].get(item.id) == outcome]
+                for outcome in (SOLVED, FAILED, CALL_ERROR, SKIPPED)
+            }
             solved, failed = len(by[SOLVED]), len(by[FAILED])
             flags[item.id] = {
                 "flagged": filter_flag(filter, solved, len(self.models)),
                 "decided": verdict_decided(filter, solved, failed, len(self.models)),
-                "solved_by": by[SOLVED], "failed_by": by[FAILED], "errors": by[CALL_ERROR], "not_asked": by[SKIPPED],
+                "solved_by": by[SOLVED],
+                "failed_by": by[FAILED],
+                "errors": by[CALL_ERROR],
+                "not_asked": by[SKIPPED],
             }
         return flags
 
@@ -149,8 +165,7 @@ class CircularEvalResult:
         asked = len(self.verdicts)
         without = len(self.models) * sum(len(p) for p in self.passes.values())
         extracted = sum(1 for v in self.verdicts.values() if v["extractor_outputs"] or v["method"] == "extractor_error")
-        return {"passes_asked": asked, "passes_without_stopping": without, "saved": without - asked,
-                "extractions": extracted}
+        return {"passes_asked": asked, "passes_without_stopping": without, "saved": without - asked, "extractions": extracted}
 
 
 def circular_eval(
@@ -194,9 +209,15 @@ def circular_eval(
     attach = {name: attach_images(endpoints[name], scored, text_only, "model", image_loader) for name in models}
 
     result = CircularEvalResult(
-        items=scored, models=list(models), passes={item.id: circular_passes(item.choices, item.answer) for item in scored},
-        verdicts={}, outcomes={name: {} for name in models}, skipped_without_answer_key=len(mcq_items) - len(scored),
-        stop_when_decided=stop_when_decided, all_passes=all_passes, text_only=text_only,
+        items=scored,
+        models=list(models),
+        passes={item.id: circular_passes(item.choices, item.answer) for item in scored},
+        verdicts={},
+        outcomes={name: {} for name in models},
+        skipped_without_answer_key=len(mcq_items) - len(scored),
+        stop_when_decided=stop_when_decided,
+        all_passes=all_passes,
+        text_only=text_only,
         stats={name: RunStats() for name in endpoints},
     )
     rows: dict[str, dict] = {}
@@ -209,21 +230,41 @@ def circular_eval(
                 if verdict_decided(stop_when_decided, counts.count(SOLVED), counts.count(FAILED), len(models)):
                     decided.add(item.id)
         for k in range(max(len(p) for p in result.passes.values())):
-            alive = [item for item in scored if item.id not in decided and len(result.passes[item.id]) > k
-                     and (all_passes or _still_solving(result.verdicts, name, item, k))]
+            alive = [
+                item
+                for item in scored
+                if item.id not in decided
+                and len(result.passes[item.id]) > k
+                and (all_passes or _still_solving(result.verdicts, name, item, k))
+            ]
             if not alive:
                 continue
-            jobs = [Job(
-                key=_row_key(ANSWER, name, item, k),
-                build=lambda item=item, shown=result.passes[item.id][k], name=name: conversation(
-                    item, question_template.render(hint=item.hint or "", question=item.question,
-                                                   options=format_options(shown.options)),
-                    attach[name], image_loader),
-                meta={"step": ANSWER, "model": name, "id": item.id, "pass": k},
-                parse=lambda text: {"answer": text},
-            ) for item in alive]
-            stats = run_jobs(client, name, jobs, label=f"mcq {name} pass {k + 1}", parse_retries=0, keep_outputs=False,
-                             with_images=attach[name], **run)
+            jobs = [
+                Job(
+                    key=_row_key(ANSWER, name, item, k),
+                    build=lambda item=item, shown=result.passes[item.id][k], name=name: conversation(
+                        item,
+                        question_template.render(
+                            hint=item.hint or "", question=item.question, options=format_options(shown.options)
+                        ),
+                        attach[name],
+                        image_loader,
+                    ),
+                    meta={"step": ANSWER, "model": name, "id": item.id, "pass": k},
+                    parse=lambda text: {"answer": text},
+                )
+                for item in alive
+            ]
+            stats = run_jobs(
+                client,
+                name,
+                jobs,
+                label=f"mcq {name} pass {k + 1}",
+                parse_retries=0,
+                keep_outputs=False,
+                with_images=attach[name],
+                **run,
+            )
             result.stats[name].add(stats.as_dict())
             rows.update(stats.rows)
             pending = []
@@ -232,15 +273,19 @@ def circular_eval(
                 shown = result.passes[item.id][k]
                 if row and row["status"] == OK and extractor and heuristic_choice(row["answer"], shown.options) is None:
                     prompt, letters = _extraction_prompt(prompts, item.question, shown.options, row["answer"])
-                    pending.append(Job(
-                        key=_row_key(EXTRACT, name, item, k),
-                        build=lambda prompt=prompt: [llm.text_message("user", prompt)],
-                        meta={"step": EXTRACT, "model": name, "id": item.id, "pass": k},
-                        parse=lambda text, letters=letters: {"letter": parse_extractor_reply(text, letters)},
-                        retry=lambda problem: retry.render(problem=problem),
-                    ))
+                    pending.append(
+                        Job(
+                            key=_row_key(EXTRACT, name, item, k),
+                            build=lambda prompt=prompt: [llm.text_message("user", prompt)],
+                            meta={"step": EXTRACT, "model": name, "id": item.id, "pass": k},
+                            parse=lambda text, letters=letters: {"letter": parse_extractor_reply(text, letters)},
+                            retry=lambda problem: retry.render(problem=problem),
+                        )
+                    )
             if pending:
-                stats = run_jobs(client, extractor, pending, label=f"mcq extract pass {k + 1}", parse_retries=parse_retries, **run)
+                stats = run_jobs(
+                    client, extractor, pending, label=f"mcq extract pass {k + 1}", parse_retries=parse_retries, **run
+                )
                 result.stats[extractor].add(stats.as_dict())
                 rows.update(stats.rows)
             for item in alive:
@@ -281,9 +326,21 @@ def _outcome(result: CircularEvalResult, model: str, item: Item) -> str:
 
 
 def _verdict(item: Item, shown: CircularPass, model: str, k: int, rows: dict) -> dict:
-    verdict = {"key": _verdict_key(model, item, k), "model": model, "id": item.id, "pass": k,
-               "shown_answer": shown.answer, "options": shown.options, "output": None, "heuristic": None,
-               "extractor": None, "extractor_outputs": None, "letter": None, "method": None, "correct": False}
+    verdict = {
+        "key": _verdict_key(model, item, k),
+        "model": model,
+        "id": item.id,
+        "pass": k,
+        "shown_answer": shown.answer,
+        "options": shown.options,
+        "output": None,
+        "heuristic": None,
+        "extractor": None,
+        "extractor_outputs": None,
+        "letter": None,
+        "method": None,
+        "correct": False,
+    }
     row = rows.get(_row_key(ANSWER, model, item, k))
     if row is None or row["status"] != OK:
         verdict["method"] = "model_error"
@@ -320,8 +377,14 @@ def summarize_circular(result: CircularEvalResult) -> dict:
     """The numbers of a run: accuracy (circular and vanilla) per model, category, subcategory and
     task, and how each pass's choice was read. Items a QC run did not ask a model are left out of
     that model's accuracy and counted in `not_asked`. "item_rows" holds one row per model and item."""
-    results = {"command": "mcq", "items": len(result.items), "skipped_without_answer_key": result.skipped_without_answer_key,
-               "all_passes": result.all_passes, "text_only": result.text_only, "models": {}}
+    results = {
+        "command": "mcq",
+        "items": len(result.items),
+        "skipped_without_answer_key": result.skipped_without_answer_key,
+        "all_passes": result.all_passes,
+        "text_only": result.text_only,
+        "models": {},
+    }
     item_rows = []
     for model in result.models:
         rows = []
@@ -330,17 +393,26 @@ def summarize_circular(result: CircularEvalResult) -> dict:
             outcome = result.outcomes[model].get(item.id)
             if outcome == SKIPPED:
                 continue
-            asked = [v for k in range(len(result.passes[item.id]))
-                     if (v := result.verdicts.get(_verdict_key(model, item, k))) is not None]
+            asked = [
+                v
+                for k in range(len(result.passes[item.id]))
+                if (v := result.verdicts.get(_verdict_key(model, item, k))) is not None
+            ]
             for v in asked:
                 methods[v["method"]] = methods.get(v["method"], 0) + 1
-            rows.append({
-                "model": model, "id": item.id, "category": item.category, "subcategory": item.subcategory, "task": item.task,
-                "vanilla": bool(asked) and asked[0]["correct"],
-                "circular": outcome == SOLVED,
-                "passes_run": len(asked),
-                "problem": next((v["method"] for v in asked if v["method"] in ("model_error", "extractor_error")), None),
-            })
+            rows.append(
+                {
+                    "model": model,
+                    "id": item.id,
+                    "category": item.category,
+                    "subcategory": item.subcategory,
+                    "task": item.task,
+                    "vanilla": bool(asked) and asked[0]["correct"],
+                    "circular": outcome == SOLVED,
+                    "passes_run": len(asked),
+                    "problem": next((v["method"] for v in asked if v["method"] in ("model_error", "extractor_error")), None),
+                }
+            )
         item_rows += rows
         results["models"][model] = {
             **_accuracy(rows),
@@ -355,16 +427,23 @@ def summarize_circular(result: CircularEvalResult) -> dict:
         }
     if result.stop_when_decided:
         flags = result.flags()
-        results["qc"] = {"filter": result.stop_when_decided, "flagged": [i for i, f in flags.items() if f["flagged"]],
-                         "undecided": [i for i, f in flags.items() if not f["decided"]], "calls": result.call_counts()}
+        results["qc"] = {
+            "filter": result.stop_when_decided,
+            "flagged": [i for i, f in flags.items() if f["flagged"]],
+            "undecided": [i for i, f in flags.items() if not f["decided"]],
+            "calls": result.call_counts(),
+        }
     results["item_rows"] = item_rows
     return results
 
 
 def _accuracy(rows: list[dict]) -> dict:
     n = len(rows)
-    return {"n": n, "vanilla": sum(r["vanilla"] for r in rows) / n if n else None,
-            "circular": sum(r["circular"] for r in rows) / n if n else None}
+    return {
+        "n": n,
+        "vanilla": sum(r["vanilla"] for r in rows) / n if n else None,
+        "circular": sum(r["circular"] for r in rows) / n if n else None,
+    }
 
 
 def _accuracy_by(rows: list[dict], field_name: str) -> dict:

@@ -40,8 +40,10 @@ def as_item(value: Item | Mapping[str, Any], where: str = "item") -> Item:
         raise InputError(f"{where} {item.id!r}: 'images' must be a list")
     for image in images:
         if not (isinstance(image, (str, os.PathLike, bytes, bytearray)) or callable(image)):
-            raise InputError(f"{where} {item.id!r}: an image must be a path or storage name, bytes, or a callable "
-                             f"returning either; got {type(image).__name__}")
+            raise InputError(
+                f"{where} {item.id!r}: an image must be a path or storage name, bytes, or a callable "
+                f"returning either; got {type(image).__name__}"
+            )
     return dataclasses.replace(item, images=tuple(images))
 
 
@@ -89,8 +91,9 @@ def check_images(items: Iterable[Item], loader: ImageLoader | None = None) -> No
                     raise InputError(f"item {item.id!r} needs image {path}, which is missing")
 
 
-def attach_images(endpoint: llm.Endpoint, items: list[Item], text_only: bool, role: str,
-                  loader: ImageLoader | None = None) -> bool:
+def attach_images(
+    endpoint: llm.Endpoint, items: list[Item], text_only: bool, role: str, loader: ImageLoader | None = None
+) -> bool:
     """Whether to send the items' images; refuses a text-only endpoint unless text_only says that is intended."""
     if text_only or not any(item.images for item in items):
         return False

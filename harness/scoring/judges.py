@@ -41,8 +41,18 @@ def _endpoint(client, name: str) -> llm.Endpoint:
 
 
 def _run(client, judge, jobs, sink, label, parse_retries, with_images=False, workers=1, reopen=None, progress_stream=None):
-    return run_jobs(client, judge, jobs, sink, label=label, parse_retries=parse_retries, with_images=with_images,
-                    workers=workers, reopen=reopen, progress_stream=progress_stream)
+    return run_jobs(
+        client,
+        judge,
+        jobs,
+        sink,
+        label=label,
+        parse_retries=parse_retries,
+        with_images=with_images,
+        workers=workers,
+        reopen=reopen,
+        progress_stream=progress_stream,
+    )
 
 
 def group_mean(rows, key: str, value: str) -> dict:
@@ -61,9 +71,18 @@ def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | Non
 # --------------------------------------------------------------------------- pointwise
 
 
-def pointwise_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]], predictions: Mapping[str, Mapping],
-                    *, sink: Sink, prompts: Prompts | None = None, rules: Mapping[str, str] | None = None,
-                    parse_retries: int = 2, **run) -> Scored:
+def pointwise_judge(
+    client,
+    judge: str,
+    items: Iterable[Item | Mapping[str, Any]],
+    predictions: Mapping[str, Mapping],
+    *,
+    sink: Sink,
+    prompts: Prompts | None = None,
+    rules: Mapping[str, str] | None = None,
+    parse_retries: int = 2,
+    **run,
+) -> Scored:
     """1-10 grades against the reference answer (the judge does not see the image), mean per task,
     category and overall, and the alignment score over seed groups. rules: task -> judging rule
     text that replaces the built-in rule of that task. Items without a reference are skipped
@@ -85,19 +104,31 @@ def pointwise_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]
         for item in scored:
             if item.id not in by_id:
                 continue
-            fields = {"task": item.task or "", "task_rule": task_rule(item.task, prompts, rules),
-                      "history": render_history(item.history), "question_type": item.question_type or "",
-                      "question": item.question, "reference": item.reference_answer, "answer": by_id[item.id]}
-            jobs.append(Job(
-                key=f"{model}\t{item.id}",
-                build=lambda fields=fields: [llm.text_message("user", template.render(**fields))],
-                meta={"model": model, "id": item.id, "task": item.task, "category": item.category, "group": item.group},
-                parse=parse,
-                retry=lambda problem: retry.render(problem=problem),
-            ))
+            fields = {
+                "task": item.task or "",
+                "task_rule": task_rule(item.task, prompts, rules),
+                "history": render_history(item.history),
+                "question_type": item.question_type or "",
+                "question": item.question,
+                "reference": item.reference_answer,
+                "answer": by_id[item.id],
+            }
+            jobs.append(
+                Job(
+                    key=f"{model}\t{item.id}",
+                    build=lambda fields=fields: [llm.text_message("user", template.render(**fields))],
+                    meta={"model": model, "id": item.id, "task": item.task, "category": item.category, "group": item.group},
+                    parse=parse,
+                    retry=lambda problem: retry.render(problem=problem),
+                )
+            )
     stats = _run(client, judge, jobs, sink, "judge", parse_retries, **run)
-    results = {"command": "judge", "items": len(scored), "models": {},
-               "skipped_without_reference": sum(1 for i in all_items if not i.is_mcq and not i.reference_answer)}
+    results = {
+        "command": "judge",
+        "items": len(scored),
+        "models": {},
+        "skipped_without_reference": sum(1 for i in all_items if not i.is_mcq and not i.reference_answer),
+    }
     for model, by_id in answers.items():
         ok_rows, unparsed, errors = [], [], []
         for item in scored:
@@ -116,14 +147,21 @@ def pointwise_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]
         alignment = alignment_score(groups)
         ratings = [row["rating"] for row in ok_rows]
         results["models"][model] = {
-            "judged": len(ok_rows), "unparsed": len(unparsed), "unparsed_ids": unparsed,
-            "errors": len(errors), "error_ids": errors,
+            "judged": len(ok_rows),
+            "unparsed": len(unparsed),
+            "unparsed_ids": unparsed,
+            "errors": len(errors),
+            "error_ids": errors,
             "no_answer": sum(1 for item in scored if item.id not in by_id),
             "mean": sum(ratings) / len(ratings) if ratings else None,
             "by_task": group_mean(ok_rows, "task", "rating"),
             "by_category": group_mean(ok_rows, "category", "rating"),
-            "alignment": {"score": alignment.score, "groups": alignment.groups,
-                          "skipped_single": alignment.skipped_small, "sigma_sum": alignment.sigma_sum},
+            "alignment": {
+                "score": alignment.score,
+                "groups": alignment.groups,
+                "skipped_single": alignment.skipped_small,
+                "sigma_sum": alignment.sigma_sum,
+            },
         }
     return Scored(results, stats.rows, stats)
 
@@ -155,10 +193,23 @@ def question_outcome(rows: Mapping[str, dict], model: str, item_id: str) -> tupl
     return combine_votes(*votes), None
 
 
-def pairwise_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]], anchor_model: str, anchor_answers: Mapping,
-                   predictions: Mapping[str, Mapping], *, sink: Sink, text_only: bool = False,
-                   image_loader: ImageLoader | None = None, prompts: Prompts | None = None, parse_retries: int = 2,
-                   bootstrap: int = 1000, seed: int = 0, **run) -> Scored:
+def pairwise_judge(
+    client,
+    judge: str,
+    items: Iterable[Item | Mapping[str, Any]],
+    anchor_model: str,
+    anchor_answers: Mapping,
+    predictions: Mapping[str, Mapping],
+    *,
+    sink: Sink,
+    text_only: bool = False,
+    image_loader: ImageLoader | None = None,
+    prompts: Prompts | None = None,
+    parse_retries: int = 2,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    **run,
+) -> Scored:
     """MLLM-Bench votes of each model against an anchor model, every question judged in both
     answer orders (order 1: anchor first) with the item's criteria and, unless text_only, its
     images; the two votes combined (votes.combine_votes). Win/tie/lose per category and overall,
@@ -183,14 +234,17 @@ def pairwise_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]]
             for order in ORDERS:
                 first, second = (anchor, by_id) if order == 1 else (by_id, anchor)
                 prompt = render_pairwise_prompt(template, item, first[item.id], second[item.id], attach)
-                jobs.append(Job(
-                    key=f"{model}\t{item.id}\t{order}",
-                    build=lambda prompt=prompt, item=item: [llm.user_message(prompt, images=item_images(item, image_loader)
-                                                                             if attach else [])],
-                    meta={"model": model, "id": item.id, "order": order, "category": item.category, "task": item.task},
-                    parse=parse,
-                    retry=lambda problem: retry.render(problem=problem),
-                ))
+                jobs.append(
+                    Job(
+                        key=f"{model}\t{item.id}\t{order}",
+                        build=lambda prompt=prompt, item=item: [
+                            llm.user_message(prompt, images=item_images(item, image_loader) if attach else [])
+                        ],
+                        meta={"model": model, "id": item.id, "order": order, "category": item.category, "task": item.task},
+                        parse=parse,
+                        retry=lambda problem: retry.render(problem=problem),
+                    )
+                )
     stats = _run(client, judge, jobs, sink, "pairwise", parse_retries, with_images=attach, **run)
     results = {"command": "pairwise", "anchor": anchor_model, "items": len(scored), "images": attach, "models": {}}
     battles = []
@@ -256,8 +310,17 @@ def touchstone_scores(rows: Mapping[str, dict], model: str, item_id: str) -> tup
     return sum(model_scores) / 2, sum(reference_scores) / 2
 
 
-def touchstone_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]], predictions: Mapping[str, Mapping], *,
-                     sink: Sink, prompts: Prompts | None = None, parse_retries: int = 2, **run) -> Scored:
+def touchstone_judge(
+    client,
+    judge: str,
+    items: Iterable[Item | Mapping[str, Any]],
+    predictions: Mapping[str, Mapping],
+    *,
+    sink: Sink,
+    prompts: Prompts | None = None,
+    parse_retries: int = 2,
+    **run,
+) -> Scored:
     """The judge reads the image description instead of the image and scores the model's answer
     and the reference answer 1-10, twice with positions swapped; a question's score is the mean
     of both. Needs items with a description and a reference answer."""
@@ -279,13 +342,15 @@ def touchstone_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any
                 pair = (by_id[item.id], item.reference_answer)
                 first, second = pair if position == 1 else pair[::-1]
                 prompt = template.render(description=item.description, question=item.question, answer1=first, answer2=second)
-                jobs.append(Job(
-                    key=f"{model}\t{item.id}\t{position}",
-                    build=lambda prompt=prompt: [llm.text_message("user", prompt)],
-                    meta={"model": model, "id": item.id, "position": position, "category": item.category, "task": item.task},
-                    parse=parse,
-                    retry=lambda problem: retry.render(problem=problem),
-                ))
+                jobs.append(
+                    Job(
+                        key=f"{model}\t{item.id}\t{position}",
+                        build=lambda prompt=prompt: [llm.text_message("user", prompt)],
+                        meta={"model": model, "id": item.id, "position": position, "category": item.category, "task": item.task},
+                        parse=parse,
+                        retry=lambda problem: retry.render(problem=problem),
+                    )
+                )
     stats = _run(client, judge, jobs, sink, "touchstone", parse_retries, **run)
     results = {"command": "touchstone", "items": len(scored), "models": {}}
     for model, by_id in answers.items():
@@ -301,8 +366,12 @@ def touchstone_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any
             rows.append({"category": item.category, "task": item.task, "model": outcome[0], "reference": outcome[1]})
         mean = sum(r["model"] for r in rows) / len(rows) if rows else None
         results["models"][model] = {
-            "scored": len(rows), "unparsed": counts[UNPARSED], "errors": counts[ERROR], "no_answer": counts["no_answer"],
-            "score": mean, "score_x100": mean * 100 if mean is not None else None,
+            "scored": len(rows),
+            "unparsed": counts[UNPARSED],
+            "errors": counts[ERROR],
+            "no_answer": counts["no_answer"],
+            "score": mean,
+            "score_x100": mean * 100 if mean is not None else None,
             "reference_score": sum(r["reference"] for r in rows) / len(rows) if rows else None,
             "by_category": group_mean(rows, "category", "model"),
             "by_task": group_mean(rows, "task", "model"),
@@ -313,8 +382,17 @@ def touchstone_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any
 # --------------------------------------------------------------------------- hallucination
 
 
-def hallucination_judge(client, judge: str, items: Iterable[Item | Mapping[str, Any]], predictions: Mapping[str, Mapping], *,
-                        sink: Sink, prompts: Prompts | None = None, parse_retries: int = 2, **run) -> Scored:
+def hallucination_judge(
+    client,
+    judge: str,
+    items: Iterable[Item | Mapping[str, Any]],
+    predictions: Mapping[str, Mapping],
+    *,
+    sink: Sink,
+    prompts: Prompts | None = None,
+    parse_retries: int = 2,
+    **run,
+) -> Scored:
     """0-10: how much of an answer's content about the image the human description does not
     support (lower is better). Needs items with a description."""
     prompts = prompts or Prompts()
@@ -333,13 +411,15 @@ def hallucination_judge(client, judge: str, items: Iterable[Item | Mapping[str, 
             if item.id not in by_id:
                 continue
             prompt = template.render(description=item.description, question=item.question, answer=by_id[item.id])
-            jobs.append(Job(
-                key=f"{model}\t{item.id}",
-                build=lambda prompt=prompt: [llm.text_message("user", prompt)],
-                meta={"model": model, "id": item.id, "category": item.category, "task": item.task},
-                parse=parse,
-                retry=lambda problem: retry.render(problem=problem),
-            ))
+            jobs.append(
+                Job(
+                    key=f"{model}\t{item.id}",
+                    build=lambda prompt=prompt: [llm.text_message("user", prompt)],
+                    meta={"model": model, "id": item.id, "category": item.category, "task": item.task},
+                    parse=parse,
+                    retry=lambda problem: retry.render(problem=problem),
+                )
+            )
     stats = _run(client, judge, jobs, sink, "hallucination", parse_retries, **run)
     results = {"command": "hallucination", "items": len(scored), "models": {}}
     for model, by_id in answers.items():

@@ -20,13 +20,30 @@ def entries(job):
 
 
 def write_jsonl(path, rows):
-    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8"
+    )
     return path
 
 
-def row(qid, task="Counting", category="Perception & Understanding", image="images/1.jpg", prompt="How many?", ref="Three.", history=()):
-    return {"question_id": qid, "image_path": image, "history": list(history), "prompt": prompt, "ref_answer": ref,
-            "task": task, "category": category}
+def row(
+    qid,
+    task="Counting",
+    category="Perception & Understanding",
+    image="images/1.jpg",
+    prompt="How many?",
+    ref="Three.",
+    history=(),
+):
+    return {
+        "question_id": qid,
+        "image_path": image,
+        "history": list(history),
+        "prompt": prompt,
+        "ref_answer": ref,
+        "task": task,
+        "category": category,
+    }
 
 
 def test_the_real_fixture_imports_every_row_with_histories_and_seed_groups(benchmark, researcher):
@@ -46,7 +63,11 @@ def test_the_real_fixture_imports_every_row_with_histories_and_seed_groups(bench
     by_id = {i.external_id: i for i in items.select_related("seed", "task")}
     for record in source:
         item = by_id[record["question_id"]]
-        expected = [t for ex in record["history"] for t in ({"role": "user", "content": ex["user"]}, {"role": "assistant", "content": ex["assistant"]})]
+        expected = [
+            t
+            for ex in record["history"]
+            for t in ({"role": "user", "content": ex["user"]}, {"role": "assistant", "content": ex["assistant"]})
+        ]
         assert item.history == expected
         assert item.question == record["prompt"] and item.task.name == record["task"]
         group, k = record["question_id"].split("-")
@@ -59,7 +80,9 @@ def test_the_real_fixture_imports_every_row_with_histories_and_seed_groups(bench
     # No image files came with the fixture: said once per image, and the items are still there.
     messages = entries(job)
     assert messages["image images/000000783.jpg"] == (
-        "skipped", "image images/000000783.jpg not provided; 1 item(s) imported without image")
+        "skipped",
+        "image images/000000783.jpg not provided; 1 item(s) imported without image",
+    )
     assert job.result["images_not_provided"] == 1054
     assert "image(s) not provided" in job.message
 
@@ -69,20 +92,28 @@ def test_the_real_fixture_imports_every_row_with_histories_and_seed_groups(bench
 
 
 def test_bad_rows_are_reported_one_by_one_and_the_rest_imports(benchmark, researcher, tmp_path):
-    path = write_jsonl(tmp_path / "metadata.jsonl", [
-        row("00000001-0"),
-        row("00000001-1", prompt="Count them."),
-        '{"question_id": "00000002-0", "prompt": ',  # line 3: truncated JSON
-        row("00000003-0", task="Juggling"),
-        row("00000003-1"),  # its seed failed
-        row("00000004-2"),  # no seed row at all
-        row("00000005-0", task="Incoherence", category="Dialogue Context",
-            history=[{"user": "What is this?", "assistant": "A cat."}], prompt="No, look again: it is a dog."),
-        row("00000006-0", history=[{"user": "hi"}]),
-        row("00000001-1", prompt="duplicate id"),
-        row("bad id"),
-        row("00000007-0", task="Counting", category="Reasoning & Analysis"),
-    ])
+    path = write_jsonl(
+        tmp_path / "metadata.jsonl",
+        [
+            row("00000001-0"),
+            row("00000001-1", prompt="Count them."),
+            '{"question_id": "00000002-0", "prompt": ',  # line 3: truncated JSON
+            row("00000003-0", task="Juggling"),
+            row("00000003-1"),  # its seed failed
+            row("00000004-2"),  # no seed row at all
+            row(
+                "00000005-0",
+                task="Incoherence",
+                category="Dialogue Context",
+                history=[{"user": "What is this?", "assistant": "A cat."}],
+                prompt="No, look again: it is a dog.",
+            ),
+            row("00000006-0", history=[{"user": "hi"}]),
+            row("00000001-1", prompt="duplicate id"),
+            row("bad id"),
+            row("00000007-0", task="Counting", category="Reasoning & Analysis"),
+        ],
+    )
     job = import_alignmmbench(benchmark, path, researcher)
     assert job.status == Job.Status.SUCCEEDED
     got = entries(job)
@@ -99,7 +130,11 @@ def test_bad_rows_are_reported_one_by_one_and_the_rest_imports(benchmark, resear
     assert set(imported) == {"00000001-0", "00000001-1", "00000005-0"}
     assert imported["00000001-1"].seed == imported["00000001-0"]
     dialogue = imported["00000005-0"]
-    assert dialogue.kind == "multi_turn" and dialogue.incoherent and dialogue.history[1] == {"role": "assistant", "content": "A cat."}
+    assert (
+        dialogue.kind == "multi_turn"
+        and dialogue.incoherent
+        and dialogue.history[1] == {"role": "assistant", "content": "A cat."}
+    )
 
 
 def test_a_rewrite_with_its_own_reference_is_kept_as_a_separate_seed(benchmark, researcher, tmp_path):
@@ -113,7 +148,9 @@ def test_a_rewrite_with_its_own_reference_is_kept_as_a_separate_seed(benchmark, 
 def test_images_next_to_the_metadata_are_stored_accepted_and_shared_by_rewrites(benchmark, researcher, tmp_path):
     (tmp_path / "images").mkdir()
     (tmp_path / "images" / "1.jpg").write_bytes(jpeg(seed=3))
-    path = write_jsonl(tmp_path / "metadata.jsonl", [row("00000001-0"), row("00000001-1"), row("00000002-0", image="../outside.jpg")])
+    path = write_jsonl(
+        tmp_path / "metadata.jsonl", [row("00000001-0"), row("00000001-1"), row("00000002-0", image="../outside.jpg")]
+    )
     (tmp_path.parent / "outside.jpg").write_bytes(jpeg(seed=4))
     job = import_alignmmbench(benchmark, path, researcher)
     seed = Item.objects.get(external_id="00000001-0")
@@ -122,6 +159,7 @@ def test_images_next_to_the_metadata_are_stored_accepted_and_shared_by_rewrites(
     rewrite = Item.objects.get(external_id="00000001-1")
     assert not rewrite.item_images.exists()
     from annotation.selectors import item_payload, with_payload_data
+
     assert [i["id"] for i in item_payload(with_payload_data(Item.objects).get(pk=rewrite.pk))["images"]] == [image.pk]
     # A path escaping the metadata folder is never read.
     assert entries(job)["image ../outside.jpg"][0] == "skipped"

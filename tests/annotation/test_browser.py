@@ -66,8 +66,10 @@ def test_annotator_writes_a_multi_turn_and_an_mcq_item_with_the_keyboard(login_a
     saved_version(page, 2)
     first.refresh_from_db()
     assert first.version == 2 and first.kind == "multi_turn"
-    assert first.history == [{"role": "user", "content": "What does the sign say?"},
-                             {"role": "assistant", "content": "It says 'Fresh fruit, 5 yuan'."}]
+    assert first.history == [
+        {"role": "user", "content": "What does the sign say?"},
+        {"role": "assistant", "content": "It says 'Fresh fruit, 5 yuan'."},
+    ]
     page.wait_for_selector("#readiness >> text=Complete: ready to submit.")
 
     page.locator("#question").press("Control+Enter")

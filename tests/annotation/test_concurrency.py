@@ -49,11 +49,18 @@ def test_simultaneous_saves_from_one_version_never_both_succeed(postgres, benchm
     for round_ in range(ROUNDS):
         item = services.create_item(benchmark, task=counting, user=annotator, question="start")
         texts = {annotator: f"annotator {round_}", researcher: f"researcher {round_}"}
-        results = race(*[
-            (lambda user=user, text=text: services.update_item(Item.objects.get(pk=item.pk), {"question": text},
-                                                               expected_version=1, user=user).question)
-            for user, text in texts.items()
-        ])
+        results = race(
+            *[
+                (
+                    lambda user=user, text=text: (
+                        services.update_item(
+                            Item.objects.get(pk=item.pk), {"question": text}, expected_version=1, user=user
+                        ).question
+                    )
+                )
+                for user, text in texts.items()
+            ]
+        )
         assert sorted(r[0] for r in results) == ["ok", "stale"], results
         winner = next(r[1] for r in results if r[0] == "ok")
         loser = next(r[1] for r in results if r[0] == "stale")
@@ -66,11 +73,12 @@ def test_simultaneous_saves_from_one_version_never_both_succeed(postgres, benchm
 def test_the_conditional_update_alone_lets_only_one_writer_through(postgres, benchmark, annotator):
     # Both writers read version 1 without any row lock: the UPDATE ... WHERE version = 1 decides.
     counting = benchmark.tasks.get(slug="counting")
-    for round_ in range(ROUNDS):
+    for _round in range(ROUNDS):
         item = services.create_item(benchmark, task=counting, user=annotator, question="start")
         copies = [Item.objects.get(pk=item.pk), Item.objects.get(pk=item.pk)]
-        results = race(*[(lambda copy=copy, n=n: _bump(copy, 1, question=f"writer {n}").version)
-                         for n, copy in enumerate(copies)])
+        results = race(
+            *[(lambda copy=copy, n=n: _bump(copy, 1, question=f"writer {n}").version) for n, copy in enumerate(copies)]
+        )
         assert sorted(r[0] for r in results) == ["ok", "stale"], results
         item.refresh_from_db()
         assert item.version == 2

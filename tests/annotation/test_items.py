@@ -42,6 +42,7 @@ def not_ready(item, user) -> list[str]:
 
 # ---- shape rules, checked on every save --------------------------------------------------------------
 
+
 def test_unknown_kind_and_question_type_are_refused(draft, annotator):
     assert "Unknown kind 'essay'" in refused(draft, annotator, kind="essay")
     assert "Unknown question type 'vague'" in refused(draft, annotator, question_type="vague")
@@ -52,7 +53,8 @@ def test_criteria_at_most_three_with_a_known_kind(draft, annotator):
     four = [{"kind": "soft", "text": f"point {n}"} for n in range(4)]
     assert "at most 3 criteria; this one has 4" in refused(draft, annotator, criteria=four)
     assert "Criterion 2 has an unknown kind 'vibe'" in refused(
-        draft, annotator, criteria=[{"kind": "exact", "text": "a"}, {"kind": "vibe", "text": "b"}])
+        draft, annotator, criteria=[{"kind": "exact", "text": "a"}, {"kind": "vibe", "text": "b"}]
+    )
     item = save(draft, annotator, criteria=four[:3])
     assert [c.order for c in item.criteria.all()] == [1, 2, 3]
 
@@ -60,19 +62,26 @@ def test_criteria_at_most_three_with_a_known_kind(draft, annotator):
 def test_mcq_options_at_most_four_and_the_key_among_them(draft, annotator):
     assert "Only multiple-choice items have options" in refused(draft, annotator, choices=["cat", "dog"])
     assert "at most 4 options (A-D); this one has 5" in refused(draft, annotator, kind="mcq", choices=list("abcde"))
-    assert "answer key 'C' is not one of the options (A-B)" in refused(draft, annotator, kind="mcq", choices=["cat", "dog"], answer="C")
+    assert "answer key 'C' is not one of the options (A-B)" in refused(
+        draft, annotator, kind="mcq", choices=["cat", "dog"], answer="C"
+    )
     item = save(draft, annotator, kind="mcq", choices=["cat", "dog"], answer="B")
     assert item.choices == ["cat", "dog"] and item.answer == "B"
 
 
-@pytest.mark.parametrize("history, message", [
-    ([{"role": "assistant", "content": "Hi"}, {"role": "user", "content": "x"}], "Turn 1 must be a user turn"),
-    ([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], "Turn 2 must be a assistant turn"),
-    ([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}],
-     "must end with an assistant turn"),
-    ([{"role": "user", "text": "a"}, {"role": "assistant", "content": "b"}], 'Turn 1 must be {"role"'),
-    ("user: hi", "must be a list of turns"),
-])
+@pytest.mark.parametrize(
+    "history, message",
+    [
+        ([{"role": "assistant", "content": "Hi"}, {"role": "user", "content": "x"}], "Turn 1 must be a user turn"),
+        ([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], "Turn 2 must be a assistant turn"),
+        (
+            [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}],
+            "must end with an assistant turn",
+        ),
+        ([{"role": "user", "text": "a"}, {"role": "assistant", "content": "b"}], 'Turn 1 must be {"role"'),
+        ("user: hi", "must be a list of turns"),
+    ],
+)
 def test_history_alternates_from_user_and_ends_before_the_question(draft, annotator, history, message):
     assert message in refused(draft, annotator, kind="multi_turn", history=history)
 
@@ -103,11 +112,15 @@ def test_images_must_be_accepted_uncontaminated_and_of_this_benchmark(benchmark,
 
 def test_external_items_may_have_no_image_and_may_use_a_known_image(benchmark, researcher, counting):
     tainted = make_image(benchmark, contaminated=True)
-    items, problems = services.import_external_items(benchmark, [
-        {"task": counting, "external_id": "x-0", "question": "How many?", "reference_answer": "Two."},
-        {"task": counting, "external_id": "x-1", "question": "How many?", "reference_answer": "Two.", "images": [tainted.pk]},
-        {"task": counting, "external_id": "x-2", "kind": "single_turn", "criteria": [{"kind": "nope", "text": ""}]},
-    ], user=researcher)
+    items, problems = services.import_external_items(
+        benchmark,
+        [
+            {"task": counting, "external_id": "x-0", "question": "How many?", "reference_answer": "Two."},
+            {"task": counting, "external_id": "x-1", "question": "How many?", "reference_answer": "Two.", "images": [tainted.pk]},
+            {"task": counting, "external_id": "x-2", "kind": "single_turn", "criteria": [{"kind": "nope", "text": ""}]},
+        ],
+        user=researcher,
+    )
     assert [i.external_id for i in items] == ["x-0", "x-1"] and "unknown kind 'nope'" in problems[2][0]
     assert all(i.status == ACCEPTED and i.is_external for i in items)
     assert services.readiness_problems(items[0]) == []
@@ -126,6 +139,7 @@ def test_a_rewrite_reads_images_reference_and_criteria_through_its_seed(benchmar
 
 # ---- completeness, required to submit ----------------------------------------------------------------
 
+
 def test_an_empty_draft_lists_everything_it_lacks(draft, annotator):
     problems = not_ready(draft, annotator)
     assert problems == [
@@ -141,12 +155,15 @@ def test_criteria_need_text_before_review(draft, annotator, image):
     assert not_ready(draft, annotator) == ["Criterion 1 has no text."]
 
 
-@pytest.mark.parametrize("choices, answer, problem", [
-    (["only one"], "A", "needs 2 to 4 options (A-D); it has 1"),
-    (["cat", ""], "A", "Option B is empty."),
-    (["A cat", "a  CAT", "dog"], "C", "Options A and B are the same"),
-    (["cat", "dog"], "", "Choose the correct option (the answer key)."),
-])
+@pytest.mark.parametrize(
+    "choices, answer, problem",
+    [
+        (["only one"], "A", "needs 2 to 4 options (A-D); it has 1"),
+        (["cat", ""], "A", "Option B is empty."),
+        (["A cat", "a  CAT", "dog"], "C", "Options A and B are the same"),
+        (["cat", "dog"], "", "Choose the correct option (the answer key)."),
+    ],
+)
 def test_mcq_needs_two_to_four_distinct_options_and_a_key(draft, annotator, image, choices, answer, problem):
     save(draft, annotator, kind="mcq", choices=choices, answer=answer, **complete_fields(image))
     problems = not_ready(draft, annotator)
@@ -154,7 +171,15 @@ def test_mcq_needs_two_to_four_distinct_options_and_a_key(draft, annotator, imag
 
 
 def test_a_complete_mcq_is_submitted(draft, annotator, image):
-    save(draft, annotator, kind="mcq", hint="Look at the fruit.", choices=["two", "three", "four"], answer="B", **complete_fields(image))
+    save(
+        draft,
+        annotator,
+        kind="mcq",
+        hint="Look at the fruit.",
+        choices=["two", "three", "four"],
+        answer="B",
+        **complete_fields(image),
+    )
     item = services.submit_item(draft, user=annotator)
     assert item.status == ANSWERED and item.submitted_at is not None
 
@@ -172,7 +197,9 @@ def test_an_image_rejected_after_it_was_attached_blocks_submission(draft, annota
     save(draft, annotator, **complete_fields(image))
     image.status = "rejected"
     image.save()
-    assert not_ready(draft, annotator) == [f"Image #{image.pk} is rejected, not accepted: only images accepted in screening can be used."]
+    assert not_ready(draft, annotator) == [
+        f"Image #{image.pk} is rejected, not accepted: only images accepted in screening can be used."
+    ]
 
 
 def test_reference_answer_is_required_before_review(draft, annotator, image):
@@ -181,6 +208,7 @@ def test_reference_answer_is_required_before_review(draft, annotator, image):
 
 
 # ---- permissions -------------------------------------------------------------------------------------
+
 
 def test_annotators_edit_only_their_own_or_assigned_items(benchmark, counting, draft, annotator, make_user, researcher):
     other = make_user("annotator", "otto", benchmarks=[benchmark])
@@ -232,6 +260,7 @@ def test_non_members_cannot_create_items(benchmark, counting, make_user):
 
 # ---- optimistic locking and history -------------------------------------------------------------------
 
+
 def test_a_stale_save_is_refused_and_returns_the_current_version(draft, annotator, researcher):
     loaded = draft.version
     first = services.update_item(draft, {"question": "How many apples?"}, expected_version=loaded, user=researcher)
@@ -275,10 +304,13 @@ def test_status_changes_follow_the_transition_table(draft, annotator, image, res
 
 # ---- assignments and queues ----------------------------------------------------------------------------
 
+
 def test_assigning_images_by_hand_never_assigns_an_image_twice_for_a_task(benchmark, counting, annotator, researcher, make_user):
     ocr = benchmark.tasks.get(slug="ocr")
     images = [make_image(benchmark, tasks=[counting]) for _ in range(3)]
-    result = services.assign_images(benchmark, task=counting, image_ids=[i.pk for i in images], assignee=annotator, user=researcher)
+    result = services.assign_images(
+        benchmark, task=counting, image_ids=[i.pk for i in images], assignee=annotator, user=researcher
+    )
     assert result == {"assigned": 3, "skipped": []}
     other = make_user("annotator", "otto", benchmarks=[benchmark])
     again = services.assign_images(benchmark, task="counting", image_ids=[images[0].pk], assignee=other, user=researcher)
@@ -313,8 +345,10 @@ def test_assign_evenly_spreads_each_tasks_remaining_quota(benchmark, annotator, 
     assert len(pairs) == len(set(pairs)) == 6
     assert count_images[0].pk not in [i for t, i in pairs if t == counting.pk]
     # Running it again assigns nothing more: the quota is covered.
-    assert all(r["assigned"] == 0 for r in services.assign_evenly(
-        benchmark, tasks=["counting"], assignees=[annotator, other], user=researcher).values())
+    assert all(
+        r["assigned"] == 0
+        for r in services.assign_evenly(benchmark, tasks=["counting"], assignees=[annotator, other], user=researcher).values()
+    )
 
 
 def test_the_queue_opens_a_seed_draft_and_submitting_closes_the_assignment(benchmark, counting, annotator, researcher):

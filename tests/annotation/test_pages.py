@@ -23,14 +23,24 @@ def url(item, suffix=""):
 
 
 def form_data(item, version, image=None, **overrides):
-    data = {"version": str(version), "task": item.task.slug, "kind": "single_turn", "question_type": "open",
-            "question": "How many apples?", "reference_answer": "Three apples.", "description": "",
-            "criterion_kind": ["exact"], "criterion_text": ["Three."], "image": [str(image.pk)] if image else []}
+    data = {
+        "version": str(version),
+        "task": item.task.slug,
+        "kind": "single_turn",
+        "question_type": "open",
+        "question": "How many apples?",
+        "reference_answer": "Three apples.",
+        "description": "",
+        "criterion_kind": ["exact"],
+        "criterion_text": ["Three."],
+        "image": [str(image.pk)] if image else [],
+    }
     data.update(overrides)
     return data
 
 
 # ---- editor ------------------------------------------------------------------------------------------
+
 
 def test_editor_shows_the_item_its_task_guideline_and_what_is_missing(client_for, annotator, draft):
     page = client_for(annotator).get(url(draft))
@@ -42,7 +52,9 @@ def test_editor_shows_the_item_its_task_guideline_and_what_is_missing(client_for
     assert 'hx-trigger="submit, input delay:1500ms"' in html  # drafts autosave
 
 
-def test_other_annotators_see_the_item_read_only_and_other_benchmarks_are_404(client_for, make_user, benchmark, draft, researcher):
+def test_other_annotators_see_the_item_read_only_and_other_benchmarks_are_404(
+    client_for, make_user, benchmark, draft, researcher
+):
     otto = make_user("annotator", "otto", benchmarks=[benchmark])
     page = client_for(otto).get(url(draft)).content.decode()
     assert "is not yours" in page and "read-only" in page and 'data-key="ctrl+s"' not in page
@@ -67,15 +79,18 @@ def test_saving_bumps_the_version_and_updates_the_form(client_for, annotator, dr
 
 
 def test_a_save_breaking_a_rule_says_why_and_keeps_the_version(client_for, annotator, draft):
-    resp = client_for(annotator).post(url(draft, "save/"), form_data(
-        draft, 1, criterion_kind=["exact"] * 4, criterion_text=["a", "b", "c", "d"]), **HTMX)
+    resp = client_for(annotator).post(
+        url(draft, "save/"), form_data(draft, 1, criterion_kind=["exact"] * 4, criterion_text=["a", "b", "c", "d"]), **HTMX
+    )
     assert resp.status_code == 400 and "at most 3 criteria" in resp.content.decode()
     draft.refresh_from_db()
     assert draft.version == 1
 
 
 def test_two_editors_from_the_same_version_the_second_gets_409_with_both_texts(client_for, annotator, researcher, draft, image):
-    first = client_for(researcher).post(url(draft, "save/"), form_data(draft, 1, image, question="How many green apples?"), **HTMX)
+    first = client_for(researcher).post(
+        url(draft, "save/"), form_data(draft, 1, image, question="How many green apples?"), **HTMX
+    )
     assert first.status_code == 200
     second = client_for(annotator).post(url(draft, "save/"), form_data(draft, 1, image, question="How many red apples?"), **HTMX)
     assert second.status_code == 409
@@ -122,11 +137,27 @@ def test_submit_from_the_queue_moves_to_the_next_piece_of_work(client_for, annot
 
 def test_kind_switch_keeps_only_the_sections_of_the_chosen_kind(client_for, annotator, draft, image):
     c = client_for(annotator)
-    c.post(url(draft, "save/"), form_data(draft, 1, image, kind="mcq", choice=["two", "three"], answer="B", hint="Count them."), **HTMX)
+    c.post(
+        url(draft, "save/"),
+        form_data(draft, 1, image, kind="mcq", choice=["two", "three"], answer="B", hint="Count them."),
+        **HTMX,
+    )
     draft.refresh_from_db()
     assert draft.choices == ["two", "three"] and draft.answer == "B" and draft.hint == "Count them."
-    c.post(url(draft, "save/"), form_data(draft, 2, image, kind="multi_turn", turn=["Hi, what is this?", "A fruit bowl."],
-                                          incoherent="on", choice=["two", "three"], answer="B"), **HTMX)
+    c.post(
+        url(draft, "save/"),
+        form_data(
+            draft,
+            2,
+            image,
+            kind="multi_turn",
+            turn=["Hi, what is this?", "A fruit bowl."],
+            incoherent="on",
+            choice=["two", "three"],
+            answer="B",
+        ),
+        **HTMX,
+    )
     draft.refresh_from_db()
     assert draft.kind == "multi_turn" and draft.choices == [] and draft.answer == ""
     assert draft.history == [{"role": "user", "content": "Hi, what is this?"}, {"role": "assistant", "content": "A fruit bowl."}]
@@ -174,12 +205,17 @@ def test_image_chip_refuses_images_that_cannot_be_used(client_for, annotator, be
 
 # ---- lists, queue, assignment, import, dashboard ---------------------------------------------------------
 
+
 def test_item_list_filters_and_paginates(client_for, annotator, researcher, benchmark, counting, make_user):
     ocr = benchmark.tasks.get(slug="ocr")
     otto = make_user("annotator", "otto", benchmarks=[benchmark])
     for n in range(55):
-        services.create_item(benchmark, task=counting if n % 2 else ocr, user=annotator if n < 50 else otto,
-                             kind="mcq" if n % 5 == 0 else "single_turn")
+        services.create_item(
+            benchmark,
+            task=counting if n % 2 else ocr,
+            user=annotator if n < 50 else otto,
+            kind="mcq" if n % 5 == 0 else "single_turn",
+        )
     c = client_for(annotator)
     first = c.get("/b/demo/items/")
     assert len(first.context["page"].object_list) == 50 and first.context["page"].paginator.num_pages == 2
@@ -203,7 +239,11 @@ def test_researcher_assigns_by_hand_evenly_and_moves_work(client_for, researcher
     c = client_for(researcher)
     page = c.get("/b/demo/assign/?task=counting")
     assert page.status_code == 200 and page.context["images"].paginator.count == 5
-    resp = c.post("/b/demo/assign/?task=counting", {"form": "images", "task": "counting", "images": [images[0].pk], "assignee": "anna"}, follow=True)
+    resp = c.post(
+        "/b/demo/assign/?task=counting",
+        {"form": "images", "task": "counting", "images": [images[0].pk], "assignee": "anna"},
+        follow=True,
+    )
     assert "1 image(s) assigned to anna" in resp.content.decode()
     resp = c.post("/b/demo/assign/", {"form": "evenly", "tasks": ["counting"], "assignees": ["anna", "otto"]}, follow=True)
     assert "3 image(s) assigned evenly" in resp.content.decode()
@@ -228,10 +268,26 @@ def test_queue_page_lists_open_work_with_a_next_shortcut(client_for, annotator, 
 
 
 def test_import_page_runs_an_alignmmbench_import_job(client_for, researcher, benchmark, django_capture_on_commit_callbacks):
-    rows = [{"question_id": "00000001-0", "image_path": "images/1.jpg", "history": [], "prompt": "How many?",
-             "ref_answer": "Two.", "task": "Counting", "category": "Perception & Understanding"},
-            {"question_id": "00000001-1", "image_path": "images/1.jpg", "history": [], "prompt": "Count them.",
-             "ref_answer": "Two.", "task": "Counting", "category": "Perception & Understanding"}]
+    rows = [
+        {
+            "question_id": "00000001-0",
+            "image_path": "images/1.jpg",
+            "history": [],
+            "prompt": "How many?",
+            "ref_answer": "Two.",
+            "task": "Counting",
+            "category": "Perception & Understanding",
+        },
+        {
+            "question_id": "00000001-1",
+            "image_path": "images/1.jpg",
+            "history": [],
+            "prompt": "Count them.",
+            "ref_answer": "Two.",
+            "task": "Counting",
+            "category": "Perception & Understanding",
+        },
+    ]
     upload = SimpleUploadedFile("metadata.jsonl", "\n".join(json.dumps(r) for r in rows).encode())
     c = client_for(researcher)
     with django_capture_on_commit_callbacks(execute=True):
@@ -247,8 +303,14 @@ def test_dashboard_shows_submissions_per_day_per_annotator_and_task(client_for, 
     today = timezone.localdate()
     for n, days_ago in enumerate([0, 0, 0, 2, 20]):
         item = services.create_item(benchmark, task=counting, user=annotator, question=f"q{n}")
-        ItemRevision.objects.create(item=item, version=2, snapshot={}, action="submitted", changed_by=annotator,
-                                    changed_at=timezone.now() - datetime.timedelta(days=days_ago))
+        ItemRevision.objects.create(
+            item=item,
+            version=2,
+            snapshot={},
+            action="submitted",
+            changed_by=annotator,
+            changed_at=timezone.now() - datetime.timedelta(days=days_ago),
+        )
     resp = client_for(researcher).get("/b/demo/")
     progress = resp.context["progress"]
     anna = next(p for p in progress["people"] if p["username"] == "anna")
@@ -261,6 +323,7 @@ def test_dashboard_shows_submissions_per_day_per_annotator_and_task(client_for, 
 
 
 # ---- API ---------------------------------------------------------------------------------------------
+
 
 def test_api_lists_and_filters_items_of_my_benchmarks_only(api_for, annotator, benchmark, counting, make_user):
     for n in range(3):
@@ -295,15 +358,27 @@ def test_api_create_patch_with_version_and_submit(api_for, annotator, researcher
     bad = api.patch(path, {"version": 1, "criteria": [{"kind": "vibe", "text": "x"}]}, format="json")
     assert bad.status_code == 400 and "vibe" in json.dumps(bad.json())
 
-    patched = api.patch(path, {"version": 1, "reference_answer": "Three red apples.", "images": [image.pk],
-                               "criteria": [{"kind": "exact", "text": "three"}]}, format="json")
+    patched = api.patch(
+        path,
+        {
+            "version": 1,
+            "reference_answer": "Three red apples.",
+            "images": [image.pk],
+            "criteria": [{"kind": "exact", "text": "three"}],
+        },
+        format="json",
+    )
     assert patched.status_code == 200 and patched.json()["version"] == 2
     assert patched.json()["criteria"] == [{"kind": "exact", "text": "three"}]
 
     stale = api_for(researcher).patch(path, {"version": 1, "question": "Overwrite?"}, format="json")
     assert stale.status_code == 409
     body = stale.json()
-    assert body["code"] == "stale_version" and body["current_version"] == 2 and body["current"]["reference_answer"] == "Three red apples."
+    assert (
+        body["code"] == "stale_version"
+        and body["current_version"] == 2
+        and body["current"]["reference_answer"] == "Three red apples."
+    )
 
     incomplete = api.patch(path, {"version": 2, "criteria": []}, format="json")
     assert incomplete.status_code == 200
@@ -341,8 +416,12 @@ def test_api_lists_my_assignments(api_for, annotator, researcher, benchmark, cou
 
 def test_openapi_schema_lists_the_item_endpoints(api_for, annotator):
     paths = api_for(annotator).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()["paths"]
-    for path in ("/api/v1/benchmarks/{slug}/items/", "/api/v1/benchmarks/{slug}/items/{id}/",
-                 "/api/v1/benchmarks/{slug}/items/{id}/submit/", "/api/v1/assignments/"):
+    for path in (
+        "/api/v1/benchmarks/{slug}/items/",
+        "/api/v1/benchmarks/{slug}/items/{id}/",
+        "/api/v1/benchmarks/{slug}/items/{id}/submit/",
+        "/api/v1/assignments/",
+    ):
         assert path in paths
     assert "409" in paths["/api/v1/benchmarks/{slug}/items/{id}/"]["patch"]["responses"]
 

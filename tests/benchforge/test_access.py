@@ -14,7 +14,9 @@ def test_pages_redirect_anonymous_users_to_login(client, benchmark, url):
     assert resp["Location"].startswith("/accounts/login/")
 
 
-@pytest.mark.parametrize("url", ["/api/v1/me/", "/api/v1/benchmarks/", "/api/v1/benchmarks/demo/", "/api/schema/", "/api/v1/jobs/1/"])
+@pytest.mark.parametrize(
+    "url", ["/api/v1/me/", "/api/v1/benchmarks/", "/api/v1/benchmarks/demo/", "/api/schema/", "/api/v1/jobs/1/"]
+)
 def test_api_refuses_anonymous_requests_as_json(client, benchmark, url):
     resp = client.get(url, HTTP_ACCEPT="application/json")
     assert resp.status_code == 401
@@ -72,6 +74,7 @@ def test_dashboard_counts_items_per_task_and_stage(client_for, annotator, benchm
 
 
 # ------------------------------------------------------------------ API
+
 
 def test_token_login_and_me(client, annotator):
     resp = client.post("/api/v1/auth/token/", {"username": "anna", "password": "correct-horse-battery"})

@@ -52,9 +52,14 @@ def test_no_api_operation_answers_a_server_error(api_schema, researcher, benchma
             for fixed in ({k: v for k, v in real_rows.items() if k in names}, None):
                 strategy = operation.as_strategy(mode, path_parameters=fixed or None, headers=headers)
 
-                @hypothesis.settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-                                     suppress_health_check=list(hypothesis.HealthCheck),
-                                     phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate])
+                @hypothesis.settings(
+                    max_examples=EXAMPLES,
+                    deadline=None,
+                    database=None,
+                    derandomize=True,
+                    suppress_health_check=list(hypothesis.HealthCheck),
+                    phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
+                )
                 @hypothesis.given(case=strategy)
                 def send(case):
                     nonlocal calls

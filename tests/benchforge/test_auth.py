@@ -75,8 +75,10 @@ def test_login_attempts_are_throttled_per_address(monkeypatch, annotator):
 
     monkeypatch.setitem(ScopedRateThrottle.THROTTLE_RATES, "login", "3/min")
     client = Client()
-    codes = [client.post("/api/v1/auth/token/", {"username": f"u{n}", "password": "x"}, REMOTE_ADDR="10.5.5.5").status_code
-             for n in range(5)]
+    codes = [
+        client.post("/api/v1/auth/token/", {"username": f"u{n}", "password": "x"}, REMOTE_ADDR="10.5.5.5").status_code
+        for n in range(5)
+    ]
     assert codes == [400, 400, 400, 429, 429]
 
 
@@ -90,8 +92,9 @@ def test_guessed_tokens_are_throttled_per_address(limits, annotator, api_for):
     assert int(throttled["Retry-After"]) > 0
     # Other addresses are not affected; X-Forwarded-For from a client is not trusted.
     assert api_for(annotator).get("/api/v1/me/", REMOTE_ADDR="10.7.7.7").status_code == 200
-    spoofed = client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {10:064x}", REMOTE_ADDR="10.6.6.6",
-                         HTTP_X_FORWARDED_FOR="1.2.3.4")
+    spoofed = client.get(
+        "/api/v1/me/", HTTP_AUTHORIZATION=f"Token {10:064x}", REMOTE_ADDR="10.6.6.6", HTTP_X_FORWARDED_FOR="1.2.3.4"
+    )
     assert spoofed.status_code == 429
 
 
@@ -118,8 +121,9 @@ def test_tokens_are_stored_hashed_expire_and_can_be_revoked(annotator, settings)
     assert client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {token}").status_code == 401
 
 
-@pytest.mark.parametrize("password, reason", [("1", "too short"), ("12345678901", "entirely numeric"),
-                                              ("password123", "too common")])
+@pytest.mark.parametrize(
+    "password, reason", [("1", "too short"), ("12345678901", "entirely numeric"), ("password123", "too common")]
+)
 def test_create_user_refuses_weak_passwords(monkeypatch, password, reason):
     from django.contrib.auth import get_user_model
 

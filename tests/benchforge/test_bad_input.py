@@ -32,26 +32,32 @@ def test_deeply_nested_json_is_a_400(api_for, annotator, benchmark):
         assert response.status_code == 400 and "nested more than" in _detail(response)
 
 
-@pytest.mark.parametrize("body, reason", [
-    ('{"task": "counting", "question": "a\\u0000b"}', "NUL"),
-    ('{"task": "counting", "images": [%d]}' % HUGE, "64-bit"),
-    ('{"task": "counting", "question": "x", "hint": NaN}', "not a JSON number"),
-    ('{"task": "counting", "version": 1e999}', "too large"),
-])
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ('{"task": "counting", "question": "a\\u0000b"}', "NUL"),
+        ('{"task": "counting", "images": [%d]}' % HUGE, "64-bit"),
+        ('{"task": "counting", "question": "x", "hint": NaN}', "not a JSON number"),
+        ('{"task": "counting", "version": 1e999}', "too large"),
+    ],
+)
 def test_json_the_database_cannot_store_is_a_400(api_for, annotator, benchmark, body, reason):
-    response = api_for(annotator).generic("POST", f"/api/v1/benchmarks/{benchmark.slug}/items/", body,
-                                          content_type="application/json")
+    response = api_for(annotator).generic(
+        "POST", f"/api/v1/benchmarks/{benchmark.slug}/items/", body, content_type="application/json"
+    )
     assert response.status_code == 400 and reason in _detail(response)
 
 
 def test_ids_out_of_range_are_refused(api_for, annotator, benchmark, draft):
     api = api_for(annotator)
     for ids in ([2**63], [0]):  # one past the largest id (the parser), and no id at all (the serializer)
-        response = api.post(f"/api/v1/benchmarks/{benchmark.slug}/images/screen/", {"ids": ids, "action": "accept"},
-                            format="json")
+        response = api.post(
+            f"/api/v1/benchmarks/{benchmark.slug}/images/screen/", {"ids": ids, "action": "accept"}, format="json"
+        )
         assert response.status_code == 400 and ("ids" in _detail(response) or "64-bit" in _detail(response))
-    response = api.patch(f"/api/v1/benchmarks/{benchmark.slug}/items/{draft.pk}/", {"version": -1, "question": "q"},
-                         format="json")
+    response = api.patch(
+        f"/api/v1/benchmarks/{benchmark.slug}/items/{draft.pk}/", {"version": -1, "question": "q"}, format="json"
+    )
     assert response.status_code == 400 and "version" in _detail(response)
 
 
@@ -69,8 +75,11 @@ def test_nul_bytes_in_other_filters(api_for, client_for, annotator, benchmark):
 
 
 def test_nul_bytes_in_the_editor_are_a_400_and_nothing_changes(client_for, annotator, benchmark, draft):
-    response = client_for(annotator).post(f"/b/{benchmark.slug}/items/{draft.pk}/save/",
-                                          {"version": draft.version, "question": "How many\x00?"}, HTTP_HX_REQUEST="true")
+    response = client_for(annotator).post(
+        f"/b/{benchmark.slug}/items/{draft.pk}/save/",
+        {"version": draft.version, "question": "How many\x00?"},
+        HTTP_HX_REQUEST="true",
+    )
     assert response.status_code == 400 and "NUL character" in response.content.decode()
     draft.refresh_from_db()
     assert draft.question == "" and draft.version == 1
@@ -80,8 +89,9 @@ def test_huge_or_odd_numbers_in_pages_are_handled(client_for, annotator, benchma
     client = client_for(annotator)
     base = f"/b/{benchmark.slug}"
     # the editor's image list
-    response = client.post(f"{base}/items/{draft.pk}/save/", {"version": draft.version, "image": str(HUGE)},
-                           HTTP_HX_REQUEST="true")
+    response = client.post(
+        f"{base}/items/{draft.pk}/save/", {"version": draft.version, "image": str(HUGE)}, HTTP_HX_REQUEST="true"
+    )
     assert response.status_code == 400 and "Images must be a whole number" in response.content.decode()
     # a version that is a digit to Python but not a number ("²")
     response = client.post(f"{base}/items/{draft.pk}/save/", {"version": "²"}, HTTP_HX_REQUEST="true")
@@ -96,8 +106,9 @@ def test_huge_or_odd_numbers_in_pages_are_handled(client_for, annotator, benchma
 
 
 def test_screening_form_with_huge_ids(api_for, annotator, benchmark):
-    response = api_for(annotator).post(f"/api/v1/benchmarks/{benchmark.slug}/images/screen/",
-                                       {"ids": [str(HUGE)], "action": "accept"}, format="multipart")
+    response = api_for(annotator).post(
+        f"/api/v1/benchmarks/{benchmark.slug}/images/screen/", {"ids": [str(HUGE)], "action": "accept"}, format="multipart"
+    )
     assert response.status_code == 400
 
 

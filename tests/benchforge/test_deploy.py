@@ -25,8 +25,10 @@ def test_check_deploy_reports_nothing():
 
 
 def test_https_settings_and_their_toggles():
-    code = ("from django.conf import settings as s; print(s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, "
-            "s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0, getattr(s, 'SECURE_PROXY_SSL_HEADER', None))")
+    code = (
+        "from django.conf import settings as s; print(s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, "
+        "s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0, getattr(s, 'SECURE_PROXY_SSL_HEADER', None))"
+    )
     assert _manage("shell", "--no-imports", "-c", code).stdout.split() == ["True", "True", "True", "True", "None"]
     behind_proxy = _manage("shell", "--no-imports", "-c", code, BENCHFORGE_SSL_REDIRECT="0", BENCHFORGE_PROXY_SSL_HEADER="1")
     assert behind_proxy.stdout.strip() == "False True True True ('HTTP_X_FORWARDED_PROTO', 'https')"
@@ -34,8 +36,9 @@ def test_https_settings_and_their_toggles():
 
 def test_production_refuses_the_development_secret_key():
     full = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
-    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO_ROOT, env={**full, "DEBUG": "0"},
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO_ROOT, env={**full, "DEBUG": "0"}, capture_output=True, text=True
+    )
     assert result.returncode != 0 and "SECRET_KEY is not set" in result.stderr
 
 

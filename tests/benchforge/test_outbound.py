@@ -13,11 +13,26 @@ from benchforge.errors import DomainError
 from tests.factories import jpeg
 
 
-@pytest.mark.parametrize("address", [
-    "10.0.0.1", "127.0.0.1", "169.254.169.254", "100.64.0.1", "100.100.100.200", "192.168.1.1", "0.0.0.0",
-    "224.0.0.1", "::1", "fc00::1", "fe80::1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "64:ff9b::a00:1",
-    "2002:a00:1::1",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "10.0.0.1",
+        "127.0.0.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "100.100.100.200",
+        "192.168.1.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "::1",
+        "fc00::1",
+        "fe80::1",
+        "::ffff:10.0.0.1",
+        "::ffff:169.254.169.254",
+        "64:ff9b::a00:1",
+        "2002:a00:1::1",
+    ],
+)
 def test_internal_addresses_are_not_public(address):
     assert not outbound.is_public(address)
 

@@ -29,13 +29,22 @@ print(item.pk)
 
 @pytest.fixture
 def sqlite_site(tmp_path):
-    env = dict(os.environ, DATABASE_URL=f"sqlite:///{tmp_path / 'site.sqlite3'}", MEDIA_ROOT=str(tmp_path / "media"),
-               DEBUG="1", PYTHONPATH=str(REPO_ROOT), BENCHFORGE_LOGIN_FAILURE_LIMIT="1000")
+    env = dict(
+        os.environ,
+        DATABASE_URL=f"sqlite:///{tmp_path / 'site.sqlite3'}",
+        MEDIA_ROOT=str(tmp_path / "media"),
+        DEBUG="1",
+        PYTHONPATH=str(REPO_ROOT),
+        BENCHFORGE_LOGIN_FAILURE_LIMIT="1000",
+    )
     env.pop("CELERY_BROKER_URL", None)
     manage = [sys.executable, str(REPO_ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True, cwd=REPO_ROOT)
-    item_id = int(subprocess.run([*manage, "shell", "-c", SETUP], env=env, check=True, capture_output=True, text=True,
-                                 cwd=REPO_ROOT).stdout.split()[-1])
+    item_id = int(
+        subprocess.run(
+            [*manage, "shell", "-c", SETUP], env=env, check=True, capture_output=True, text=True, cwd=REPO_ROOT
+        ).stdout.split()[-1]
+    )
     return {"env": env, "manage": manage, "item_id": item_id, "tmp": tmp_path}
 
 
@@ -45,9 +54,24 @@ def server(sqlite_site):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = (sqlite_site["tmp"] / "server.log").open("w")
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("gunicorn")), "benchforge.wsgi:application",
-                             "--bind", f"127.0.0.1:{port}", "--workers", "3", "--threads", "4", "--timeout", "60"],
-                            env=sqlite_site["env"], cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "benchforge.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "3",
+            "--threads",
+            "4",
+            "--timeout",
+            "60",
+        ],
+        env=sqlite_site["env"],
+        cwd=REPO_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -98,9 +122,17 @@ def test_two_simultaneous_folder_imports_both_finish(sqlite_site):
         for i in range(12):
             (folder / f"{i}.jpg").write_bytes(jpeg(9500 + 100 * n + i))
         folders.append(folder)
-    procs = [subprocess.Popen([*sqlite_site["manage"], "ingest_folder", "demo", str(folder)], env=sqlite_site["env"],
-                              cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for folder in folders]
+    procs = [
+        subprocess.Popen(
+            [*sqlite_site["manage"], "ingest_folder", "demo", str(folder)],
+            env=sqlite_site["env"],
+            cwd=REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for folder in folders
+    ]
     outputs = [p.communicate(timeout=120)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     assert all("succeeded" in out and "'added': 12" in out for out in outputs), outputs

@@ -34,12 +34,16 @@ def bytes_passed_on(monkeypatch):
     return seen
 
 
-def test_an_oversized_file_is_dropped_while_streaming_and_reported_in_order(api_for, annotator, benchmark, settings,
-                                                                           bytes_passed_on):
+def test_an_oversized_file_is_dropped_while_streaming_and_reported_in_order(
+    api_for, annotator, benchmark, settings, bytes_passed_on
+):
     settings.BENCHFORGE_MAX_UPLOAD_BYTES = 200_000
     big = SimpleUploadedFile("big.jpg", b"\xff" * 3_000_000, content_type="image/jpeg")
-    files = [SimpleUploadedFile("a.jpg", jpeg(8001), content_type="image/jpeg"), big,
-             SimpleUploadedFile("b.jpg", jpeg(8002), content_type="image/jpeg")]
+    files = [
+        SimpleUploadedFile("a.jpg", jpeg(8001), content_type="image/jpeg"),
+        big,
+        SimpleUploadedFile("b.jpg", jpeg(8002), content_type="image/jpeg"),
+    ]
     response = api_for(annotator).post(IMAGES, {"files": files}, format="multipart")
     assert response.status_code == 201
     results = response.json()["results"]
@@ -60,8 +64,9 @@ def test_a_request_over_its_limit_is_refused_before_it_is_read(api_for, annotato
 def test_archive_over_its_limit_is_refused_with_a_message(client_for, researcher, benchmark, settings):
     settings.BENCHFORGE_MAX_ARCHIVE_BYTES = 50_000
     archive = SimpleUploadedFile("big.zip", make_zip([(f"{n}.jpg", jpeg(8100 + n)) for n in range(20)]))
-    response = client_for(researcher).post("/b/demo/images/import/", {"kind": "zip", "file": archive}, follow=True,
-                                           HTTP_REFERER="/b/demo/images/upload/")
+    response = client_for(researcher).post(
+        "/b/demo/images/import/", {"kind": "zip", "file": archive}, follow=True, HTTP_REFERER="/b/demo/images/upload/"
+    )
     assert "this page accepts at most" in response.content.decode() or "limit is" in response.content.decode()
     assert not Job.objects.exists()
     assert not (settings.MEDIA_ROOT / "imports").exists() or not any((settings.MEDIA_ROOT / "imports").iterdir())
@@ -70,8 +75,9 @@ def test_archive_over_its_limit_is_refused_with_a_message(client_for, researcher
 def test_zip_with_too_many_entries_or_bytes_is_refused_before_a_job(api_for, researcher, benchmark, settings):
     settings.BENCHFORGE_MAX_ARCHIVE_ENTRIES = 5
     many = SimpleUploadedFile("many.zip", make_zip([(f"{n}.jpg", b"x") for n in range(6)]))
-    response = api_for(researcher).post("/api/v1/benchmarks/demo/images/import/", {"kind": "zip", "file": many},
-                                        format="multipart")
+    response = api_for(researcher).post(
+        "/api/v1/benchmarks/demo/images/import/", {"kind": "zip", "file": many}, format="multipart"
+    )
     assert response.status_code == 400 and "holds 6 files; an import takes at most 5" in response.json()["detail"]
     settings.BENCHFORGE_MAX_ARCHIVE_ENTRIES = 100
     settings.BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES = 10_000
@@ -80,9 +86,11 @@ def test_zip_with_too_many_entries_or_bytes_is_refused_before_a_job(api_for, res
 
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("zeros.jpg", b"\0" * 5_000_000)  # a few kB packed, 5 MB unpacked
-    response = api_for(researcher).post("/api/v1/benchmarks/demo/images/import/",
-                                        {"kind": "zip", "file": SimpleUploadedFile("bomb.zip", bomb.getvalue())},
-                                        format="multipart")
+    response = api_for(researcher).post(
+        "/api/v1/benchmarks/demo/images/import/",
+        {"kind": "zip", "file": SimpleUploadedFile("bomb.zip", bomb.getvalue())},
+        format="multipart",
+    )
     assert response.status_code == 400 and "unpacks to" in response.json()["detail"]
     assert not Job.objects.exists()
 
@@ -90,7 +98,10 @@ def test_zip_with_too_many_entries_or_bytes_is_refused_before_a_job(api_for, res
 def test_known_set_files_have_a_limit(api_for, researcher, settings):
     settings.BENCHFORGE_MAX_DATA_FILE_BYTES = 10_000
     rows = "md5\n" + "".join(f"{n:032x}\n" for n in range(2000))
-    response = api_for(researcher).post("/api/v1/known-sets/", {
-        "name": "big", "kind": "sft", "file": SimpleUploadedFile("h.csv", rows.encode())}, format="multipart")
+    response = api_for(researcher).post(
+        "/api/v1/known-sets/",
+        {"name": "big", "kind": "sft", "file": SimpleUploadedFile("h.csv", rows.encode())},
+        format="multipart",
+    )
     assert response.status_code == 413 and "limit is 10 kB per file" in response.json()["detail"]
     assert not KnownImageSet.objects.exists()

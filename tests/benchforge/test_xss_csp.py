@@ -7,9 +7,38 @@ from django.urls import get_resolver
 from tests.factories import jpeg
 
 PAYLOADS = ['<script>document.title="pwned"</script>', '"><img src=x onerror=alert(1)>']
-FIELDS = ["image_id", "item", "task", "status", "flag", "outcome", "author", "benchmark", "assignee", "kind", "page",
-          "q", "name", "slug", "description", "question", "version", "url", "token_env", "title", "preset", "action",
-          "reason", "note", "images", "source", "license", "next", "open_page", "keep"]
+FIELDS = [
+    "image_id",
+    "item",
+    "task",
+    "status",
+    "flag",
+    "outcome",
+    "author",
+    "benchmark",
+    "assignee",
+    "kind",
+    "page",
+    "q",
+    "name",
+    "slug",
+    "description",
+    "question",
+    "version",
+    "url",
+    "token_env",
+    "title",
+    "preset",
+    "action",
+    "reason",
+    "note",
+    "images",
+    "source",
+    "license",
+    "next",
+    "open_page",
+    "keep",
+]
 
 
 def _routes():
@@ -19,6 +48,7 @@ def _routes():
                 yield from walk(p.url_patterns, prefix + str(p.pattern))
             else:
                 yield prefix + str(p.pattern)
+
     # Logging out would turn every later request into a login redirect that echoes nothing.
     return [r for r in walk(get_resolver().url_patterns) if not r.startswith(("admin/", "^media", "accounts/logout"))]
 
@@ -28,8 +58,15 @@ def filled_routes(benchmark, draft, researcher, annotator):
     from curation import services
 
     image = services.ingest_image(benchmark, jpeg(7001), tasks=[benchmark.tasks.get(slug="counting")]).image
-    values = {"slug": benchmark.slug, "item_id": draft.pk, "pk": image.pk, "job_id": 1, "assignment_id": 1,
-              "link_id": 1, "task_slug": "counting"}
+    values = {
+        "slug": benchmark.slug,
+        "item_id": draft.pk,
+        "pk": image.pk,
+        "job_id": 1,
+        "assignment_id": 1,
+        "link_id": 1,
+        "task_slug": "counting",
+    }
     routes = []
     for route in _routes():
         for name, value in values.items():
@@ -106,8 +143,10 @@ def test_browser_runs_no_reflected_or_injected_script(login_as, make_user):
 
     def inject(route):
         response = route.fetch()
-        html = response.text().replace("</main>", '<script>document.title="pwned"</script>'
-                                                  '<img src="/static/none.png" onerror="document.title=\'pwned\'"></main>')
+        html = response.text().replace(
+            "</main>",
+            '<script>document.title="pwned"</script><img src="/static/none.png" onerror="document.title=\'pwned\'"></main>',
+        )
         route.fulfill(response=response, body=html)
 
     page.route("**/b/demo/", inject)
@@ -116,4 +155,3 @@ def test_browser_runs_no_reflected_or_injected_script(login_as, make_user):
     assert page.title() != "pwned"
     assert "script-src 'self'" in page.evaluate("fetch('/b/demo/').then(r => r.headers.get('content-security-policy'))")
     assert any("Content Security Policy" in v for v in page.csp_violations)
-

@@ -35,6 +35,7 @@ IMPORT = "/api/v1/benchmarks/demo/images/import/"
 
 # ---- list and detail ---------------------------------------------------------------------------
 
+
 def test_anonymous_requests_get_401(client, benchmark):
     for url in (IMAGES, SCREEN, IMPORT, "/api/v1/known-sets/"):
         assert client.get(url, HTTP_ACCEPT="application/json").status_code == 401
@@ -99,17 +100,28 @@ def test_image_detail_is_scoped_to_the_benchmark(api_for, annotator, outsider, b
 
 # ---- upload --------------------------------------------------------------------------------------
 
+
 def test_upload_reports_each_file_and_a_bad_one_stops_nothing(api_for, annotator, benchmark, settings):
     task = benchmark.tasks.get(slug="chart")
-    files = [upload("one.jpg", jpeg(1200)), upload("not-really.jpg", b"hello, I am text"),
-             upload("two.png", encode(photo((600, 600), 1201), "PNG"), "image/png"), upload("broken.jpg", jpeg(1202)[:2000]),
-             upload("empty.jpg", b"")]
-    resp = api_for(annotator).post(IMAGES, {"files": files, "tasks": ["chart"], "source": "field trip",
-                                            "license": "CC0"}, format="multipart")
+    files = [
+        upload("one.jpg", jpeg(1200)),
+        upload("not-really.jpg", b"hello, I am text"),
+        upload("two.png", encode(photo((600, 600), 1201), "PNG"), "image/png"),
+        upload("broken.jpg", jpeg(1202)[:2000]),
+        upload("empty.jpg", b""),
+    ]
+    resp = api_for(annotator).post(
+        IMAGES, {"files": files, "tasks": ["chart"], "source": "field trip", "license": "CC0"}, format="multipart"
+    )
     assert resp.status_code == 201, resp.content
     results = resp.json()["results"]
     assert [(r["name"], r["outcome"]) for r in results] == [
-        ("one.jpg", "added"), ("not-really.jpg", "error"), ("two.png", "added"), ("broken.jpg", "error"), ("empty.jpg", "error")]
+        ("one.jpg", "added"),
+        ("not-really.jpg", "error"),
+        ("two.png", "added"),
+        ("broken.jpg", "error"),
+        ("empty.jpg", "error"),
+    ]
     assert "Not a readable image" in results[1]["message"]
     assert "truncated" in results[3]["message"] and "empty" in results[4]["message"]
     images = Image.objects.order_by("pk")
@@ -143,6 +155,7 @@ def test_upload_validation_errors_have_a_detail(api_for, annotator, reviewer, ou
 
 # ---- screening ---------------------------------------------------------------------------------------
 
+
 def test_bulk_screening_answers_the_new_state_and_counts(api_for, annotator, reviewer, benchmark):
     a, b, c = add_images(benchmark, 3)
     api = api_for(annotator)
@@ -153,7 +166,9 @@ def test_bulk_screening_answers_the_new_state_and_counts(api_for, annotator, rev
     assert [(i["id"], i["status"]) for i in body["images"]] == [(a.pk, "accepted"), (b.pk, "accepted")]
     assert body["counts"] == {"pending": 1, "accepted": 2, "rejected": 0}
 
-    resp = api_for(reviewer).post(SCREEN, {"ids": [c.pk], "action": "reject", "reason": "other", "note": "watermark"}, format="json")
+    resp = api_for(reviewer).post(
+        SCREEN, {"ids": [c.pk], "action": "reject", "reason": "other", "note": "watermark"}, format="json"
+    )
     (image,) = resp.json()["images"]
     assert (image["status"], image["reject_reason"], image["reject_note"]) == ("rejected", "other", "watermark")
     assert image["reject_reason_label"] == "Other (see note)"
@@ -164,12 +179,15 @@ def test_bulk_screening_answers_the_new_state_and_counts(api_for, annotator, rev
     assert api.post(SCREEN, {"ids": [a.pk], "action": "reset"}).json()["images"][0]["status"] == "pending"
 
 
-@pytest.mark.parametrize("payload, message", [
-    ({"ids": [], "action": "accept"}, "ids: "),
-    ({"ids": ["x"], "action": "accept"}, "valid integer"),
-    ({"ids": [1], "action": "approve"}, "action: "),
-    ({"action": "accept"}, "ids: This field is required"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        ({"ids": [], "action": "accept"}, "ids: "),
+        ({"ids": ["x"], "action": "accept"}, "valid integer"),
+        ({"ids": [1], "action": "approve"}, "action: "),
+        ({"action": "accept"}, "ids: This field is required"),
+    ],
+)
 def test_malformed_screening_requests(api_for, annotator, benchmark, payload, message):
     resp = api_for(annotator).post(SCREEN, payload, format="json")
     assert resp.status_code == 400 and message in resp.json()["detail"]
@@ -193,11 +211,13 @@ def test_screening_rules_come_back_as_clear_errors(api_for, annotator, outsider,
 
 # ---- imports -----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("role", ["annotator", "reviewer"])
 def test_only_researchers_start_imports(api_for, make_user, benchmark, role):
     user = make_user(role, benchmarks=[benchmark])
-    resp = api_for(user).post(IMPORT, {"kind": "zip", "file": upload("a.zip", make_zip([("a.jpg", jpeg(1500))]))},
-                              format="multipart")
+    resp = api_for(user).post(
+        IMPORT, {"kind": "zip", "file": upload("a.zip", make_zip([("a.jpg", jpeg(1500))]))}, format="multipart"
+    )
     assert resp.status_code == 403 and "researcher" in resp.json()["detail"]
     assert Job.objects.count() == 0
 
@@ -206,8 +226,11 @@ def test_zip_import_job_runs_and_is_polled(api_for, researcher, benchmark, setti
     archive = make_zip([("counting/a.jpg", jpeg(1501)), ("b.jpg", jpeg(1502)), ("bad.jpg", b"nope")])
     api = api_for(researcher)
     with django_capture_on_commit_callbacks(execute=True):
-        resp = api.post(IMPORT, {"kind": "zip", "file": upload("photos.zip", archive, "application/zip"),
-                                 "tasks": ["writing"], "license": "CC-BY"}, format="multipart")
+        resp = api.post(
+            IMPORT,
+            {"kind": "zip", "file": upload("photos.zip", archive, "application/zip"), "tasks": ["writing"], "license": "CC-BY"},
+            format="multipart",
+        )
     assert resp.status_code == 202, resp.content
     body = resp.json()
     job = Job.objects.get(pk=body["job_id"])
@@ -223,8 +246,9 @@ def test_zip_import_job_runs_and_is_polled(api_for, researcher, benchmark, setti
     assert stored_files_match_rows(settings)
 
 
-def test_url_list_import_is_accepted_and_bad_files_are_refused_before_any_job(api_for, researcher, benchmark,
-                                                                           django_capture_on_commit_callbacks):
+def test_url_list_import_is_accepted_and_bad_files_are_refused_before_any_job(
+    api_for, researcher, benchmark, django_capture_on_commit_callbacks
+):
     api = api_for(researcher)
     not_zip = api.post(IMPORT, {"kind": "zip", "file": upload("x.zip", b"plain text")}, format="multipart")
     assert not_zip.status_code == 400 and "not a zip archive" in not_zip.json()["detail"]
@@ -234,8 +258,9 @@ def test_url_list_import_is_accepted_and_bad_files_are_refused_before_any_job(ap
     assert binary.status_code == 400 and "UTF-8" in binary.json()["detail"]
     no_kind = api.post(IMPORT, {"file": upload("u.txt", b"http://x/a.jpg")}, format="multipart")
     assert no_kind.status_code == 400 and "kind" in no_kind.json()["detail"]
-    bad_task = api.post(IMPORT, {"kind": "zip", "file": upload("a.zip", make_zip([("a.jpg", jpeg(1))])), "tasks": ["nope"]},
-                        format="multipart")
+    bad_task = api.post(
+        IMPORT, {"kind": "zip", "file": upload("a.zip", make_zip([("a.jpg", jpeg(1))])), "tasks": ["nope"]}, format="multipart"
+    )
     assert bad_task.status_code == 400 and "nope" in bad_task.json()["detail"]
     assert Job.objects.count() == 0
 
@@ -250,12 +275,14 @@ def test_url_list_import_is_accepted_and_bad_files_are_refused_before_any_job(ap
 
 # ---- known sets ----------------------------------------------------------------------------------------
 
+
 def test_known_sets_are_researcher_only(api_for, annotator, reviewer, benchmark):
     for user in (annotator, reviewer):
         api = api_for(user)
         assert api.get("/api/v1/known-sets/").status_code == 403
-        resp = api.post("/api/v1/known-sets/", {"name": "X", "file": upload("x.csv", b"md5\n" + b"a" * 32 + b"\n")},
-                        format="multipart")
+        resp = api.post(
+            "/api/v1/known-sets/", {"name": "X", "file": upload("x.csv", b"md5\n" + b"a" * 32 + b"\n")}, format="multipart"
+        )
         assert resp.status_code == 403
     assert KnownImageSet.objects.count() == 0
 
@@ -266,8 +293,16 @@ def test_known_set_import_flags_images_and_reimport_adds_nothing(api_for, resear
     api = api_for(researcher)
 
     def post():
-        return api.post("/api/v1/known-sets/", {"name": "LAION slice", "kind": "sft", "description": "pretraining",
-                                                "file": upload("laion.csv", listing.encode(), "text/csv")}, format="multipart")
+        return api.post(
+            "/api/v1/known-sets/",
+            {
+                "name": "LAION slice",
+                "kind": "sft",
+                "description": "pretraining",
+                "file": upload("laion.csv", listing.encode(), "text/csv"),
+            },
+            format="multipart",
+        )
 
     resp = post()
     assert resp.status_code == 201, resp.content
@@ -289,13 +324,15 @@ def test_known_set_jsonl_with_phash_and_bad_lists(api_for, researcher, benchmark
     image = add_images(benchmark, 1)[0]
     api = api_for(researcher)
     line = json.dumps({"phash": hash_to_hex(image.phash), "id": "prior-7"}).encode()
-    ok = api.post("/api/v1/known-sets/", {"name": "Prior", "kind": "benchmark", "file": upload("p.jsonl", line)},
-                  format="multipart")
+    ok = api.post(
+        "/api/v1/known-sets/", {"name": "Prior", "kind": "benchmark", "file": upload("p.jsonl", line)}, format="multipart"
+    )
     assert ok.status_code == 201 and ok.json()["images_flagged"] == 1
     bad = api.post("/api/v1/known-sets/", {"name": "Broken", "file": upload("b.csv", b"md5\nxyz\n")}, format="multipart")
     assert bad.status_code == 400 and "line 2: md5 must be 32" in bad.json()["detail"]
-    no_name = api.post("/api/v1/known-sets/", {"file": upload("b.csv", b"md5\n" + hashlib.md5(b"x").hexdigest().encode())},
-                       format="multipart")
+    no_name = api.post(
+        "/api/v1/known-sets/", {"file": upload("b.csv", b"md5\n" + hashlib.md5(b"x").hexdigest().encode())}, format="multipart"
+    )
     assert no_name.status_code == 400 and "name" in no_name.json()["detail"]
     assert list(KnownImageSet.objects.values_list("name", flat=True)) == ["Prior"]
     assert api.delete("/api/v1/known-sets/999999/").status_code == 404
@@ -303,6 +340,11 @@ def test_known_set_jsonl_with_phash_and_bad_lists(api_for, researcher, benchmark
 
 def test_schema_lists_the_image_endpoints(api_for, annotator):
     paths = api_for(annotator).get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()["paths"]
-    for path in ("/api/v1/benchmarks/{slug}/images/", "/api/v1/benchmarks/{slug}/images/screen/",
-                 "/api/v1/benchmarks/{slug}/images/import/", "/api/v1/known-sets/", "/api/v1/known-sets/{id}/"):
+    for path in (
+        "/api/v1/benchmarks/{slug}/images/",
+        "/api/v1/benchmarks/{slug}/images/screen/",
+        "/api/v1/benchmarks/{slug}/images/import/",
+        "/api/v1/known-sets/",
+        "/api/v1/known-sets/{id}/",
+    ):
         assert path in paths

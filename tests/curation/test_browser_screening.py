@@ -16,8 +16,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def world(make_user, fresh_image_indexes):
     demo = services.load_preset("alignmmbench", slug="demo")
     counting, ocr = demo.tasks.get(slug="counting"), demo.tasks.get(slug="ocr")
-    images = [services.ingest_image(demo, jpeg(3000 + i, size=(640, 520)), original_name=f"p{i}.jpg",
-                                    tasks=[counting if i < 5 else ocr]).image for i in range(9)]
+    images = [
+        services.ingest_image(
+            demo, jpeg(3000 + i, size=(640, 520)), original_name=f"p{i}.jpg", tasks=[counting if i < 5 else ocr]
+        ).image
+        for i in range(9)
+    ]
     return {"benchmark": demo, "images": images, "annotator": make_user("annotator", "anna", benchmarks=[demo])}
 
 
@@ -92,8 +96,17 @@ def test_screening_with_the_keyboard_updates_in_place(login_as, world):
     assert page.evaluate("window.stillTheSamePage") is True
 
     by_id = {i.pk: i for i in Image.objects.all()}
-    assert [by_id[i].status for i in ids] == ["pending", "rejected", "rejected", "pending", "accepted", "accepted",
-                                              "pending", "pending", "pending"]
+    assert [by_id[i].status for i in ids] == [
+        "pending",
+        "rejected",
+        "rejected",
+        "pending",
+        "accepted",
+        "accepted",
+        "pending",
+        "pending",
+        "pending",
+    ]
     assert (by_id[ids[1]].reject_reason, by_id[ids[2]].reject_reason) == ("privacy", "other")
     assert by_id[ids[2]].reject_note == "watermark across the text"
     assert all(by_id[i].screened_by == world["annotator"] for i in (ids[1], ids[2], ids[4], ids[5]))
@@ -153,11 +166,19 @@ def test_upload_by_file_picker_and_drag_and_drop(login_as, world, tmp_path):
     page.select_option("select[name=tasks]", ["chart"])
     page.fill("input[name=source]", "my camera")
     page.set_input_files("#upload-input", [str(tmp_path / n) for n in ("one.jpg", "fake.jpg", "two.png")])
-    wait_until(page, "document.querySelectorAll('#upload-results tbody tr').length === 3 && "
-                           "!document.querySelector('#upload-results tr.outcome-waiting')")
+    wait_until(
+        page,
+        "document.querySelectorAll('#upload-results tbody tr').length === 3 && "
+        "!document.querySelector('#upload-results tr.outcome-waiting')",
+    )
     outcomes = page.locator("#upload-results tbody tr").evaluate_all(
-        "rows => rows.map(r => [r.dataset.name, r.children[1].textContent, r.children[2].textContent])")
-    assert [(name, outcome) for name, outcome, _ in outcomes] == [("one.jpg", "added"), ("fake.jpg", "error"), ("two.png", "added")]
+        "rows => rows.map(r => [r.dataset.name, r.children[1].textContent, r.children[2].textContent])"
+    )
+    assert [(name, outcome) for name, outcome, _ in outcomes] == [
+        ("one.jpg", "added"),
+        ("fake.jpg", "error"),
+        ("two.png", "added"),
+    ]
     assert "Not a readable image" in outcomes[1][2]
     assert page.locator("#upload-summary").inner_text() == "2 added, 0 already stored, 1 refused."
     new = Image.objects.filter(original_name__in=["one.jpg", "two.png"])
@@ -166,11 +187,14 @@ def test_upload_by_file_picker_and_drag_and_drop(login_as, world, tmp_path):
     # Dropping files on the zone (a DataTransfer built in the page) goes the same way.
     data = base64.b64encode(jpeg(3102)).decode()
     for expected in ("added", "duplicate"):
-        transfer = page.evaluate_handle("""(b64) => {
+        transfer = page.evaluate_handle(
+            """(b64) => {
             const dt = new DataTransfer();
             const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
             dt.items.add(new File([bytes], "dropped.jpg", {type: "image/jpeg"}));
-            return dt; }""", data)
+            return dt; }""",
+            data,
+        )
         page.dispatch_event("#dropzone", "drop", {"dataTransfer": transfer})
         page.wait_for_selector(f'#upload-results tr[data-name="dropped.jpg"].outcome-{expected}')
     assert Image.objects.filter(original_name="dropped.jpg").count() == 1

@@ -35,6 +35,7 @@ def rejected(data, code, **kwargs):
 
 # ---- hash conversions -------------------------------------------------------------------
 
+
 def test_signed_storage_round_trips_and_matches_imagehash_hex():
     for value in (0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 0x8F3A_0000_1234_ABCD):
         signed = to_signed(value)
@@ -52,6 +53,7 @@ def test_hex_parsing_rejects_what_is_not_a_64_bit_hash(bad):
 
 
 # ---- hashing ----------------------------------------------------------------------------
+
 
 def test_byte_digests_and_phash_match_the_reference_libraries():
     import hashlib
@@ -101,6 +103,7 @@ def test_low_resolution_is_flagged_not_rejected():
 
 
 # ---- normalisation ----------------------------------------------------------------------
+
 
 def test_exif_rotation_is_applied_before_hashing_and_size():
     upright = photo((640, 480), seed=3)
@@ -156,6 +159,7 @@ def test_other_allowed_formats(fmt, ext):
 
 
 # ---- bad input --------------------------------------------------------------------------
+
 
 def test_zero_byte_file():
     assert "empty" in rejected(b"", "empty").message

@@ -51,11 +51,19 @@ def entries(job):
 
 # ---- one image -------------------------------------------------------------------------------
 
+
 def test_ingest_stores_content_addressed_file_and_thumbnail(benchmark, annotator, settings):
     task = benchmark.tasks.first()
     data = jpeg(1)
-    out = services.ingest_image(benchmark, data, original_name="cat.jpg", source="https://example.org/cat",
-                                license="CC-BY-4.0", collected_by=annotator, tasks=[task])
+    out = services.ingest_image(
+        benchmark,
+        data,
+        original_name="cat.jpg",
+        source="https://example.org/cat",
+        license="CC-BY-4.0",
+        collected_by=annotator,
+        tasks=[task],
+    )
     image = out.image
     assert out.created and out.message == "added"
     sha = image.sha256
@@ -91,13 +99,16 @@ def test_low_resolution_is_flagged_with_the_benchmark_minimum(benchmark):
     assert not services.ingest_image(benchmark, jpeg(4, size=(500, 400))).image.low_resolution
 
 
-@pytest.mark.parametrize("data, code", [
-    (b"", "empty"),
-    (b"just some text, named photo.jpg", "not_an_image"),
-    (jpeg(5)[:3000], "truncated"),
-    (png_header_only(12_000, 12_000), "too_many_pixels"),
-    (png_header_only(40_000, 50), "too_large"),
-])
+@pytest.mark.parametrize(
+    "data, code",
+    [
+        (b"", "empty"),
+        (b"just some text, named photo.jpg", "not_an_image"),
+        (jpeg(5)[:3000], "truncated"),
+        (png_header_only(12_000, 12_000), "too_many_pixels"),
+        (png_header_only(40_000, 50), "too_large"),
+    ],
+)
 def test_bad_files_leave_no_rows_and_no_files(benchmark, settings, data, code):
     services.ingest_image(benchmark, jpeg(8))
     before = media_files(settings)
@@ -126,14 +137,20 @@ def test_task_of_another_benchmark_is_refused(benchmark):
 
 # ---- zip ---------------------------------------------------------------------------------------
 
+
 def tricky_images():
     rgba = photo((600, 600), 8).convert("RGBA")
     rgba.putalpha(128)
     exif = PILImage.Exif()
     exif[0x0112] = 6
     return {
-        "animated.gif": encode(photo((520, 520), 9).convert("P"), "GIF", save_all=True,
-                               append_images=[photo((520, 520), 10).convert("P")], duration=80),
+        "animated.gif": encode(
+            photo((520, 520), 9).convert("P"),
+            "GIF",
+            save_all=True,
+            append_images=[photo((520, 520), 10).convert("P")],
+            duration=80,
+        ),
         "cmyk.jpg": encode(photo((600, 600), 11).convert("CMYK"), "JPEG"),
         "rotated.jpg": encode(photo((640, 520), 12), "JPEG", exif=exif.tobytes()),
         "transparent.png": encode(rgba, "PNG"),
@@ -144,19 +161,22 @@ def tricky_images():
 def test_zip_import_reports_every_entry_and_reimport_adds_nothing(benchmark, annotator, settings, tmp_path):
     task = benchmark.tasks.order_by("pk")[1]
     good = tricky_images()
-    zip_entries = [(name, data) for name, data in good.items()] + [
-        ("../../etc/evil.jpg", jpeg(13)),
-        ("/abs/path.jpg", jpeg(14)),
-        ("..\\..\\windows-evil.jpg", jpeg(19)),
-        ("C:\\drive\\evil.jpg", jpeg(23)),
-        ("same/name.jpg", jpeg(15)),
-        ("same/name.jpg", jpeg(16)),  # a second entry with the same name, different picture
-        (f"{task.slug}/tagged.jpg", jpeg(17)),
-        ("empty.jpg", b""),
-        ("notes.txt", b"not an image"),
-        ("broken.jpg", jpeg(18)[:2500]),
-        ("__MACOSX/._junk", b"mac metadata"),
-    ]
+    zip_entries = (
+        [(name, data) for name, data in good.items()]
+        + [
+            ("../../etc/evil.jpg", jpeg(13)),
+            ("/abs/path.jpg", jpeg(14)),
+            ("..\\..\\windows-evil.jpg", jpeg(19)),
+            ("C:\\drive\\evil.jpg", jpeg(23)),
+            ("same/name.jpg", jpeg(15)),
+            ("same/name.jpg", jpeg(16)),  # a second entry with the same name, different picture
+            (f"{task.slug}/tagged.jpg", jpeg(17)),
+            ("empty.jpg", b""),
+            ("notes.txt", b"not an image"),
+            ("broken.jpg", jpeg(18)[:2500]),
+            ("__MACOSX/._junk", b"mac metadata"),
+        ]
+    )
     job = run_zip(benchmark, annotator, make_zip(zip_entries), tmp_path, source="field trip", license="own photos")
     assert job.status == Job.Status.SUCCEEDED, job.message
     report = entries(job)
@@ -249,6 +269,7 @@ def test_uploaded_archive_is_deleted_after_success_and_a_corrupt_zip_fails_clear
 
 # ---- server folder -------------------------------------------------------------------------------
 
+
 def test_ingest_folder_command(benchmark, tmp_path, make_user):
     task = benchmark.tasks.first()
     folder = tmp_path / "photos"
@@ -271,6 +292,7 @@ def test_ingest_folder_command(benchmark, tmp_path, make_user):
 
 
 # ---- URL lists -----------------------------------------------------------------------------------
+
 
 class ImageHandler(http.server.BaseHTTPRequestHandler):
     routes: dict = {}
@@ -374,6 +396,7 @@ def test_parse_url_list_plain_text_and_csv():
 
 # ---- near duplicates --------------------------------------------------------------------------
 
+
 def test_near_duplicate_flagged_against_the_closest_earlier_image(benchmark, reviewer):
     original = services.ingest_image(benchmark, jpeg(50, quality=95)).image
     other = services.ingest_image(benchmark, jpeg(51)).image
@@ -407,6 +430,7 @@ def test_threshold_zero_turns_near_duplicate_detection_off(benchmark):
 
 # ---- contamination ----------------------------------------------------------------------------
 
+
 def test_hash_lists_flag_existing_and_new_images(benchmark, researcher):
     seen_md5 = jpeg(60)
     seen_visually = jpeg(61, quality=95)
@@ -415,8 +439,9 @@ def test_hash_lists_flag_existing_and_new_images(benchmark, researcher):
     import hashlib
 
     csv_list = f"md5,label\n{hashlib.md5(seen_md5).hexdigest()},train/0001.jpg\n".encode()
-    sft, added, flagged = services.import_known_set(name="LAION subset", kind="sft",
-                                                    rows=services.parse_hash_list(csv_list, "laion.csv"), user=researcher)
+    sft, added, flagged = services.import_known_set(
+        name="LAION subset", kind="sft", rows=services.parse_hash_list(csv_list, "laion.csv"), user=researcher
+    )
     assert (added, flagged) == (1, 1)
     # Importing the same list again adds no hash twice and flags nothing new.
     assert services.import_known_set(name="LAION subset", rows=services.parse_hash_list(csv_list, "laion.csv"))[1:] == (0, 0)
@@ -429,8 +454,9 @@ def test_hash_lists_flag_existing_and_new_images(benchmark, researcher):
     # A pHash list made with imagehash (full decode) catches a re-encoded copy on ingest.
     ref = str(imagehash.phash(PILImage.open(io.BytesIO(seen_visually))))
     jsonl = (json.dumps({"phash": ref, "id": "mmb-42"}) + "\n").encode()
-    prior, _, flagged = services.import_known_set(name="MMBench dev", kind="benchmark",
-                                                  rows=services.parse_hash_list(jsonl, "mmb.jsonl"))
+    prior, _, flagged = services.import_known_set(
+        name="MMBench dev", kind="benchmark", rows=services.parse_hash_list(jsonl, "mmb.jsonl")
+    )
     assert flagged == 0
     copy = services.ingest_image(benchmark, encode(photo((640, 520), 61), "JPEG", quality=70)).image
     assert copy.contaminated
@@ -444,13 +470,16 @@ def test_hash_lists_flag_existing_and_new_images(benchmark, researcher):
     assert not existing.contaminated and copy.contaminated
 
 
-@pytest.mark.parametrize("content, name, message", [
-    (b"md5\nnot-a-hash\n", "x.csv", "line 2: md5 must be 32"),
-    (b"phash\n123\n", "x.csv", "phash must be 16"),
-    (b"filename\nx.jpg\n", "x.csv", "'md5' and/or a 'phash' column"),
-    (b'{"md5": "d41d8cd98f00b204e9800998ecf8427e"}\n{oops\n', "x.jsonl", "Line 2 is not valid JSON"),
-    (b"\xff\xfe\x00", "x.csv", "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, name, message",
+    [
+        (b"md5\nnot-a-hash\n", "x.csv", "line 2: md5 must be 32"),
+        (b"phash\n123\n", "x.csv", "phash must be 16"),
+        (b"filename\nx.jpg\n", "x.csv", "'md5' and/or a 'phash' column"),
+        (b'{"md5": "d41d8cd98f00b204e9800998ecf8427e"}\n{oops\n', "x.jsonl", "Line 2 is not valid JSON"),
+        (b"\xff\xfe\x00", "x.csv", "UTF-8"),
+    ],
+)
 def test_bad_hash_lists_are_refused_whole(content, name, message):
     with pytest.raises(DomainError, match=message):
         services.parse_hash_list(content, name)
@@ -474,6 +503,7 @@ def test_import_known_set_from_a_folder_of_images(benchmark, tmp_path):
 
 # ---- screening --------------------------------------------------------------------------------
 
+
 def test_screening_accept_reject_and_bulk(benchmark, annotator):
     ids = [services.ingest_image(benchmark, jpeg(80 + i)).image.pk for i in range(3)]
     assert services.screen_images(benchmark, ids[:2], action="accept", user=annotator) == 2
@@ -495,8 +525,10 @@ def test_screening_accept_reject_and_bulk(benchmark, annotator):
 
 # ---- crashes: a killed server, a finished job delivered again ------------------------------------
 
-def test_an_import_left_running_by_a_killed_server_resumes_and_its_upload_is_cleaned(benchmark, researcher, settings,
-                                                                                   monkeypatch):
+
+def test_an_import_left_running_by_a_killed_server_resumes_and_its_upload_is_cleaned(
+    benchmark, researcher, settings, monkeypatch
+):
     media = Path(settings.MEDIA_ROOT)
     staged = stage_upload(ContentFile(make_zip([("a.jpg", jpeg(60)), ("b.jpg", jpeg(61)), ("c.jpg", jpeg(62))])), ".zip")
     job = services.create_import_job("ingest_zip", benchmark, user=researcher, staged=staged)

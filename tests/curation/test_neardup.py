@@ -121,8 +121,13 @@ def test_multi_index_answers_exactly_like_a_full_scan(monkeypatch):
     rng = np.random.default_rng(1)
     base = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 3000, dtype=np.int64)
     # Near copies at 1..16 bits from random stored hashes, so every radius has real hits.
-    near = np.array([flip(int(base[i]) & 0xFFFF_FFFF_FFFF_FFFF, *rng.choice(64, size=k, replace=False).tolist())
-                     for i, k in zip(rng.integers(0, 3000, 600), itertools.cycle(range(1, 17)))], dtype=np.int64)
+    near = np.array(
+        [
+            flip(int(base[i]) & 0xFFFF_FFFF_FFFF_FFFF, *rng.choice(64, size=k, replace=False).tolist())
+            for i, k in zip(rng.integers(0, 3000, 600), itertools.cycle(range(1, 17)))
+        ],
+        dtype=np.int64,
+    )
     hashes = np.concatenate([base, near])
     ids = np.arange(100, 100 + len(hashes), dtype=np.int64)
     index = HashIndex()

@@ -33,6 +33,7 @@ def messages_of(resp) -> list[str]:
 
 # ---- who may open which page -----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("url", [GRID, "/b/demo/images/progress/", UPLOAD, NEARDUP, CONTAMINATION, "/known-sets/"])
 def test_pages_need_a_login(client, benchmark, url):
     resp = client.get(url)
@@ -64,6 +65,7 @@ def test_nav_links_follow_the_role(client_for, annotator, researcher, benchmark)
 
 
 # ---- screening grid ------------------------------------------------------------------------------
+
 
 def test_grid_shows_tiles_counts_progress_and_the_shortcut_legend(client_for, annotator, benchmark):
     counting = benchmark.tasks.get(slug="counting")
@@ -128,8 +130,19 @@ def test_grid_is_paginated_and_its_query_count_does_not_grow(client_for, annotat
 
 def _row(benchmark, n):
     sha = f"{n:064x}"
-    return Image(benchmark=benchmark, file=f"images/{sha[:2]}/{sha[2:4]}/{sha}.jpg", thumbnail=f"thumbs/{sha[:2]}/{sha[2:4]}/{sha}.jpg",
-                 sha256=sha, md5=f"{n:032x}", phash=n, dhash=-n, width=800, height=600, format="jpeg", file_size=1000)
+    return Image(
+        benchmark=benchmark,
+        file=f"images/{sha[:2]}/{sha[2:4]}/{sha}.jpg",
+        thumbnail=f"thumbs/{sha[:2]}/{sha[2:4]}/{sha}.jpg",
+        sha256=sha,
+        md5=f"{n:032x}",
+        phash=n,
+        dhash=-n,
+        width=800,
+        height=600,
+        format="jpeg",
+        file_size=1000,
+    )
 
 
 def test_progress_partial_redraws_the_task_table(client_for, annotator, benchmark):
@@ -143,6 +156,7 @@ def test_progress_partial_redraws_the_task_table(client_for, annotator, benchmar
 
 # ---- upload page and imports --------------------------------------------------------------------------
 
+
 def test_upload_page_offers_drop_zone_to_members_and_imports_to_researchers(client_for, annotator, researcher, benchmark):
     page = html(client_for(annotator).get(UPLOAD))
     assert 'id="dropzone"' in page and 'data-api-url="/api/v1/benchmarks/demo/images/"' in page
@@ -152,8 +166,9 @@ def test_upload_page_offers_drop_zone_to_members_and_imports_to_researchers(clie
     assert client_for(annotator).post(UPLOAD).status_code == 405  # uploads go through the API
 
 
-def test_import_form_starts_a_tracked_job_with_a_progress_bar(client_for, researcher, benchmark, settings,
-                                                              django_capture_on_commit_callbacks):
+def test_import_form_starts_a_tracked_job_with_a_progress_bar(
+    client_for, researcher, benchmark, settings, django_capture_on_commit_callbacks
+):
     c = client_for(researcher)
     archive = SimpleUploadedFile("photos.zip", make_zip([("a.jpg", jpeg(2100)), ("b.jpg", jpeg(2101)), ("c.txt", b"x")]))
     ocr = benchmark.tasks.get(slug="ocr")
@@ -188,6 +203,7 @@ def test_import_form_errors_start_nothing(client_for, researcher, benchmark):
 
 # ---- near duplicates -----------------------------------------------------------------------------------
 
+
 def near_pair(benchmark):
     original = services.ingest_image(benchmark, jpeg(2200, quality=95)).image
     copy = services.ingest_image(benchmark, jpeg(2200, quality=55)).image
@@ -217,7 +233,12 @@ def test_keep_and_drop_near_duplicates(client_for, annotator, outsider, benchmar
     resp = c.post(url, {"decision": "drop", "page": "1"})
     assert resp.status_code == 302 and resp["Location"] == NEARDUP + "?page=1"
     copy.refresh_from_db()
-    assert (copy.status, copy.reject_reason, copy.near_duplicate_resolved, copy.screened_by) == ("rejected", "similar", True, annotator)
+    assert (copy.status, copy.reject_reason, copy.near_duplicate_resolved, copy.screened_by) == (
+        "rejected",
+        "similar",
+        True,
+        annotator,
+    )
     assert f"pair-{copy.pk}" not in html(c.get(NEARDUP))
 
     other_copy = services.ingest_image(benchmark, jpeg(2200, quality=40)).image
@@ -230,10 +251,13 @@ def test_keep_and_drop_near_duplicates(client_for, annotator, outsider, benchmar
 
 # ---- contamination and known sets -----------------------------------------------------------------------
 
+
 def test_contamination_report_names_the_set_the_match_kind_and_distance(client_for, annotator, researcher, benchmark):
     exact, visual, clean = add_images(benchmark, 3)
     services.import_known_set(name="LAION slice", kind="sft", rows=[{"md5": exact.md5, "phash": None, "label": "t/1.jpg"}])
-    services.import_known_set(name="MMBench dev", kind="benchmark", rows=[{"md5": "", "phash": visual.phash ^ 0b101, "label": "mmb-9"}])
+    services.import_known_set(
+        name="MMBench dev", kind="benchmark", rows=[{"md5": "", "phash": visual.phash ^ 0b101, "label": "mmb-9"}]
+    )
     page = html(client_for(annotator).get(CONTAMINATION))
     rows = dict(re.findall(r'<tr data-image="(\d+)">(.*?)</tr>', page, re.S))
     assert set(rows) == {str(exact.pk), str(visual.pk)}
@@ -270,6 +294,7 @@ def test_known_sets_page_imports_lists_and_deletes(client_for, researcher, bench
 
 
 # ---- media files ----------------------------------------------------------------------------------------
+
 
 def test_media_is_served_only_to_users_who_may_see_the_image(client_for, annotator, outsider, researcher, benchmark, settings):
     image = add_images(benchmark, 1)[0]

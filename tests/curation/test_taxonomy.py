@@ -10,12 +10,15 @@ from curation.services import load_preset
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("key, categories, tasks", [
-    ("alignmmbench", 3, 13),
-    ("mllm-bench", 6, 42),
-    ("mmbench", 8, 20),  # 2 L1 + 6 L2 categories, 20 L3 tasks
-    ("touchstone", 5, 27),
-])
+@pytest.mark.parametrize(
+    "key, categories, tasks",
+    [
+        ("alignmmbench", 3, 13),
+        ("mllm-bench", 6, 42),
+        ("mmbench", 8, 20),  # 2 L1 + 6 L2 categories, 20 L3 tasks
+        ("touchstone", 5, 27),
+    ],
+)
 def test_presets_have_the_published_shape(key, categories, tasks):
     benchmark = load_preset(key)
     assert benchmark.categories.count() == categories
@@ -105,10 +108,17 @@ def test_researcher_loads_a_preset_from_the_ui(client_for, researcher, django_ca
 
 def test_researcher_edits_a_task_quota_and_keywords(client_for, researcher, benchmark):
     c = client_for(researcher)
-    resp = c.post("/b/demo/taxonomy/counting/", {
-        "name": "Counting", "description": "d", "collection_keywords": "crowds, coins", "guideline": "g",
-        "judge_rules": "r", "quota": "120",
-    })
+    resp = c.post(
+        "/b/demo/taxonomy/counting/",
+        {
+            "name": "Counting",
+            "description": "d",
+            "collection_keywords": "crowds, coins",
+            "guideline": "g",
+            "judge_rules": "r",
+            "quota": "120",
+        },
+    )
     assert resp.status_code == 302
     task = benchmark.tasks.get(slug="counting")
     assert task.quota == 120 and task.collection_keywords == ["crowds", "coins"]

@@ -80,6 +80,7 @@ def _hang(cls, **kwargs) -> Fault:
 # `Fault.hang()` is the helper, `fault.hang` (an instance attribute) the flag.
 Fault.hang = classmethod(_hang)
 
+
 @dataclass(frozen=True)
 class Completion:
     """A scripted 200 completion with exact content (None is sent as JSON null) and finish_reason,
@@ -319,7 +320,11 @@ class FakeLLMServer:
             await self._send(writer, 200, stats)
             return True
         if method != "POST" or path not in CHAT_PATHS:
-            await self._send(writer, 404, _error_body(f"the fake LLM server has no {method} {path}; it serves POST {sorted(CHAT_PATHS)}", "not_found"))
+            await self._send(
+                writer,
+                404,
+                _error_body(f"the fake LLM server has no {method} {path}; it serves POST {sorted(CHAT_PATHS)}", "not_found"),
+            )
             return True
         try:
             body = json.loads(raw)
@@ -337,9 +342,15 @@ class FakeLLMServer:
             if latency:
                 await asyncio.sleep(latency)
             if reply is None:
-                await self._send(writer, 404, _error_body(
-                    f"model {model!r} is not scripted on the fake LLM server; call server.script({model!r}, ...) first",
-                    "invalid_request_error", "model_not_found"))
+                await self._send(
+                    writer,
+                    404,
+                    _error_body(
+                        f"model {model!r} is not scripted on the fake LLM server; call server.script({model!r}, ...) first",
+                        "invalid_request_error",
+                        "model_not_found",
+                    ),
+                )
                 return True
             if isinstance(reply, Fault):
                 return await self._send_fault(reply, reader, writer)
@@ -364,7 +375,9 @@ class FakeLLMServer:
         body = fault.body
         if body is None:
             reason = HTTPStatus(fault.status).phrase if fault.status in HTTPStatus._value2member_map_ else "error"
-            body = _error_body(f"scripted fault: {fault.status} {reason}", "server_error" if fault.status >= 500 else "invalid_request_error")
+            body = _error_body(
+                f"scripted fault: {fault.status} {reason}", "server_error" if fault.status >= 500 else "invalid_request_error"
+            )
         await self._send(writer, fault.status, body, fault.headers)
         return True
 

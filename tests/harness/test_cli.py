@@ -18,25 +18,82 @@ PNG_1PX = bytes.fromhex(
 )
 
 ITEMS = [
-    {"id": "c1", "question": "How many apples?", "task": "Counting", "category": "Perception",
-     "reference_answer": "Three apples.", "images": ["images/a.png"]},
-    {"id": "c1-r1", "seed_id": "c1", "question": "Count the apples.", "task": "Counting", "category": "Perception",
-     "reference_answer": "Three apples.", "images": ["images/a.png"]},
-    {"id": "c1-r2", "seed_id": "c1", "question": "Apples: how many?", "task": "Counting", "category": "Perception",
-     "reference_answer": "Three apples.", "images": ["images/a.png"]},
-    {"id": "w1", "question": "Write a poem about it.", "task": "Writing", "category": "Reasoning",
-     "reference_answer": "A short poem.", "images": ["images/a.png"], "description": "Three red apples on a table.",
-     "criteria": ["mentions apples", "is a poem"], "question_type": "open-ended"},
-    {"id": "w1-r1", "seed_id": "w1", "question": "Compose verse about the picture.", "task": "Writing",
-     "category": "Reasoning", "reference_answer": "A short poem.", "images": ["images/a.png"],
-     "description": "Three red apples on a table."},
-    {"id": "t1", "question": "What did I ask before?", "task": "Coherence", "category": "Dialogue",
-     "reference_answer": "You asked about apples.", "images": ["images/a.png"],
-     "history": [{"role": "user", "content": "Describe the fruit."}, {"role": "assistant", "content": "Red apples."}]},
-    {"id": "m1", "question": "Which fruit?", "choices": {"A": "pear", "B": "apple", "C": "plum", "D": "fig"},
-     "answer": "B", "category": "Perception", "subcategory": "Coarse", "task": "fruit", "images": ["images/a.png"]},
-    {"id": "m2", "question": "What colour?", "choices": {"A": "red", "B": "blue"}, "answer": "A",
-     "category": "Perception", "subcategory": "Fine", "task": "colour", "images": ["images/a.png"]},
+    {
+        "id": "c1",
+        "question": "How many apples?",
+        "task": "Counting",
+        "category": "Perception",
+        "reference_answer": "Three apples.",
+        "images": ["images/a.png"],
+    },
+    {
+        "id": "c1-r1",
+        "seed_id": "c1",
+        "question": "Count the apples.",
+        "task": "Counting",
+        "category": "Perception",
+        "reference_answer": "Three apples.",
+        "images": ["images/a.png"],
+    },
+    {
+        "id": "c1-r2",
+        "seed_id": "c1",
+        "question": "Apples: how many?",
+        "task": "Counting",
+        "category": "Perception",
+        "reference_answer": "Three apples.",
+        "images": ["images/a.png"],
+    },
+    {
+        "id": "w1",
+        "question": "Write a poem about it.",
+        "task": "Writing",
+        "category": "Reasoning",
+        "reference_answer": "A short poem.",
+        "images": ["images/a.png"],
+        "description": "Three red apples on a table.",
+        "criteria": ["mentions apples", "is a poem"],
+        "question_type": "open-ended",
+    },
+    {
+        "id": "w1-r1",
+        "seed_id": "w1",
+        "question": "Compose verse about the picture.",
+        "task": "Writing",
+        "category": "Reasoning",
+        "reference_answer": "A short poem.",
+        "images": ["images/a.png"],
+        "description": "Three red apples on a table.",
+    },
+    {
+        "id": "t1",
+        "question": "What did I ask before?",
+        "task": "Coherence",
+        "category": "Dialogue",
+        "reference_answer": "You asked about apples.",
+        "images": ["images/a.png"],
+        "history": [{"role": "user", "content": "Describe the fruit."}, {"role": "assistant", "content": "Red apples."}],
+    },
+    {
+        "id": "m1",
+        "question": "Which fruit?",
+        "choices": {"A": "pear", "B": "apple", "C": "plum", "D": "fig"},
+        "answer": "B",
+        "category": "Perception",
+        "subcategory": "Coarse",
+        "task": "fruit",
+        "images": ["images/a.png"],
+    },
+    {
+        "id": "m2",
+        "question": "What colour?",
+        "choices": {"A": "red", "B": "blue"},
+        "answer": "A",
+        "category": "Perception",
+        "subcategory": "Fine",
+        "task": "colour",
+        "images": ["images/a.png"],
+    },
     {"id": "m3", "question": "Hidden key?", "choices": {"A": "x", "B": "y"}, "category": "Perception"},
 ]
 
@@ -55,11 +112,14 @@ def env(tmp_path, fake_llm, monkeypatch):
     write_jsonl(release / "items.jsonl", ITEMS)
     monkeypatch.setenv("HARNESS_TEST_KEY", "x")
     models = tmp_path / "models.toml"
-    models.write_text("".join(
-        f'[models.{name}]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "{name}"\n'
-        f'api_key_env = "HARNESS_TEST_KEY"\nmax_concurrency = 4\nmax_retries = 0\nvision = {vision}\n'
-        for name, vision in (("judge", "false"), ("vlm", "true"), ("textlm", "false"), ("extractor", "false"))
-    ), encoding="utf-8")
+    models.write_text(
+        "".join(
+            f'[models.{name}]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "{name}"\n'
+            f'api_key_env = "HARNESS_TEST_KEY"\nmax_concurrency = 4\nmax_retries = 0\nvision = {vision}\n'
+            for name, vision in (("judge", "false"), ("vlm", "true"), ("textlm", "false"), ("extractor", "false"))
+        ),
+        encoding="utf-8",
+    )
 
     class Env:
         root = tmp_path
@@ -91,14 +151,23 @@ def rating_from_answer(body):
     if "[garbage]" in answer:
         return "I refuse to use the format."
     rating = int(answer.split("[")[1].split("]")[0])
-    return [f'{{"rating": {rating}, "reason": "ok"}}', f'```json\n{{"rating": {rating}, "reason": "fenced"}}\n```\nDone.'][rating % 2]
+    return [f'{{"rating": {rating}, "reason": "ok"}}', f'```json\n{{"rating": {rating}, "reason": "fenced"}}\n```\nDone.'][
+        rating % 2
+    ]
 
 
 # ------------------------------------------------------------------ judge
 
 
 def test_judge_scores_tasks_categories_and_alignment_then_reruns_for_free(env):
-    answers = {"c1": "three [8]", "c1-r1": "three [6]", "c1-r2": "three [7]", "w1": "poem [9]", "w1-r1": "poem [9]", "t1": "apples [4]"}
+    answers = {
+        "c1": "three [8]",
+        "c1-r1": "three [6]",
+        "c1-r2": "three [7]",
+        "w1": "poem [9]",
+        "w1-r1": "poem [9]",
+        "t1": "apples [4]",
+    }
     env.server.script("judge", rating_from_answer)
     preds = env.predictions("m", answers)
     assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j1")) == 0
@@ -194,16 +263,32 @@ def test_resuming_with_other_settings_is_refused(env, capsys):
     code = env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j"), "--prompts", str(prompts))
     assert code == 2
     assert "different settings (template)" in capsys.readouterr().err
-    assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j"),
-                   "--prompts", str(prompts), "--restart") == 0
+    assert (
+        env.run(
+            "judge",
+            "--judge",
+            "judge",
+            "--predictions",
+            preds,
+            "--out",
+            str(env.root / "j"),
+            "--prompts",
+            str(prompts),
+            "--restart",
+        )
+        == 0
+    )
     assert list((env.root / "j").glob("samples.jsonl.*.old"))  # the earlier samples are set aside, not lost
 
 
-@pytest.mark.parametrize("problem,message", [
-    ("bad_json", "m.jsonl:2: not valid JSON"),
-    ("unknown_id", "m.jsonl:1: id 'nope' is not an item"),
-    ("unknown_endpoint", "no endpoint named 'nobody'"),
-])
+@pytest.mark.parametrize(
+    "problem,message",
+    [
+        ("bad_json", "m.jsonl:2: not valid JSON"),
+        ("unknown_id", "m.jsonl:1: id 'nope' is not an item"),
+        ("unknown_endpoint", "no endpoint named 'nobody'"),
+    ],
+)
 def test_bad_inputs_fail_with_file_and_line(env, capsys, problem, message):
     path = env.root / "m.jsonl"
     if problem == "bad_json":
@@ -328,8 +413,23 @@ def test_pairwise_both_orders_combined_per_category(env):
     env.server.script("judge", judge)
     anchor = env.predictions("anchor", {"c1": "meh", "c1-r1": "good", "w1": "both good too", "t1": "x"})
     model = env.predictions("m", {"c1": "good", "c1-r1": "meh", "w1": "both good", "w1-r1": "good"})
-    assert env.run("pairwise", "--judge", "judge", "--anchor", anchor, "--predictions", model,
-                   "--out", str(env.root / "p"), "--text-only", "--bootstrap", "50") == 0
+    assert (
+        env.run(
+            "pairwise",
+            "--judge",
+            "judge",
+            "--anchor",
+            anchor,
+            "--predictions",
+            model,
+            "--out",
+            str(env.root / "p"),
+            "--text-only",
+            "--bootstrap",
+            "50",
+        )
+        == 0
+    )
     result = env.results("p")
     m = result["models"]["m"]
     # c1 win, c1-r1 lose, w1 tie (unable), c1-r2/t1/w1-r1 failed (an answer is missing)
@@ -346,8 +446,22 @@ def test_pairwise_sends_images_to_a_vision_judge(env):
     env.server.script("vlm", "Answer1")
     anchor = env.predictions("anchor", {"c1": "a"})
     model = env.predictions("m", {"c1": "b"})
-    assert env.run("pairwise", "--judge", "vlm", "--anchor", anchor, "--predictions", model,
-                   "--out", str(env.root / "p"), "--bootstrap", "10") == 0
+    assert (
+        env.run(
+            "pairwise",
+            "--judge",
+            "vlm",
+            "--anchor",
+            anchor,
+            "--predictions",
+            model,
+            "--out",
+            str(env.root / "p"),
+            "--bootstrap",
+            "10",
+        )
+        == 0
+    )
     content = env.server.requests("vlm")[0]["messages"][0]["content"]
     assert content[0]["type"] == "image_url" and "(the image is attached)" in content[-1]["text"]
     # Answer1 in both orders: the anchor wins order 1, the model order 2 -> tie
@@ -372,7 +486,14 @@ def test_touchstone_swaps_positions_and_averages(env):
 
 
 def test_hallucination_scores_from_the_description(env):
-    env.server.script("judge", lambda body: '{"score": 0, "reason": "ok"}' if "apples" in body["messages"][0]["content"].split("[Assistant's answer]")[1] else '{"score": 10, "reason": "made up"}')
+    env.server.script(
+        "judge",
+        lambda body: (
+            '{"score": 0, "reason": "ok"}'
+            if "apples" in body["messages"][0]["content"].split("[Assistant's answer]")[1]
+            else '{"score": 10, "reason": "made up"}'
+        ),
+    )
     preds = env.predictions("m", {"w1": "three apples", "w1-r1": "a dragon"})
     assert env.run("hallucination", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "h")) == 0
     m = env.results("h")["models"]["m"]
@@ -383,9 +504,11 @@ def test_hallucination_scores_from_the_description(env):
 
 
 def test_agreement_pairs_judge_and_human_scores(env):
-    judge = write_jsonl(env.root / "judge.jsonl", [
-        {"id": f"q{i}", "model": "m", "status": "ok", "rating": r} for i, r in enumerate([1, 2, 3, 4, 5])
-    ] + [{"id": "q9", "model": "m", "status": "unparsed"}])
+    judge = write_jsonl(
+        env.root / "judge.jsonl",
+        [{"id": f"q{i}", "model": "m", "status": "ok", "rating": r} for i, r in enumerate([1, 2, 3, 4, 5])]
+        + [{"id": "q9", "model": "m", "status": "unparsed"}],
+    )
     human = write_jsonl(env.root / "human.jsonl", [{"id": f"q{i}", "score": s} for i, s in enumerate([2, 4, 5, 4, 5])])
     assert env.run("agreement", "--judge", judge, "--human", human, "--out", str(env.root / "a")) == 0
     result = env.results("a")
@@ -409,11 +532,18 @@ def test_report_command_rebuilds_from_results(env, capsys):
 
 def test_every_command_has_help_and_the_module_runs_from_a_release_folder(tmp_path):
     for command in ("infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement", "report"):
-        done = subprocess.run([sys.executable, "-m", "harness", command, "--help"], cwd=REPO_ROOT,
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "harness", command, "--help"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        )
         assert "usage: python -m harness " + command in done.stdout
-    done = subprocess.run([sys.executable, "-m", "harness", "judge", "--judge", "j", "--predictions", "p.jsonl"],
-                          cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(REPO_ROOT)}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "judge", "--judge", "j", "--predictions", "p.jsonl"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO_ROOT)},
+        check=False,
+    )
     assert done.returncode == 2 and "items.jsonl: file not found (is . a release folder?)" in done.stderr
 
 
@@ -423,20 +553,33 @@ def test_a_copy_of_the_harness_runs_inside_a_release_folder(tmp_path, fake_llm):
 
     release = tmp_path / "bench-1.0"
     shutil.copytree(REPO_ROOT / "harness", release / "harness", ignore=shutil.ignore_patterns("__pycache__"))
-    write_jsonl(release / "items.jsonl", [i for i in ITEMS if not i.get("images")] + [
-        {"id": "x1", "question": "Name the fruit.", "reference_answer": "An apple.", "task": "Recognition"}])
+    write_jsonl(
+        release / "items.jsonl",
+        [i for i in ITEMS if not i.get("images")]
+        + [{"id": "x1", "question": "Name the fruit.", "reference_answer": "An apple.", "task": "Recognition"}],
+    )
     write_jsonl(release / "p.jsonl", [{"id": "x1", "model": "m", "answer": "apple"}])
     (release / "models.toml").write_text(
         f'[models.judge]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "judge"\n'
-        'api_key_env = "HARNESS_TEST_KEY"\n', encoding="utf-8")
+        'api_key_env = "HARNESS_TEST_KEY"\n',
+        encoding="utf-8",
+    )
     fake_llm.script("judge", '{"rating": 9, "reason": "right"}')
-    check = ("import sys, harness.cli, harness.commands.report; "
-             "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'benchforge', 'jobs', 'curation', 'annotation', 'labelstudio', 'rewrite', 'qc', 'exports')]; "
-             "assert not bad, bad; assert harness.cli.__file__.startswith(sys.argv[1]), harness.cli.__file__")
+    check = (
+        "import sys, harness.cli, harness.commands.report; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'benchforge', 'jobs', 'curation', 'annotation', 'labelstudio', 'rewrite', 'qc', 'exports')]; "
+        "assert not bad, bad; assert harness.cli.__file__.startswith(sys.argv[1]), harness.cli.__file__"
+    )
     env = {"PATH": "/usr/bin:/bin", "HARNESS_TEST_KEY": "x"}
     subprocess.run([sys.executable, "-c", check, str(release)], cwd=release, env=env, check=True)
-    done = subprocess.run([sys.executable, "-m", "harness", "judge", "--judge", "judge", "--predictions", "p.jsonl"],
-                          cwd=release, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "judge", "--judge", "judge", "--predictions", "p.jsonl"],
+        cwd=release,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     results = json.loads((release / "results" / "judge" / "results.json").read_text(encoding="utf-8"))
     assert results["models"]["m"]["mean"] == 9
@@ -448,8 +591,12 @@ def test_worker_processes_split_the_calls_and_merge_their_samples(env):
     answers = {"c1": "[8]", "c1-r1": "[6]", "c1-r2": "[7]", "w1": "[9]", "w1-r1": "[garbage]", "t1": "[4]"}
     preds = env.predictions("m", answers)
     assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "one")) == 0
-    assert env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "two"),
-                   "--workers", "2", cache=False) == 0
+    assert (
+        env.run(
+            "judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "two"), "--workers", "2", cache=False
+        )
+        == 0
+    )
     one, two = env.results("one"), env.results("two")
     assert two["models"] == one["models"]
     assert two["run"]["usage"]["calls"] == 6 + 2  # every job asked once, the unreadable one twice more
@@ -466,7 +613,8 @@ def test_rows_left_by_an_interrupted_worker_are_kept(env):
     out.mkdir()
     (out / "samples.jsonl").write_text(json.dumps({"key": "m\tc1", "status": "ok", "rating": 8}) + "\n", encoding="utf-8")
     (out / "samples.jsonl.part1").write_text(
-        json.dumps({"key": "m\tw1", "status": "ok", "rating": 3}) + "\n" + '{"key": "m\\tt1", "sta', encoding="utf-8")
+        json.dumps({"key": "m\tw1", "status": "ok", "rating": 3}) + "\n" + '{"key": "m\\tt1", "sta', encoding="utf-8"
+    )
     log = SampleLog(out / "samples.jsonl")
     assert log.finished("m\tc1") and log.finished("m\tw1") and not log.finished("m\tt1")  # torn line dropped
     log.compact(["m\tw1", "m\tc1"])
@@ -491,12 +639,31 @@ def test_workers_never_exceed_the_endpoint_concurrency_together(env, tmp_path):
     env.server.script("judge", '{"rating": 6, "reason": "ok"}')
     env.server.set_latency(0.05)
     models = tmp_path / "narrow.toml"
-    models.write_text(f'[models.judge]\nprovider = "openai"\nbase_url = "{env.server.base_url("openai")}"\nmodel = "judge"\n'
-                      'api_key_env = "HARNESS_TEST_KEY"\nmax_concurrency = 1\nmax_retries = 0\n', encoding="utf-8")
+    models.write_text(
+        f'[models.judge]\nprovider = "openai"\nbase_url = "{env.server.base_url("openai")}"\nmodel = "judge"\n'
+        'api_key_env = "HARNESS_TEST_KEY"\nmax_concurrency = 1\nmax_retries = 0\n',
+        encoding="utf-8",
+    )
     answers = {i: "x" for i in ("c1", "c1-r1", "c1-r2", "w1", "w1-r1", "t1")}
     preds = [env.predictions(name, answers) for name in ("m1", "m2")]
-    code = main(["judge", "--release", str(tmp_path / "release"), "--models", str(models), "--no-cache", "--judge", "judge",
-                 "--predictions", *preds, "--out", str(tmp_path / "j"), "--workers", "4"])
+    code = main(
+        [
+            "judge",
+            "--release",
+            str(tmp_path / "release"),
+            "--models",
+            str(models),
+            "--no-cache",
+            "--judge",
+            "judge",
+            "--predictions",
+            *preds,
+            "--out",
+            str(tmp_path / "j"),
+            "--workers",
+            "4",
+        ]
+    )
     assert code == 0
     assert len(env.server.requests("judge")) == 12 and env.server.max_in_flight("judge") == 1
     assert env.results("j")["run"]["usage"]["calls"] == 12
@@ -511,7 +678,15 @@ def test_an_unset_key_stops_before_the_first_call(env, capsys, monkeypatch, comm
     argv = {
         "infer": ["--model", "vlm"],
         "judge": ["--judge", "judge", "--predictions", preds],
-        "pairwise": ["--judge", "judge", "--anchor", env.predictions("anchor", {"w1": "y"}), "--predictions", preds, "--text-only"],
+        "pairwise": [
+            "--judge",
+            "judge",
+            "--anchor",
+            env.predictions("anchor", {"w1": "y"}),
+            "--predictions",
+            preds,
+            "--text-only",
+        ],
         "touchstone": ["--judge", "judge", "--predictions", preds],
         "hallucination": ["--judge", "judge", "--predictions", preds],
         "mcq": ["--model", "vlm"],
@@ -561,22 +736,55 @@ def test_integer_ids_in_predictions_match_string_item_ids(tmp_path, fake_llm, mo
     preds = write_jsonl(tmp_path / "p.jsonl", [{"id": 17, "model": "m", "answer": "apple"}])
     (tmp_path / "models.toml").write_text(
         f'[models.judge]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "judge"\n'
-        'api_key_env = "HARNESS_TEST_KEY"\n', encoding="utf-8")
+        'api_key_env = "HARNESS_TEST_KEY"\n',
+        encoding="utf-8",
+    )
     monkeypatch.setenv("HARNESS_TEST_KEY", "x")
     fake_llm.script("judge", '{"rating": 9, "reason": "right"}')
-    assert main(["judge", "--release", str(release), "--models", str(tmp_path / "models.toml"), "--no-cache",
-                 "--judge", "judge", "--predictions", preds, "--out", str(tmp_path / "j")]) == 0
+    assert (
+        main(
+            [
+                "judge",
+                "--release",
+                str(release),
+                "--models",
+                str(tmp_path / "models.toml"),
+                "--no-cache",
+                "--judge",
+                "judge",
+                "--predictions",
+                preds,
+                "--out",
+                str(tmp_path / "j"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "j" / "results.json").read_text())["models"]["m"]["mean"] == 9
     human = write_jsonl(tmp_path / "human.jsonl", [{"id": 17, "model": "m", "score": 8}])
-    assert main(["agreement", "--judge", str(tmp_path / "j" / "samples.jsonl"), "--human", human,
-                 "--out", str(tmp_path / "a")]) == 0
+    assert (
+        main(["agreement", "--judge", str(tmp_path / "j" / "samples.jsonl"), "--human", human, "--out", str(tmp_path / "a")]) == 0
+    )
 
 
 def test_mcq_qc_filter_from_the_command_line(env):
     env.server.script("textlm", "B")  # right on pass 1 of the fruit item only
     env.server.script("judge", "B")
-    assert env.run("mcq", "--model", "textlm", "--model", "judge", "--text-only", "--qc-filter", "text_only",
-                   "--out", str(env.root / "q")) == 0
+    assert (
+        env.run(
+            "mcq",
+            "--model",
+            "textlm",
+            "--model",
+            "judge",
+            "--text-only",
+            "--qc-filter",
+            "text_only",
+            "--out",
+            str(env.root / "q"),
+        )
+        == 0
+    )
     result = env.results("q")
     assert result["qc"]["filter"] == "text_only" and result["qc"]["flagged"] == []
     # m1 and m2 both failed by the first model: with 2 models, no item can reach "more than half" any more
@@ -592,6 +800,9 @@ def test_one_registry_feeds_the_cli_and_the_report_command():
 
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # the registered sub-commands
-    assert set(commands) == set(COMMANDS) == {"infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement",
-                                              "report"}
+    assert (
+        set(commands)
+        == set(COMMANDS)
+        == {"infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement", "report"}
+    )
     assert set(report_builders()) == {"mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement"}

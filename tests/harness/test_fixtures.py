@@ -117,9 +117,16 @@ def test_mllm_bench_verdicts_replayed_through_the_harness_give_the_fixture_count
     assert len(answers) == 9 and all(len(a) == 420 for a in answers.values())
     predictions = []
     for index, (model, by_id) in enumerate(sorted(answers.items())):
-        predictions.append(str(write_jsonl(tmp_path / f"model{index}.jsonl",
-                                           [{"id": qid, "model": model, "answer": text} for qid, text in by_id.items()])))
-    anchor_file = write_jsonl(tmp_path / "anchor.jsonl", [{"id": q, "model": ANCHOR, "answer": t} for q, t in anchor_answer.items()])
+        predictions.append(
+            str(
+                write_jsonl(
+                    tmp_path / f"model{index}.jsonl", [{"id": qid, "model": model, "answer": text} for qid, text in by_id.items()]
+                )
+            )
+        )
+    anchor_file = write_jsonl(
+        tmp_path / "anchor.jsonl", [{"id": q, "model": ANCHOR, "answer": t} for q, t in anchor_answer.items()]
+    )
 
     # The fake judge: prompt text -> the verdict the real judge gave for that question/order/answers.
     template = Prompts().get("pairwise")
@@ -145,9 +152,29 @@ def test_mllm_bench_verdicts_replayed_through_the_harness_give_the_fixture_count
     fake_llm.script("judge", judge)
     monkeypatch.setenv("HARNESS_TEST_KEY", "x")
     out = tmp_path / "out"
-    code = main(["pairwise", "--release", str(release_dir), "--models", str(models_file(tmp_path, fake_llm)),
-                 "--cache", str(tmp_path / "cache.sqlite"), "--judge", "judge", "--anchor", str(anchor_file),
-                 "--predictions", *predictions, "--out", str(out), "--bootstrap", "100", "--workers", "2"])
+    code = main(
+        [
+            "pairwise",
+            "--release",
+            str(release_dir),
+            "--models",
+            str(models_file(tmp_path, fake_llm)),
+            "--cache",
+            str(tmp_path / "cache.sqlite"),
+            "--judge",
+            "judge",
+            "--anchor",
+            str(anchor_file),
+            "--predictions",
+            *predictions,
+            "--out",
+            str(out),
+            "--bootstrap",
+            "100",
+            "--workers",
+            "2",
+        ]
+    )
     assert code == 0
     assert unknown == []
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -167,14 +194,18 @@ def test_mllm_bench_verdicts_replayed_through_the_harness_give_the_fixture_count
         for level in levels:
             row = got["by_category"][level]
             assert (row["win"], row["tie"], row["lose"]) == (
-                expected[(model, level)]["win"], expected[(model, level)]["tie"], expected[(model, level)]["lose"]
+                expected[(model, level)]["win"],
+                expected[(model, level)]["tie"],
+                expected[(model, level)]["lose"],
             ), (model, level)
         assert got["win"] + got["tie"] + got["lose"] == 420
         assert got["win_rate"] == pytest.approx(sum(expected[(model, lv)]["win"] for lv in levels) / 420)
 
     # The raw fixture (no conflict resolution) differs only for models named in conflicting rows.
     raw = expected_counts(judgments, level_of, lambda row: row["parsed_vote"])
-    touched = {r["model_2"] if r["unique_idx"].endswith("_1") else r["model_1"] for r in judgments if r["unique_idx"] in conflicts}
+    touched = {
+        r["model_2"] if r["unique_idx"].endswith("_1") else r["model_1"] for r in judgments if r["unique_idx"] in conflicts
+    }
     for model in set(answers) - touched:
         for level in levels:
             assert raw[(model, level)] == expected[(model, level)]
@@ -185,9 +216,27 @@ def test_mllm_bench_verdicts_replayed_through_the_harness_give_the_fixture_count
 
     # Scoring again makes no judge call: the cache answers everything.
     before = len(fake_llm.requests("judge"))
-    code = main(["pairwise", "--release", str(release_dir), "--models", str(tmp_path / "models.toml"),
-                 "--cache", str(tmp_path / "cache.sqlite"), "--judge", "judge", "--anchor", str(anchor_file),
-                 "--predictions", *predictions, "--out", str(tmp_path / "out2"), "--bootstrap", "100"])
+    code = main(
+        [
+            "pairwise",
+            "--release",
+            str(release_dir),
+            "--models",
+            str(tmp_path / "models.toml"),
+            "--cache",
+            str(tmp_path / "cache.sqlite"),
+            "--judge",
+            "judge",
+            "--anchor",
+            str(anchor_file),
+            "--predictions",
+            *predictions,
+            "--out",
+            str(tmp_path / "out2"),
+            "--bootstrap",
+            "100",
+        ]
+    )
     assert code == 0 and len(fake_llm.requests("judge")) == before
     again = json.loads((tmp_path / "out2" / "results.json").read_text(encoding="utf-8"))
     assert again["models"] == results["models"] and again["run"]["usage"]["calls"] == 0
@@ -204,11 +253,18 @@ def alignmmbench_items():
         history = []
         for turn in row["history"]:
             history += [{"role": "user", "content": turn["user"]}, {"role": "assistant", "content": turn["assistant"]}]
-        items.append({
-            "id": row["question_id"], "seed_id": None if k == "0" else f"{group}-0", "question": row["prompt"],
-            "images": [row["image_path"]], "history": history, "reference_answer": row["ref_answer"],
-            "task": row["task"], "category": row["category"],
-        })
+        items.append(
+            {
+                "id": row["question_id"],
+                "seed_id": None if k == "0" else f"{group}-0",
+                "question": row["prompt"],
+                "images": [row["image_path"]],
+                "history": history,
+                "reference_answer": row["ref_answer"],
+                "task": row["task"],
+                "category": row["category"],
+            }
+        )
     return items
 
 
@@ -243,8 +299,13 @@ def test_alignmmbench_seed_groups_drive_the_alignment_score(tmp_path, fake_llm, 
     rate = {"steady": steady_rating, "wobbly": wobbly_rating}
     files = []
     for name in rate:
-        files.append(str(write_jsonl(tmp_path / f"{name}.jsonl",
-                                     [{"id": i["id"], "model": name, "answer": f"<<{name}|{i['id']}>>"} for i in items])))
+        files.append(
+            str(
+                write_jsonl(
+                    tmp_path / f"{name}.jsonl", [{"id": i["id"], "model": name, "answer": f"<<{name}|{i['id']}>>"} for i in items]
+                )
+            )
+        )
 
     def judge(body):
         name, item_id = re.search(r"<<(\w+)\|([\w-]+)>>", request_text(body)).groups()
@@ -254,9 +315,25 @@ def test_alignmmbench_seed_groups_drive_the_alignment_score(tmp_path, fake_llm, 
     fake_llm.script("judge", judge)
     monkeypatch.setenv("HARNESS_TEST_KEY", "x")
     out = tmp_path / "out"
-    code = main(["judge", "--release", str(release_dir), "--models", str(models_file(tmp_path, fake_llm, 32)),
-                 "--cache", str(tmp_path / "cache.sqlite"), "--judge", "judge", "--predictions", *files, "--out", str(out),
-                 "--workers", "2"])
+    code = main(
+        [
+            "judge",
+            "--release",
+            str(release_dir),
+            "--models",
+            str(models_file(tmp_path, fake_llm, 32)),
+            "--cache",
+            str(tmp_path / "cache.sqlite"),
+            "--judge",
+            "judge",
+            "--predictions",
+            *files,
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+        ]
+    )
     assert code == 0
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
 

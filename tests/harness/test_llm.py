@@ -81,8 +81,9 @@ def make_client(fake_llm, fake_time, monkeypatch):
     clients = []
 
     def make(provider="openai", model="m", *, cache=None, real_time=False, rng=None, **settings):
-        endpoint = Endpoint(name="ep", provider=provider, base_url=fake_llm.base_url(provider), model=model,
-                            api_key_env=KEY_ENV, **settings)
+        endpoint = Endpoint(
+            name="ep", provider=provider, base_url=fake_llm.base_url(provider), model=model, api_key_env=KEY_ENV, **settings
+        )
         timing = {} if real_time else {"sleep": fake_time.sleep, "clock": fake_time.clock}
         client = LLMClient({"ep": endpoint}, cache, rng=rng or random.Random(7), **timing)
         clients.append(client)
@@ -119,13 +120,16 @@ def test_text_call_returns_text_and_usage(provider, fake_llm, make_client):
     assert response == ChatResponse(
         text="Paris is the capital of France.",
         usage={"prompt_tokens": 8, "completion_tokens": 6, "total_tokens": 14},
-        cached=False, finish_reason="stop", endpoint="ep", model="glm",
+        cached=False,
+        finish_reason="stop",
+        endpoint="ep",
+        model="glm",
     )
     [body] = fake_llm.requests("glm")
     assert body["model"] == "glm"
     assert body["messages"] == messages
-    assert body["temperature"] == 0.2          # the endpoint's default param
-    assert body["max_tokens"] == 20            # overridden by the call
+    assert body["temperature"] == 0.2  # the endpoint's default param
+    assert body["max_tokens"] == 20  # overridden by the call
     assert fake_llm.request_headers("glm")[0]["authorization"] == "Bearer test-key"
 
 
@@ -192,8 +196,14 @@ def test_429_with_retry_after_is_retried_after_the_wait_the_server_asked_for(pro
     assert len(fake_llm.requests("m")) == 3
     # Full jitter draws at most 0.5 s then 1 s here: the server's Retry-After dominates.
     assert fake_time.sleeps == [2.0, 3.0]
-    assert client.usage["ep"] == {"calls": 3, "cache_hits": 0, "retries": 2, "failures": 0,
-                                  "prompt_tokens": 1, "completion_tokens": 1}
+    assert client.usage["ep"] == {
+        "calls": 3,
+        "cache_hits": 0,
+        "retries": 2,
+        "failures": 0,
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+    }
 
 
 def test_retry_after_header_forms():
@@ -221,7 +231,7 @@ def test_backoff_grows_exponentially_with_full_jitter(fake_llm, make_client, fak
     make_client(rng=random.Random(3)).chat("ep", [user_message("q2")])
     assert len(fake_time.sleeps) == 3
     for attempt, slept in enumerate(fake_time.sleeps):
-        assert 0 <= slept <= BACKOFF_BASE * 2 ** attempt
+        assert 0 <= slept <= BACKOFF_BASE * 2**attempt
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -237,8 +247,14 @@ def test_persistent_server_error_fails_clearly_after_exactly_the_retry_budget(pr
     assert "HTTP 500" in str(error) and "gave up after 4 attempts" in str(error) and "max_retries" in str(error)
     assert len(fake_llm.requests("m")) == 4  # ours only: the SDK's own retries are off
     assert len(fake_time.sleeps) == 3
-    assert client.usage["ep"] == {"calls": 4, "cache_hits": 0, "retries": 3, "failures": 1,
-                                  "prompt_tokens": 0, "completion_tokens": 0}
+    assert client.usage["ep"] == {
+        "calls": 4,
+        "cache_hits": 0,
+        "retries": 3,
+        "failures": 1,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+    }
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -273,8 +289,10 @@ def test_rejected_key_names_the_variable_to_check(provider, fake_llm, make_clien
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_malformed_bodies_are_retried(provider, fake_llm, make_client):
-    fake_llm.script("m", [Fault.malformed_body(), Fault(status=200, body={"id": "no-choices"}),
-                          Fault(status=200, body='"a bare string"'), "ok"])
+    fake_llm.script(
+        "m",
+        [Fault.malformed_body(), Fault(status=200, body={"id": "no-choices"}), Fault(status=200, body='"a bare string"'), "ok"],
+    )
     client = make_client(provider)
     assert client.chat("ep", [user_message("q")]).text == "ok"
     assert len(fake_llm.requests("m")) == 4
@@ -290,10 +308,13 @@ def test_unreachable_server_is_a_clear_connection_error(monkeypatch, fake_time):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv(KEY_ENV, "k")
-    endpoint = Endpoint(name="ep", provider="openai", base_url=f"http://127.0.0.1:{port}/v1", model="m",
-                        api_key_env=KEY_ENV, max_retries=1)
-    with (LLMClient({"ep": endpoint}, sleep=fake_time.sleep, clock=fake_time.clock) as client,
-          pytest.raises(LLMError, match=f"cannot connect to http://127.0.0.1:{port}/v1") as caught):
+    endpoint = Endpoint(
+        name="ep", provider="openai", base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key_env=KEY_ENV, max_retries=1
+    )
+    with (
+        LLMClient({"ep": endpoint}, sleep=fake_time.sleep, clock=fake_time.clock) as client,
+        pytest.raises(LLMError, match=f"cannot connect to http://127.0.0.1:{port}/v1") as caught,
+    ):
         client.chat("ep", [user_message("q")])
     assert caught.value.attempts == 2
 
@@ -324,7 +345,9 @@ def test_llm_error_keeps_its_details_when_pickled():
 
 
 def test_importing_the_module_loads_no_provider_sdk():
-    code = "import sys, harness.llm; print(sorted(m for m in ('openai', 'zai', 'zhipuai', 'httpx', 'django') if m in sys.modules))"
+    code = (
+        "import sys, harness.llm; print(sorted(m for m in ('openai', 'zai', 'zhipuai', 'httpx', 'django') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -356,8 +379,14 @@ def test_cache_turns_a_repeated_call_into_zero_requests_across_clients(provider,
         other = make_client(provider, cache=cache)
         assert other.chat("ep", messages, temperature=0.5).text == "cached answer"
         assert len(fake_llm.requests("m")) == 1
-        assert other.usage["ep"] == {"calls": 0, "cache_hits": 1, "retries": 0, "failures": 0,
-                                     "prompt_tokens": 0, "completion_tokens": 0}
+        assert other.usage["ep"] == {
+            "calls": 0,
+            "cache_hits": 1,
+            "retries": 0,
+            "failures": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        }
         other.chat("ep", messages, temperature=0.9)  # different params: a different call
         assert len(fake_llm.requests("m")) == 2
 
@@ -400,9 +429,21 @@ def test_cache_key_covers_what_decides_the_answer():
     renamed = Endpoint(name="b", provider="openai", base_url="http://x/v1", model="m", api_key_env="OTHER")
     assert key == cache_key(renamed, messages, {"temperature": 0, "max_tokens": 5})  # name and key do not matter
     for changed in (
-        cache_key(Endpoint(name="a", provider="openai", base_url="http://x/v1", model="m2", api_key_env="K"), messages, {"temperature": 0, "max_tokens": 5}),
-        cache_key(Endpoint(name="a", provider="openai", base_url="http://y/v1", model="m", api_key_env="K"), messages, {"temperature": 0, "max_tokens": 5}),
-        cache_key(Endpoint(name="a", provider="zhipuai", base_url="http://x/v1", model="m", api_key_env="K"), messages, {"temperature": 0, "max_tokens": 5}),
+        cache_key(
+            Endpoint(name="a", provider="openai", base_url="http://x/v1", model="m2", api_key_env="K"),
+            messages,
+            {"temperature": 0, "max_tokens": 5},
+        ),
+        cache_key(
+            Endpoint(name="a", provider="openai", base_url="http://y/v1", model="m", api_key_env="K"),
+            messages,
+            {"temperature": 0, "max_tokens": 5},
+        ),
+        cache_key(
+            Endpoint(name="a", provider="zhipuai", base_url="http://x/v1", model="m", api_key_env="K"),
+            messages,
+            {"temperature": 0, "max_tokens": 5},
+        ),
         cache_key(endpoint, [user_message("q2")], {"temperature": 0, "max_tokens": 5}),
         cache_key(endpoint, messages, {"temperature": 0.1, "max_tokens": 5}),
     ):
@@ -552,35 +593,74 @@ def test_example_models_file_loads():
 
 def test_minimal_endpoint_gets_defaults(tmp_path):
     [endpoint] = load_endpoints(write(tmp_path, '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\n')).values()
-    assert endpoint == Endpoint(name="a", provider="openai", base_url="https://api.openai.com/v1", model="m",
-                                api_key_env="K", vision=False, max_concurrency=4, requests_per_minute=None,
-                                timeout=60.0, max_retries=6, params={})
+    assert endpoint == Endpoint(
+        name="a",
+        provider="openai",
+        base_url="https://api.openai.com/v1",
+        model="m",
+        api_key_env="K",
+        vision=False,
+        max_concurrency=4,
+        requests_per_minute=None,
+        timeout=60.0,
+        max_retries=6,
+        params={},
+    )
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[models.a\nprovider = 1", r"models.toml: not valid TOML"),
-    ("title = 'x'\n", r"unknown top-level key\(s\) title"),
-    ("", r"declares no endpoints"),
-    ('[models.a]\nprovider = "anthropic"\nmodel = "m"\napi_key_env = "K"',
-     r'\[models.a\] provider = \'anthropic\': expected "openai" or "zhipuai"'),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"', r"\[models.a\]: missing api_key_env"),
-    ('[models.a]\nprovider = "openai"\napi_key_env = "K"', r"\[models.a\]: missing model"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nmax_concurrency = "8"',
-     r"max_concurrency = '8': expected a whole number >= 1"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nmax_concurrency = 0',
-     r"max_concurrency = 0: expected a whole number >= 1"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nvision = "yes"', r"vision = 'yes': expected true or false"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\ntimeout = -1', r"timeout = -1: expected seconds"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nrequests_per_minute = true',
-     r"requests_per_minute = True: expected a number > 0"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "sk-abc123"', r"api_key_env = 'sk-abc123': expected the NAME"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\napi_key = "sk-1"', r"api_key: keys never go in the models file"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nmax_concurency = 3', r"unknown key\(s\) max_concurency; allowed:"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nbase_url = "api.openai.com"', r"base_url = 'api.openai.com': expected an http"),
-    ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\n[models.a.params]\nmodel = "x"', r"params: model cannot be set here"),
-    ("models = 3", r"declares no endpoints"),
-    ("[models]\na = 3", r"\[models.a\]: expected a table"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[models.a\nprovider = 1", r"models.toml: not valid TOML"),
+        ("title = 'x'\n", r"unknown top-level key\(s\) title"),
+        ("", r"declares no endpoints"),
+        (
+            '[models.a]\nprovider = "anthropic"\nmodel = "m"\napi_key_env = "K"',
+            r'\[models.a\] provider = \'anthropic\': expected "openai" or "zhipuai"',
+        ),
+        ('[models.a]\nprovider = "openai"\nmodel = "m"', r"\[models.a\]: missing api_key_env"),
+        ('[models.a]\nprovider = "openai"\napi_key_env = "K"', r"\[models.a\]: missing model"),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nmax_concurrency = "8"',
+            r"max_concurrency = '8': expected a whole number >= 1",
+        ),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nmax_concurrency = 0',
+            r"max_concurrency = 0: expected a whole number >= 1",
+        ),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nvision = "yes"',
+            r"vision = 'yes': expected true or false",
+        ),
+        ('[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\ntimeout = -1', r"timeout = -1: expected seconds"),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nrequests_per_minute = true',
+            r"requests_per_minute = True: expected a number > 0",
+        ),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "sk-abc123"',
+            r"api_key_env = 'sk-abc123': expected the NAME",
+        ),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\napi_key = "sk-1"',
+            r"api_key: keys never go in the models file",
+        ),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nmax_concurency = 3',
+            r"unknown key\(s\) max_concurency; allowed:",
+        ),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\nbase_url = "api.openai.com"',
+            r"base_url = 'api.openai.com': expected an http",
+        ),
+        (
+            '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\n[models.a.params]\nmodel = "x"',
+            r"params: model cannot be set here",
+        ),
+        ("models = 3", r"declares no endpoints"),
+        ("[models]\na = 3", r"\[models.a\]: expected a table"),
+    ],
+)
 def test_bad_models_file_names_file_and_key(tmp_path, text, message):
     with pytest.raises(ConfigError, match=message) as caught:
         load_endpoints(write(tmp_path, text))
@@ -606,8 +686,9 @@ def test_fake_server_serves_many_concurrent_requests_on_one_thread():
 
         def post(_):
             all_ready.wait(timeout=30)
-            request = urllib.request.Request(server.url + "/v1/chat/completions", data=body,
-                                             headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(
+                server.url + "/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+            )
             with urllib.request.urlopen(request, timeout=30) as response:
                 return json.load(response)["choices"][0]["message"]["content"]
 
@@ -621,8 +702,9 @@ def test_fake_server_serves_many_concurrent_requests_on_one_thread():
 
 def test_fake_server_names_unscripted_models():
     with FakeLLMServer() as server:
-        request = urllib.request.Request(server.url + "/v1/chat/completions",
-                                         data=json.dumps({"model": "ghost", "messages": []}).encode())
+        request = urllib.request.Request(
+            server.url + "/v1/chat/completions", data=json.dumps({"model": "ghost", "messages": []}).encode()
+        )
         with pytest.raises(urllib.error.HTTPError) as caught:
             urllib.request.urlopen(request, timeout=10)
         assert caught.value.code == 404
@@ -630,12 +712,18 @@ def test_fake_server_names_unscripted_models():
 
 
 def test_fake_server_runs_standalone():
-    process = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", "--port", "0", "--reply", "standalone"],
-                               cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0", "--reply", "standalone"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = process.stdout.readline().strip()
-        request = urllib.request.Request(url + "/api/paas/v4/chat/completions",
-                                         data=json.dumps({"model": "any", "messages": [{"role": "user", "content": "x"}]}).encode())
+        request = urllib.request.Request(
+            url + "/api/paas/v4/chat/completions",
+            data=json.dumps({"model": "any", "messages": [{"role": "user", "content": "x"}]}).encode(),
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             reply = json.load(response)
         assert reply["choices"][0]["message"]["content"] == "standalone"
@@ -650,13 +738,16 @@ def test_fake_server_runs_standalone():
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("reply, what", [
-    (Completion(None, "content_filter"), "content filter"),
-    (Completion("Partial answer that was cut", "content_filter"), "content filter"),
-    (Completion(None, "stop"), "no content"),
-    (Completion("", "stop"), "no content"),
-    (Completion("  \n", "length"), "no content"),
-])
+@pytest.mark.parametrize(
+    "reply, what",
+    [
+        (Completion(None, "content_filter"), "content filter"),
+        (Completion("Partial answer that was cut", "content_filter"), "content filter"),
+        (Completion(None, "stop"), "no content"),
+        (Completion("", "stop"), "no content"),
+        (Completion("  \n", "length"), "no content"),
+    ],
+)
 def test_a_reply_without_content_is_a_failure_and_never_cached(provider, reply, what, fake_llm, make_client, tmp_path, fake_time):
     fake_llm.script("m", reply)
     with ResponseCache(tmp_path / "c.sqlite3") as cache:
@@ -728,8 +819,10 @@ def test_any_object_with_get_and_put_is_a_cache(fake_llm, make_client):
 
 
 def run_batches(clients, per_client=9, endpoint="ep"):
-    threads = [threading.Thread(target=c.chat_many, args=(endpoint, [[user_message(f"{n}-{i}")] for i in range(per_client)]))
-               for n, c in enumerate(clients)]
+    threads = [
+        threading.Thread(target=c.chat_many, args=(endpoint, [[user_message(f"{n}-{i}")] for i in range(per_client)]))
+        for n, c in enumerate(clients)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -749,13 +842,17 @@ def test_names_sharing_an_endpoint_take_the_smaller_limit(fake_llm, monkeypatch)
     monkeypatch.setenv(KEY_ENV, "k")
     fake_llm.script("m", "ok")
     fake_llm.set_latency(0.1)
-    wide = Endpoint(name="wide", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV,
-                    max_concurrency=6)
-    narrow = Endpoint(name="narrow", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV,
-                      max_concurrency=2)
+    wide = Endpoint(
+        name="wide", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV, max_concurrency=6
+    )
+    narrow = Endpoint(
+        name="narrow", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV, max_concurrency=2
+    )
     with LLMClient({"wide": wide}) as a, LLMClient({"narrow": narrow}) as b:
-        threads = [threading.Thread(target=a.chat_many, args=("wide", [[user_message(f"a{i}")] for i in range(12)])),
-                   threading.Thread(target=b.chat_many, args=("narrow", [[user_message(f"b{i}")] for i in range(6)]))]
+        threads = [
+            threading.Thread(target=a.chat_many, args=("wide", [[user_message(f"a{i}")] for i in range(12)])),
+            threading.Thread(target=b.chat_many, args=("narrow", [[user_message(f"b{i}")] for i in range(6)])),
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -768,7 +865,9 @@ def test_another_endpoint_identity_has_its_own_bound(fake_llm, make_client):
     fake_llm.script("m", "ok")
     fake_llm.script("m2", "ok")
     fake_llm.set_latency(0.1)
-    run_batches([make_client(model="m", max_concurrency=2, real_time=True), make_client(model="m2", max_concurrency=2, real_time=True)])
+    run_batches(
+        [make_client(model="m", max_concurrency=2, real_time=True), make_client(model="m2", max_concurrency=2, real_time=True)]
+    )
     assert fake_llm.max_in_flight() == 4  # two models, two bounds of 2
     assert fake_llm.max_in_flight("m") == 2 and fake_llm.max_in_flight("m2") == 2
 
@@ -791,8 +890,9 @@ def test_a_plugged_limiter_decides_every_request(fake_llm, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "k")
     fake_llm.script("m", "ok")
     fake_llm.set_latency(0.05)
-    endpoint = Endpoint(name="ep", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV,
-                        max_concurrency=8)
+    endpoint = Endpoint(
+        name="ep", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV, max_concurrency=8
+    )
     limiter = OneAtATimeLimiter()
     with LLMClient({"ep": endpoint}, limiter=limiter) as client:
         client.chat_many("ep", [[user_message(f"q{i}")] for i in range(6)])
@@ -808,8 +908,9 @@ def test_fork_shared_limiter_bounds_processes_together(fake_llm, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "k")
     fake_llm.script("m", "ok")
     fake_llm.set_latency(0.05)
-    endpoint = Endpoint(name="ep", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV,
-                        max_concurrency=2)
+    endpoint = Endpoint(
+        name="ep", provider="openai", base_url=fake_llm.base_url("openai"), model="m", api_key_env=KEY_ENV, max_concurrency=2
+    )
     context = multiprocessing.get_context("fork")
     shared = ForkSharedLimiter([endpoint], context)
 
@@ -836,7 +937,12 @@ def test_prices_are_read_and_validated(tmp_path):
     base = '[models.a]\nprovider = "openai"\nmodel = "m"\napi_key_env = "K"\n'
     [endpoint] = load_endpoints(write(tmp_path, base + "input_cost_per_mtok = 2.5\noutput_cost_per_mtok = 10\n")).values()
     assert (endpoint.input_cost_per_mtok, endpoint.output_cost_per_mtok) == (2.5, 10)
-    for bad in ("input_cost_per_mtok = -1", 'output_cost_per_mtok = "5"', "input_cost_per_mtok = nan", "output_cost_per_mtok = true"):
+    for bad in (
+        "input_cost_per_mtok = -1",
+        'output_cost_per_mtok = "5"',
+        "input_cost_per_mtok = nan",
+        "output_cost_per_mtok = true",
+    ):
         with pytest.raises(ConfigError, match=r"_cost_per_mtok = .*: expected a price per million tokens, a number >= 0"):
             load_endpoints(write(tmp_path, base + bad + "\n"))
 
@@ -844,11 +950,20 @@ def test_prices_are_read_and_validated(tmp_path):
 def test_cost_of_a_usage():
     from harness.llm import cost
 
-    priced = Endpoint(name="a", provider="openai", base_url="http://x/v1", model="m", api_key_env="K",
-                      input_cost_per_mtok=2.0, output_cost_per_mtok=8.0)
+    priced = Endpoint(
+        name="a",
+        provider="openai",
+        base_url="http://x/v1",
+        model="m",
+        api_key_env="K",
+        input_cost_per_mtok=2.0,
+        output_cost_per_mtok=8.0,
+    )
     assert cost(priced, {"prompt_tokens": 1_000_000, "completion_tokens": 500_000}) == pytest.approx(6.0)
     assert cost(priced, {"prompt_tokens": 1200, "completion_tokens": 300, "calls": 3}) == pytest.approx(0.0048)
-    input_only = Endpoint(name="a", provider="openai", base_url="http://x/v1", model="m", api_key_env="K", input_cost_per_mtok=1.0)
+    input_only = Endpoint(
+        name="a", provider="openai", base_url="http://x/v1", model="m", api_key_env="K", input_cost_per_mtok=1.0
+    )
     assert cost(input_only, {"prompt_tokens": 2_000_000, "completion_tokens": 7}) == pytest.approx(2.0)
     unpriced = Endpoint(name="a", provider="openai", base_url="http://x/v1", model="m", api_key_env="K")
     assert cost(unpriced, {"prompt_tokens": 10, "completion_tokens": 10}) is None
@@ -871,8 +986,11 @@ def test_token_estimates_follow_the_documented_rule():
     assert estimate_prompt_tokens(messages) == 2 * MESSAGE_OVERHEAD + 5 + 2 + 2 * IMAGE_TOKENS
     assert estimate_prompt_tokens(messages, image_tokens=85) == 2 * MESSAGE_OVERHEAD + 5 + 2 + 2 * 85
     usage = estimate_usage([messages, [user_message("abcd")]], expected_completion_tokens=100)
-    assert usage == {"calls": 2, "prompt_tokens": 2 * MESSAGE_OVERHEAD + 7 + 2 * IMAGE_TOKENS + MESSAGE_OVERHEAD + 1,
-                     "completion_tokens": 200}
+    assert usage == {
+        "calls": 2,
+        "prompt_tokens": 2 * MESSAGE_OVERHEAD + 7 + 2 * IMAGE_TOKENS + MESSAGE_OVERHEAD + 1,
+        "completion_tokens": 200,
+    }
 
 
 def test_client_reports_cost_of_paid_calls_only(fake_llm, make_client, tmp_path):
@@ -943,22 +1061,35 @@ def zhipuai_only_python(tmp_path_factory):
     folder = tmp_path_factory.mktemp("zhipuai-venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-                           "zhipuai>=2.1.5,<2.2", "sniffio"], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "zhipuai>=2.1.5,<2.2", "sniffio"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     return python if done.returncode == 0 else done.stderr[-2000:]
 
 
 def test_glm_falls_back_to_the_older_zhipuai_package(zhipuai_only_python, fake_llm):
     from tests.conftest import require
 
-    require(not isinstance(zhipuai_only_python, str),
-            f"the zhipuai package from the package index (pip said: {zhipuai_only_python!s:.300})")
+    require(
+        not isinstance(zhipuai_only_python, str),
+        f"the zhipuai package from the package index (pip said: {zhipuai_only_python!s:.300})",
+    )
     python = zhipuai_only_python
     absent = subprocess.run([str(python), "-c", "import zai"], capture_output=True, text=True, check=False)
     assert absent.returncode != 0  # really only zhipuai there
     fake_llm.script("glm-4", "hello from zhipuai")
-    done = subprocess.run([str(python), "-c", GLM_CALL, fake_llm.base_url("zhipuai")], cwd=REPO_ROOT, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "id.secret", "PATH": "/usr/bin:/bin"}, check=False)
+    done = subprocess.run(
+        [str(python), "-c", GLM_CALL, fake_llm.base_url("zhipuai")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "id.secret", "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"sdk": "zhipuai._client", "text": "hello from zhipuai"}
     [body] = fake_llm.requests("glm-4")
@@ -968,8 +1099,14 @@ def test_glm_falls_back_to_the_older_zhipuai_package(zhipuai_only_python, fake_l
 def test_without_any_glm_sdk_the_error_names_both(fake_llm):
     fake_llm.script("glm-4", "never")
     code = BLOCK_IMPORTS.format(blocked={"zai", "zhipuai"}) + GLM_CALL
-    done = subprocess.run([sys.executable, "-c", code, fake_llm.base_url("zhipuai")], cwd=REPO_ROOT, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "k", "PATH": "/usr/bin:/bin"}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, fake_llm.base_url("zhipuai")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO_ROOT), "GLM_TEST_KEY": "k", "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
     assert done.returncode != 0
     assert "needs zai-sdk (pip install zai-sdk) or the older zhipuai package (pip install zhipuai sniffio)" in done.stderr
     assert fake_llm.requests() == []

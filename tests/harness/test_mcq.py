@@ -36,29 +36,35 @@ def test_format_options():
     assert format_options({"A": "cat", "B": "dog"}) == "A. cat\nB. dog"
 
 
-@pytest.mark.parametrize("output,letter", [
-    ("B", "B"),
-    ("(C)", "C"),
-    ("D. cow", "D"),
-    ("The answer is B.", "B"),
-    ("After looking closely, I believe the correct option is (A) cat.", "A"),
-    ("答案是C", "C"),
-    ("选项：Ｂ", "B"),  # full-width letter
-    ("The animal has hooves and a mane.\nC", "C"),
-    ("It is clearly a dog.", "B"),  # unique option text
-    ("I'm sorry, I cannot determine the animal from this image.", "Z"),  # refusal
-    ("无法判断", "Z"),
-    ("", "Z"),
-])
+@pytest.mark.parametrize(
+    "output,letter",
+    [
+        ("B", "B"),
+        ("(C)", "C"),
+        ("D. cow", "D"),
+        ("The answer is B.", "B"),
+        ("After looking closely, I believe the correct option is (A) cat.", "A"),
+        ("答案是C", "C"),
+        ("选项：Ｂ", "B"),  # full-width letter
+        ("The animal has hooves and a mane.\nC", "C"),
+        ("It is clearly a dog.", "B"),  # unique option text
+        ("I'm sorry, I cannot determine the animal from this image.", "Z"),  # refusal
+        ("无法判断", "Z"),
+        ("", "Z"),
+    ],
+)
 def test_heuristic_extraction(output, letter):
     assert heuristic_choice(output, CHOICES) == letter
 
 
-@pytest.mark.parametrize("output", [
-    "A cat and a dog are both visible.",  # "A" is an article, and two option texts appear
-    "Either A or B could be right: option A fits the ears, option B the tail.",
-    "It looks like a domestic pet of some kind.",  # paraphrase: needs the LLM extractor
-])
+@pytest.mark.parametrize(
+    "output",
+    [
+        "A cat and a dog are both visible.",  # "A" is an article, and two option texts appear
+        "Either A or B could be right: option A fits the ears, option B the tail.",
+        "It looks like a domestic pet of some kind.",  # paraphrase: needs the LLM extractor
+    ],
+)
 def test_heuristic_leaves_hard_cases_unresolved(output):
     assert heuristic_choice(output, CHOICES) is None
 

@@ -31,12 +31,14 @@ from harness.votes import (
 
 
 def test_alignment_is_groups_over_sum_of_population_stds():
-    result = alignment_score({
-        "g1": [5, 7],  # mean 6, sigma = sqrt((1 + 1) / 2) = 1
-        "g2": [3, 3, 3],  # sigma 0
-        "g3": [2, 4, 6, 8],  # mean 5, sigma = sqrt((9 + 1 + 1 + 9) / 4) = sqrt(5)
-        "g4": [9],  # a group of one: no information about consistency
-    })
+    result = alignment_score(
+        {
+            "g1": [5, 7],  # mean 6, sigma = sqrt((1 + 1) / 2) = 1
+            "g2": [3, 3, 3],  # sigma 0
+            "g3": [2, 4, 6, 8],  # mean 5, sigma = sqrt((9 + 1 + 1 + 9) / 4) = sqrt(5)
+            "g4": [9],  # a group of one: no information about consistency
+        }
+    )
     # N = 3 groups; 3 / (1 + 0 + sqrt 5) = 0.92705...
     assert result.groups == 3
     assert result.skipped_small == 1
@@ -154,25 +156,33 @@ def test_unequal_lengths_are_refused():
 # ------------------------------------------------------------------ pairwise votes
 
 
-@pytest.mark.parametrize("vote,order,side", [
-    ("Answer1", 1, ANCHOR), ("Answer2", 1, MODEL),  # order 1: anchor shown first
-    ("Answer1", 2, MODEL), ("Answer2", 2, ANCHOR),  # order 2: model shown first
-    ("unable to decide: situation one", 1, UNABLE_ONE_SIDE),
-    ("unable to decide: situation two", 2, UNABLE_TWO_SIDE),
-])
+@pytest.mark.parametrize(
+    "vote,order,side",
+    [
+        ("Answer1", 1, ANCHOR),
+        ("Answer2", 1, MODEL),  # order 1: anchor shown first
+        ("Answer1", 2, MODEL),
+        ("Answer2", 2, ANCHOR),  # order 2: model shown first
+        ("unable to decide: situation one", 1, UNABLE_ONE_SIDE),
+        ("unable to decide: situation two", 2, UNABLE_TWO_SIDE),
+    ],
+)
 def test_vote_side(vote, order, side):
     assert vote_side(vote, order) == side
 
 
-@pytest.mark.parametrize("first,second,combined", [
-    (MODEL, MODEL, MODEL),
-    (ANCHOR, ANCHOR, ANCHOR),
-    (MODEL, UNABLE_ONE_SIDE, MODEL),  # a win and "unable" -> the win
-    (UNABLE_TWO_SIDE, ANCHOR, ANCHOR),
-    (MODEL, ANCHOR, SPLIT),  # each wins one order -> tie
-    (UNABLE_ONE_SIDE, UNABLE_TWO_SIDE, UNABLE),
-    (UNABLE_TWO_SIDE, UNABLE_TWO_SIDE, UNABLE_TWO_SIDE),
-])
+@pytest.mark.parametrize(
+    "first,second,combined",
+    [
+        (MODEL, MODEL, MODEL),
+        (ANCHOR, ANCHOR, ANCHOR),
+        (MODEL, UNABLE_ONE_SIDE, MODEL),  # a win and "unable" -> the win
+        (UNABLE_TWO_SIDE, ANCHOR, ANCHOR),
+        (MODEL, ANCHOR, SPLIT),  # each wins one order -> tie
+        (UNABLE_ONE_SIDE, UNABLE_TWO_SIDE, UNABLE),
+        (UNABLE_TWO_SIDE, UNABLE_TWO_SIDE, UNABLE_TWO_SIDE),
+    ],
+)
 def test_two_order_combination(first, second, combined):
     assert combine_sides(first, second) == combined
     assert combine_sides(second, first) == combined

@@ -17,12 +17,32 @@ def write_release(root, rows, taxonomy=None):
     return root
 
 
-SEED = {"id": "s1", "question": "How many apples?", "task": "Counting", "category": "Perception",
-        "reference_answer": "Three apples.", "images": ["images/abc.jpg"],
-        "history": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
-REWRITE = {"id": "s1-r1", "seed_id": "s1", "question": "Count the apples.", "task": "Counting", "reference_answer": "Three apples."}
-MCQ = {"id": "m1", "question": "Which animal?", "choices": {"A": "cat", "B": "dog"}, "answer": "B",
-       "category": "Perception", "subcategory": "Coarse Perception", "task": "image topic", "question_type": "multiple-choice"}
+SEED = {
+    "id": "s1",
+    "question": "How many apples?",
+    "task": "Counting",
+    "category": "Perception",
+    "reference_answer": "Three apples.",
+    "images": ["images/abc.jpg"],
+    "history": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+}
+REWRITE = {
+    "id": "s1-r1",
+    "seed_id": "s1",
+    "question": "Count the apples.",
+    "task": "Counting",
+    "reference_answer": "Three apples.",
+}
+MCQ = {
+    "id": "m1",
+    "question": "Which animal?",
+    "choices": {"A": "cat", "B": "dog"},
+    "answer": "B",
+    "category": "Perception",
+    "subcategory": "Coarse Perception",
+    "task": "image topic",
+    "question_type": "multiple-choice",
+}
 
 
 def test_a_valid_release_loads_with_groups(tmp_path):
@@ -34,15 +54,18 @@ def test_a_valid_release_loads_with_groups(tmp_path):
     assert release.image_path("images/abc.jpg") == (tmp_path / "rel" / "images" / "abc.jpg").resolve()
 
 
-@pytest.mark.parametrize("row,message", [
-    ({"id": "x", "question": "q", "refrence_answer": "typo"}, r"unknown field\(s\) refrence_answer"),
-    ({"id": "x"}, "'question' must be a non-empty string"),
-    ({"id": "x", "question": "q", "question_type": "essay"}, "question_type 'essay' is not one of"),
-    ({"id": "x", "question": "q", "choices": {"A": "1", "C": "2"}}, "choices must use the letters A, B"),
-    ({"id": "x", "question": "q", "choices": {"A": "1", "B": "2"}, "answer": "C"}, "answer 'C' is not one of the choices"),
-    ({"id": "x", "question": "q", "history": [{"role": "system", "content": "x"}]}, r"history\[0\]"),
-    ({"id": "x", "question": "q", "criteria": "one string"}, "'criteria' must be a list of strings"),
-])
+@pytest.mark.parametrize(
+    "row,message",
+    [
+        ({"id": "x", "question": "q", "refrence_answer": "typo"}, r"unknown field\(s\) refrence_answer"),
+        ({"id": "x"}, "'question' must be a non-empty string"),
+        ({"id": "x", "question": "q", "question_type": "essay"}, "question_type 'essay' is not one of"),
+        ({"id": "x", "question": "q", "choices": {"A": "1", "C": "2"}}, "choices must use the letters A, B"),
+        ({"id": "x", "question": "q", "choices": {"A": "1", "B": "2"}, "answer": "C"}, "answer 'C' is not one of the choices"),
+        ({"id": "x", "question": "q", "history": [{"role": "system", "content": "x"}]}, r"history\[0\]"),
+        ({"id": "x", "question": "q", "criteria": "one string"}, "'criteria' must be a list of strings"),
+    ],
+)
 def test_bad_rows_are_named_by_file_and_line(tmp_path, row, message):
     root = write_release(tmp_path / "rel", [SEED, row])
     with pytest.raises(InputError, match=message) as error:
@@ -77,7 +100,9 @@ def test_image_paths_cannot_escape_the_release(tmp_path):
 
 
 def test_taxonomy_judge_rule_overrides(tmp_path):
-    release = load_release(write_release(tmp_path / "rel", [SEED], {"tasks": [{"name": "Counting", "judge_rule": "Count carefully."}]}))
+    release = load_release(
+        write_release(tmp_path / "rel", [SEED], {"tasks": [{"name": "Counting", "judge_rule": "Count carefully."}]})
+    )
     assert release.judge_rule("Counting") == "Count carefully."
     assert release.judge_rule("OCR") is None
 
@@ -86,9 +111,12 @@ def test_predictions_later_lines_replace_earlier_ones(tmp_path):
     release = load_release(write_release(tmp_path / "rel", [SEED, REWRITE]))
     path = tmp_path / "p.jsonl"
     path.write_text(
-        json.dumps({"id": "s1", "model": "m", "answer": None, "error": "timeout"}) + "\n"
-        + json.dumps({"id": "s1-r1", "model": "m", "answer": None, "error": "timeout"}) + "\n"
-        + json.dumps({"id": "s1", "model": "m", "answer": "three"}) + "\n",
+        json.dumps({"id": "s1", "model": "m", "answer": None, "error": "timeout"})
+        + "\n"
+        + json.dumps({"id": "s1-r1", "model": "m", "answer": None, "error": "timeout"})
+        + "\n"
+        + json.dumps({"id": "s1", "model": "m", "answer": "three"})
+        + "\n",
         encoding="utf-8",
     )
     predictions = load_predictions(path, release)
@@ -103,7 +131,13 @@ def test_predictions_for_unknown_items_or_mixed_models_are_refused(tmp_path):
     path.write_text(json.dumps({"id": "nope", "model": "m", "answer": "x"}) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"p.jsonl:1: id 'nope' is not an item"):
         load_predictions(path, release)
-    path.write_text(json.dumps({"id": "s1", "model": "m", "answer": "x"}) + "\n" + json.dumps({"id": "s1", "model": "n", "answer": "x"}) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps({"id": "s1", "model": "m", "answer": "x"})
+        + "\n"
+        + json.dumps({"id": "s1", "model": "n", "answer": "x"})
+        + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(InputError, match="exactly one 'model' name"):
         load_predictions(path, release)
 
@@ -121,8 +155,19 @@ def test_template_sections_and_single_pass_substitution(tmp_path):
 
 def test_every_shipped_template_renders(tmp_path):
     prompts = Prompts()
-    for name in ("pointwise", "pairwise", "touchstone", "hallucination", "mcq_question", "mcq_extract",
-                 "retry_pointwise", "retry_pairwise", "retry_touchstone", "retry_hallucination", "retry_mcq_extract"):
+    for name in (
+        "pointwise",
+        "pairwise",
+        "touchstone",
+        "hallucination",
+        "mcq_question",
+        "mcq_extract",
+        "retry_pointwise",
+        "retry_pairwise",
+        "retry_touchstone",
+        "retry_hallucination",
+        "retry_mcq_extract",
+    ):
         template = prompts.get(name)
         text = template.render(**{field: "x" for field in template.fields})
         assert "{{" not in text, name

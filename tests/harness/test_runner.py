@@ -40,8 +40,13 @@ def number_job(key: str) -> Job:
             raise ParseError(f"{text!r} is not a number")
         return {"value": int(text)}
 
-    return Job(key=key, build=lambda: [{"role": "user", "content": key}], meta={"id": key}, parse=parse,
-               retry=lambda problem: f"numbers only please ({problem})")
+    return Job(
+        key=key,
+        build=lambda: [{"role": "user", "content": key}],
+        meta={"id": key},
+        parse=parse,
+        retry=lambda problem: f"numbers only please ({problem})",
+    )
 
 
 def test_parse_failures_are_retried_with_a_correction_then_recorded(tmp_path):
@@ -88,7 +93,10 @@ def test_without_fork_auto_stays_in_one_process_and_an_explicit_count_is_refused
     assert auto_workers(10_000, 64, cpus=8) == 1
     client = ScriptedClient(lambda m: "1", max_concurrency=64)
     jobs = [number_job(f"k{i}") for i in range(1200)]
-    assert run_jobs(client, "e", jobs, SampleLog(tmp_path / "a.jsonl"), label="t", workers="auto", reopen=lambda share: 1 / 0).ok == 1200
+    assert (
+        run_jobs(client, "e", jobs, SampleLog(tmp_path / "a.jsonl"), label="t", workers="auto", reopen=lambda share: 1 / 0).ok
+        == 1200
+    )
     with pytest.raises(InputError, match="--workers 2 needs worker processes started by fork.*use --workers 1"):
         run_jobs(client, "e", jobs[:10], SampleLog(tmp_path / "b.jsonl"), label="t", workers=2, reopen=lambda share: 1 / 0)
 
@@ -99,14 +107,30 @@ def test_workers_auto_forks_for_a_long_run_and_stays_in_process_for_a_short_one(
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     wide = ScriptedClient(lambda m: "1", max_concurrency=64)
     stream = io.StringIO()
-    short = run_jobs(wide, "e", [number_job(f"s{i}") for i in range(10)], SampleLog(tmp_path / "short.jsonl"),
-                     label="short", workers="auto", reopen=lambda share: 1 / 0, progress_stream=stream)
+    short = run_jobs(
+        wide,
+        "e",
+        [number_job(f"s{i}") for i in range(10)],
+        SampleLog(tmp_path / "short.jsonl"),
+        label="short",
+        workers="auto",
+        reopen=lambda share: 1 / 0,
+        progress_stream=stream,
+    )
     assert short.ok == 10 and wide.calls == 10 and "worker processes" not in stream.getvalue()
 
     stream = io.StringIO()
     jobs = [number_job(f"k{i}") for i in range(1200)]
-    long = run_jobs(wide, "e", jobs, SampleLog(tmp_path / "long.jsonl"), label="long", workers="auto",
-                    reopen=lambda share: ScriptedClient(lambda m: "1", max_concurrency=64 // share), progress_stream=stream)
+    long = run_jobs(
+        wide,
+        "e",
+        jobs,
+        SampleLog(tmp_path / "long.jsonl"),
+        label="long",
+        workers="auto",
+        reopen=lambda share: ScriptedClient(lambda m: "1", max_concurrency=64 // share),
+        progress_stream=stream,
+    )
     assert "long: 1200 calls over 3 worker processes" in stream.getvalue()
     assert long.ok == 1200 and long.usage["calls"] == 1200 and wide.calls == 10  # the parent's client sent none
     assert len(SampleLog(tmp_path / "long.jsonl").rows) == 1200

@@ -64,8 +64,16 @@ def client(fake_llm, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "k")
 
     def endpoint(name, vision=False, concurrency=4):
-        return llm.Endpoint(name=name, provider="openai", base_url=fake_llm.base_url("openai"), model=name,
-                            api_key_env=KEY_ENV, vision=vision, max_concurrency=concurrency, max_retries=0)
+        return llm.Endpoint(
+            name=name,
+            provider="openai",
+            base_url=fake_llm.base_url("openai"),
+            model=name,
+            api_key_env=KEY_ENV,
+            vision=vision,
+            max_concurrency=concurrency,
+            max_retries=0,
+        )
 
     names = {"vlm": True, "a": False, "b": False, "c": False, "judge": False, "extractor": False}
     with llm.LLMClient({n: endpoint(n, v) for n, v in names.items()}) as c:
@@ -119,11 +127,17 @@ def test_circular_eval_over_several_models_writes_to_any_sink(client, fake_llm):
     assert result.outcomes == {"a": {"q1": SOLVED, "q2": SOLVED, "q3": FAILED}, "b": {"q1": SOLVED, "q2": FAILED, "q3": FAILED}}
     # early stop: a wrong first pass skips the other rotations of that model on that item
     assert len(fake_llm.requests("b")) == 3 + 1 + 1
-    assert result.call_counts() == {"passes_asked": (3 + 2 + 1) + (3 + 1 + 1), "passes_without_stopping": 2 * (3 + 2 + 2),
-                                    "saved": 3, "extractions": 0}
+    assert result.call_counts() == {
+        "passes_asked": (3 + 2 + 1) + (3 + 1 + 1),
+        "passes_without_stopping": 2 * (3 + 2 + 2),
+        "saved": 3,
+        "extractions": 0,
+    }
     assert sink.writes == 11 and all(json.loads(v)["step"] == "answer" for v in sink.table.values())
     summary = summarize_circular(result)
-    assert summary["models"]["a"]["circular"] == pytest.approx(2 / 3) and summary["models"]["b"]["vanilla"] == pytest.approx(1 / 3)
+    assert summary["models"]["a"]["circular"] == pytest.approx(2 / 3) and summary["models"]["b"]["vanilla"] == pytest.approx(
+        1 / 3
+    )
 
     fake_llm.reset()  # resumed from the sink's rows: nothing is asked again
     again = circular_eval(client, MCQ, ["a", "b"], sink=sink)
@@ -183,8 +197,14 @@ def test_text_only_filter_refuses_to_send_images(client):
 
 
 def test_a_failed_call_leaves_the_item_undecided_and_is_asked_again(client, fake_llm):
-    fake_llm.script("a", lambda body: Fault.bad_request("too long") if "What colour?" in json.dumps(body) else
-                    mcq_script({"Which fruit?", "Which shape?"})(body))
+    fake_llm.script(
+        "a",
+        lambda body: (
+            Fault.bad_request("too long")
+            if "What colour?" in json.dumps(body)
+            else mcq_script({"Which fruit?", "Which shape?"})(body)
+        ),
+    )
     sink = MemorySink()
     result = circular_eval(client, MCQ, ["a"], sink=sink, stop_when_decided=ALL_FAIL)
     assert result.outcomes["a"]["q2"] == CALL_ERROR
@@ -234,18 +254,40 @@ def test_extract_choice_rules_first_then_the_extractor(client, fake_llm):
 
 
 ITEMS = [
-    {"id": 1, "question": "How many apples?", "task": "Counting", "category": "Perception", "reference_answer": "Three.",
-     "description": "Three red apples.", "criteria": ["counts right"]},
-    {"id": "2", "seed_id": "1", "question": "Count the apples.", "task": "Counting", "category": "Perception",
-     "reference_answer": "Three.", "description": "Three red apples."},
+    {
+        "id": 1,
+        "question": "How many apples?",
+        "task": "Counting",
+        "category": "Perception",
+        "reference_answer": "Three.",
+        "description": "Three red apples.",
+        "criteria": ["counts right"],
+    },
+    {
+        "id": "2",
+        "seed_id": "1",
+        "question": "Count the apples.",
+        "task": "Counting",
+        "category": "Perception",
+        "reference_answer": "Three.",
+        "description": "Three red apples.",
+    },
 ]
 
 
 def test_pointwise_judge_with_dict_items_and_integer_ids(client, fake_llm):
-    fake_llm.script("judge", lambda body: '{"rating": 8, "reason": "ok"}' if "three" in json.dumps(body) else '{"rating": 4, "reason": "x"}')
+    fake_llm.script(
+        "judge", lambda body: '{"rating": 8, "reason": "ok"}' if "three" in json.dumps(body) else '{"rating": 4, "reason": "x"}'
+    )
     sink = DatabaseSink()
-    scored = pointwise_judge(client, "judge", ITEMS, {"m": {1: "three", "2": "four"}}, sink=sink,
-                             rules={"Counting": "RELEASE RULE: counts must match."})
+    scored = pointwise_judge(
+        client,
+        "judge",
+        ITEMS,
+        {"m": {1: "three", "2": "four"}},
+        sink=sink,
+        rules={"Counting": "RELEASE RULE: counts must match."},
+    )
     m = scored.results["models"]["m"]
     assert m["judged"] == 2 and m["mean"] == 6 and m["alignment"]["groups"] == 1
     assert set(scored.rows) == {"m\t1", "m\t2"} and sink.writes == 2 and sink.closed
@@ -253,10 +295,26 @@ def test_pointwise_judge_with_dict_items_and_integer_ids(client, fake_llm):
 
 
 def test_pairwise_judge_both_orders_and_the_vote_combination(client, fake_llm):
-    fake_llm.script("judge", lambda body: "reasons\nAnswer1" if "[Answer1]\nmodel" in body["messages"][0]["content"]
-                    else "reasons\nAnswer2" if "[Answer2]\nmodel" in body["messages"][0]["content"] else "Answer1")
-    scored = pairwise_judge(client, "judge", ITEMS, "anchor", {"1": "anchor says", "2": "anchor says"},
-                            {"m": {"1": "model says", "2": "model says"}}, sink=MemorySink(), bootstrap=10)
+    fake_llm.script(
+        "judge",
+        lambda body: (
+            "reasons\nAnswer1"
+            if "[Answer1]\nmodel" in body["messages"][0]["content"]
+            else "reasons\nAnswer2"
+            if "[Answer2]\nmodel" in body["messages"][0]["content"]
+            else "Answer1"
+        ),
+    )
+    scored = pairwise_judge(
+        client,
+        "judge",
+        ITEMS,
+        "anchor",
+        {"1": "anchor says", "2": "anchor says"},
+        {"m": {"1": "model says", "2": "model says"}},
+        sink=MemorySink(),
+        bootstrap=10,
+    )
     prompts = [r["messages"][0]["content"] for r in fake_llm.requests("judge")]
     assert len(prompts) == 4 and sum("[Answer1]\nanchor" in p for p in prompts) == 2  # order 1: anchor first
     assert scored.results["models"]["m"]["win"] == 2 and scored.results["models"]["m"]["win_rate"] == 1.0
@@ -271,7 +329,9 @@ def test_combine_votes_follows_the_published_rules():
 
 
 def test_touchstone_and_hallucination_judges(client, fake_llm):
-    fake_llm.script("judge", lambda body: "7 5" if "Assistant 1" in body["messages"][0]["content"] else '{"score": 2, "reason": "x"}')
+    fake_llm.script(
+        "judge", lambda body: "7 5" if "Assistant 1" in body["messages"][0]["content"] else '{"score": 2, "reason": "x"}'
+    )
     touch = touchstone_judge(client, "judge", ITEMS, {"m": {"1": "three apples"}}, sink=MemorySink())
     assert touch.results["models"]["m"]["score"] == 6 and touch.results["models"]["m"]["no_answer"] == 1
     hall = hallucination_judge(client, "judge", ITEMS, {"m": {"1": "three apples", "2": "a dragon"}}, sink=MemorySink())

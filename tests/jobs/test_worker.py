@@ -26,8 +26,7 @@ def test_a_preset_load_runs_on_a_worker(celery_workers, researcher):
     assert job.worker and job.runs == 1
 
 
-def test_a_killed_worker_leaves_an_interrupted_job_that_resumes_without_repeating_a_unit(celery_workers, researcher,
-                                                                                       settings):
+def test_a_killed_worker_leaves_an_interrupted_job_that_resumes_without_repeating_a_unit(celery_workers, researcher, settings):
     settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT = 3
     ledger = jobs.create_job(TOY, params={"units": 0, "ledger": 0})  # holds the units' side effects
     job = jobs.start_job(TOY, user=researcher, params={"units": 40, "delay": 0.05, "ledger": ledger.pk})
@@ -38,8 +37,11 @@ def test_a_killed_worker_leaves_an_interrupted_job_that_resumes_without_repeatin
     assert 10 <= killed_at < 40
 
     api = Client(HTTP_AUTHORIZATION=f"Token {create_token_for(researcher)}")
-    seen = wait_for(lambda: (row := api.get(f"/api/v1/jobs/{job.pk}/").json())["state"] == "interrupted" and row,
-                    timeout=30, what="the job to show as interrupted")
+    seen = wait_for(
+        lambda: (row := api.get(f"/api/v1/jobs/{job.pk}/").json())["state"] == "interrupted" and row,
+        timeout=30,
+        what="the job to show as interrupted",
+    )
     assert seen["status"] == "running" and seen["can_resume"] is True
     response = api.post(f"/api/v1/jobs/{job.pk}/resume/")
     assert response.status_code == 200 and response.json()["status"] == "queued"

@@ -48,10 +48,27 @@ class Workers:
         log = (self.tmp_path / f"worker-{n}.log").open("w")
         pool = ["--pool=solo"] if concurrency == 1 else [f"--concurrency={concurrency}"]
         proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("celery")), "-A", app, "worker", *pool, "-Q", self.queue,
-             "-n", f"test{n}-{self.queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "--loglevel=INFO"],
-            cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                str(Path(sys.executable).with_name("celery")),
+                "-A",
+                app,
+                "worker",
+                *pool,
+                "-Q",
+                self.queue,
+                "-n",
+                f"test{n}-{self.queue}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--loglevel=INFO",
+            ],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         proc.log = log
         self.procs.append(proc)
         return proc
@@ -80,8 +97,15 @@ def celery_workers_for(tmp_path, settings):
     require(connection.vendor == "postgresql", "Postgres via DATABASE_URL (the worker shares the test database)")
     require(_port_open(REDIS_URL), f"a Redis broker at {REDIS_URL}")
     queue = f"benchforge-test-{uuid.uuid4().hex[:8]}"
-    env = dict(os.environ, DATABASE_URL=_test_database_url(), CELERY_BROKER_URL=REDIS_URL, BENCHFORGE_JOB_QUEUE=queue,
-               BENCHFORGE_JOB_HEARTBEAT_SECONDS="0.5", MEDIA_ROOT=str(settings.MEDIA_ROOT), PYTHONPATH=str(REPO_ROOT))
+    env = dict(
+        os.environ,
+        DATABASE_URL=_test_database_url(),
+        CELERY_BROKER_URL=REDIS_URL,
+        BENCHFORGE_JOB_QUEUE=queue,
+        BENCHFORGE_JOB_HEARTBEAT_SECONDS="0.5",
+        MEDIA_ROOT=str(settings.MEDIA_ROOT),
+        PYTHONPATH=str(REPO_ROOT),
+    )
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     from benchforge.celery import app
 

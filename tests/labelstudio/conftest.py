@@ -58,14 +58,34 @@ def items(_fresh_indexes, benchmark, researcher):
         return create_item(benchmark, task=chart, user=researcher, images=[i.pk for i in images_], **fields)
 
     return {
-        "single": make(images[:1], question="What trend does the chart show?", reference_answer="Sales rise.",
-                       criteria=[{"kind": "soft", "text": "Says that sales rise."}]),
-        "two_images": make(images[1:3], question="Which chart has more bars?", reference_answer="The left one.",
-                           criteria=[{"kind": "exact", "text": "Left."}]),
-        "mcq": make(images[3:4], kind="mcq", question_type="closed", question="How many bars?", choices=["3", "4", "5"],
-                    answer="B", reference_answer="B. 4", criteria=[{"kind": "exact", "text": "B"}]),
-        "multi_turn": make(images[4:5], kind="multi_turn", question="And which year was highest?",
-                           history=[{"role": "user", "content": "What is this?"},
-                                    {"role": "assistant", "content": "A sales chart."}],
-                           reference_answer="2023.", criteria=[{"kind": "exact", "text": "2023"}]),
+        "single": make(
+            images[:1],
+            question="What trend does the chart show?",
+            reference_answer="Sales rise.",
+            criteria=[{"kind": "soft", "text": "Says that sales rise."}],
+        ),
+        "two_images": make(
+            images[1:3],
+            question="Which chart has more bars?",
+            reference_answer="The left one.",
+            criteria=[{"kind": "exact", "text": "Left."}],
+        ),
+        "mcq": make(
+            images[3:4],
+            kind="mcq",
+            question_type="closed",
+            question="How many bars?",
+            choices=["3", "4", "5"],
+            answer="B",
+            reference_answer="B. 4",
+            criteria=[{"kind": "exact", "text": "B"}],
+        ),
+        "multi_turn": make(
+            images[4:5],
+            kind="multi_turn",
+            question="And which year was highest?",
+            history=[{"role": "user", "content": "What is this?"}, {"role": "assistant", "content": "A sales chart."}],
+            reference_answer="2023.",
+            criteria=[{"kind": "exact", "text": "2023"}],
+        ),
     }

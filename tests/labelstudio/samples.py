@@ -14,27 +14,50 @@ def png_bytes(color: str, size=(48, 32)) -> bytes:
 
 def payload(item_id: int, **fields) -> dict:
     base = {
-        "id": item_id, "benchmark": "demo", "task": "chart-reading", "category": "Perception / Charts",
-        "kind": "single_turn", "question_type": "open", "question": f"What does chart {item_id} show?",
-        "history": [], "incoherent": False, "hint": "", "choices": [], "answer": "",
-        "reference_answer": "", "criteria": [], "description": "",
+        "id": item_id,
+        "benchmark": "demo",
+        "task": "chart-reading",
+        "category": "Perception / Charts",
+        "kind": "single_turn",
+        "question_type": "open",
+        "question": f"What does chart {item_id} show?",
+        "history": [],
+        "incoherent": False,
+        "hint": "",
+        "choices": [],
+        "answer": "",
+        "reference_answer": "",
+        "criteria": [],
+        "description": "",
         "images": [{"id": 100 + item_id, "sha256": "ab" * 32, "url": f"/media/{item_id}.png", "width": 48, "height": 32}],
-        "seed_id": None, "external_id": "", "status": "draft", "version": 1,
+        "seed_id": None,
+        "external_id": "",
+        "status": "draft",
+        "version": 1,
     }
     base.update(fields)
     return base
 
 
 SINGLE = payload(1, reference_answer="Rising sales", criteria=[{"kind": "soft", "text": "mentions growth"}])
-TWO_IMAGES = payload(2, images=[
-    {"id": 201, "sha256": "cd" * 32, "url": "/media/a.png", "width": 48, "height": 32},
-    {"id": 202, "sha256": "ef" * 32, "url": "/media/b.png", "width": 48, "height": 32},
-], question="Which of the two charts has more bars?")
+TWO_IMAGES = payload(
+    2,
+    images=[
+        {"id": 201, "sha256": "cd" * 32, "url": "/media/a.png", "width": 48, "height": 32},
+        {"id": 202, "sha256": "ef" * 32, "url": "/media/b.png", "width": 48, "height": 32},
+    ],
+    question="Which of the two charts has more bars?",
+)
 MCQ = payload(3, kind="mcq", question_type="closed", hint="Count carefully", choices=["3", "4", "5"], answer="B")
-MULTI_TURN = payload(4, kind="multi_turn", history=[
-    {"role": "user", "content": "What is in the picture?"},
-    {"role": "assistant", "content": "A bar chart of sales."},
-], question="Which year had the highest sales?")
+MULTI_TURN = payload(
+    4,
+    kind="multi_turn",
+    history=[
+        {"role": "user", "content": "What is in the picture?"},
+        {"role": "assistant", "content": "A bar chart of sales."},
+    ],
+    question="Which year had the highest sales?",
+)
 
 
 def region(name: str, value: str) -> dict:

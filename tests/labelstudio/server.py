@@ -42,15 +42,17 @@ def offline_env(home: Path) -> dict[str, str]:
     """A clean environment: none of ours (DJANGO_SETTINGS_MODULE, DATABASE_URL, HOST...) leaks
     into the server, which reads many plain names."""
     env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TMPDIR", "TZ") if key in os.environ}
-    env.update({
-        "HOME": str(home),
-        "LATEST_VERSION_CHECK": "false",
-        "COLLECT_ANALYTICS": "false",
-        "SENTRY_DSN": "",
-        "FRONTEND_SENTRY_DSN": "",
-        "DJANGO_DB": "sqlite",
-        "LOG_LEVEL": "WARNING",
-    })
+    env.update(
+        {
+            "HOME": str(home),
+            "LATEST_VERSION_CHECK": "false",
+            "COLLECT_ANALYTICS": "false",
+            "SENTRY_DSN": "",
+            "FRONTEND_SENTRY_DSN": "",
+            "DJANGO_DB": "sqlite",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
     return env
 
 
@@ -85,14 +87,36 @@ def start_server(exe: Path, workdir: Path) -> LabelStudioServer:
     home.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "server.log"
     command = [
-        str(exe), "start", "--no-browser", "--internal-host", "127.0.0.1", "-p", str(port),
-        "--data-dir", str(data_dir), "--username", USERNAME, "--password", PASSWORD,
-        "--user-token", TOKEN, "--enable-legacy-api-token", "--log-level", "WARNING",
+        str(exe),
+        "start",
+        "--no-browser",
+        "--internal-host",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+        "--username",
+        USERNAME,
+        "--password",
+        PASSWORD,
+        "--user-token",
+        TOKEN,
+        "--enable-legacy-api-token",
+        "--log-level",
+        "WARNING",
     ]
     started = time.monotonic()
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   cwd=workdir, env=offline_env(home), start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=workdir,
+            env=offline_env(home),
+            start_new_session=True,
+        )
     server = LabelStudioServer(f"http://127.0.0.1:{port}", TOKEN, process, log_path, 0.0)
     deadline = started + START_TIMEOUT_S
     while time.monotonic() < deadline:

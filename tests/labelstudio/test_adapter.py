@@ -103,21 +103,27 @@ def test_partial_result_changes_only_what_was_filled_and_keeps_a_known_kind():
 
 
 def test_codes_are_accepted_as_well_as_labels_and_foreign_regions_are_ignored():
-    answer = ls.parse_result(5, [
-        region("question_type", "choices", ["closed"]),
-        {"from_name": "my_own_rating", "to_name": "question", "type": "rating", "value": {"rating": 4}},
-    ])
+    answer = ls.parse_result(
+        5,
+        [
+            region("question_type", "choices", ["closed"]),
+            {"from_name": "my_own_rating", "to_name": "question", "type": "rating", "value": {"rating": 4}},
+        ],
+    )
     assert answer.question_type == "closed"
 
 
-@pytest.mark.parametrize("result, problem", [
-    ("not a list", "not a list"),
-    ([42], "not an object"),
-    ([{"from_name": "reference_answer", "value": "text"}], "no value object"),
-    ([region("reference_answer", "textarea", 12)], "no text list"),
-    ([region("question_type", "choices", ["Tricky"])], "'Tricky' is not a question type"),
-    ([region("verdict", "choices", ["OK", "Needs revision"])], "has 2 choices"),
-])
+@pytest.mark.parametrize(
+    "result, problem",
+    [
+        ("not a list", "not a list"),
+        ([42], "not an object"),
+        ([{"from_name": "reference_answer", "value": "text"}], "no value object"),
+        ([region("reference_answer", "textarea", 12)], "no text list"),
+        ([region("question_type", "choices", ["Tricky"])], "'Tricky' is not a question type"),
+        ([region("verdict", "choices", ["OK", "Needs revision"])], "has 2 choices"),
+    ],
+)
 def test_malformed_results_name_the_task(result, problem):
     with pytest.raises(ls.LabelStudioResultError) as caught:
         ls.parse_result(41, result)
@@ -138,4 +144,3 @@ def test_latest_not_skipped_annotation_speaks_for_the_task():
     ]
     assert ls.latest_annotation(annotations)["id"] == 1
     assert ls.latest_annotation([annotations[1]]) is None and ls.latest_annotation([]) is None
-

@@ -56,8 +56,12 @@ def test_generated_config_and_tasks_are_accepted_and_annotations_read_back(label
         images = with_data[listed[2]["id"]]["data"]["images"]
         assert [u[:22] for u in images] == ["data:image/png;base64,"] * 2 and images[0] != images[1]
 
-        result = [region("reference_answer", "textarea", "Four bars"), region("criterion_1_kind", "choices", "Exact reference"),
-                  region("criterion_1_text", "textarea", "says four"), region("verdict", "choices", "OK")]
+        result = [
+            region("reference_answer", "textarea", "Four bars"),
+            region("criterion_1_kind", "choices", "Exact reference"),
+            region("criterion_1_text", "textarea", "says four"),
+            region("verdict", "choices", "OK"),
+        ]
         with as_annotator(labelstudio_server) as annotator:
             saved = annotator.post(f"/api/tasks/{listed[2]['id']}/annotations/", json={"result": result})
             saved.raise_for_status()
@@ -68,7 +72,8 @@ def test_generated_config_and_tasks_are_accepted_and_annotations_read_back(label
         answer = ls.parse_result(listed[2]["id"], annotation["result"])
         assert answer.verdict == "ok"
         assert ls.item_changes(TWO_IMAGES, answer, task_id=listed[2]["id"]) == {
-            "reference_answer": "Four bars", "criteria": [{"kind": "exact", "text": "says four"}],
+            "reference_answer": "Four bars",
+            "criteria": [{"kind": "exact", "text": "says four"}],
         }
         assert [t["total_annotations"] for t in client.iter_tasks(project["id"]) if t["id"] == listed[2]["id"]] == [1]
 

@@ -16,8 +16,10 @@ LEGACY = "a" * 40
 
 def jwt(**claims) -> str:
     """An unsigned JWT with these claims (the SDK reads a token's claims without verifying them)."""
+
     def part(obj):
         return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
     return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
 
 
@@ -53,12 +55,17 @@ def test_a_refused_token_names_the_variable_to_fix(status):
 
 
 def test_validation_errors_are_shown_with_what_was_being_done():
-    body = {"status_code": 400, "detail": "Validation error",
-            "validation_errors": {"title": ["Ensure this field has at least 3 characters."]}}
+    body = {
+        "status_code": 400,
+        "detail": "Validation error",
+        "validation_errors": {"title": ["Ensure this field has at least 3 characters."]},
+    }
     error, _ = failure(lambda c: c.create_project(title="ab", label_config="<View/>"), reply(400, body))
     assert error.code == "labelstudio" and error.status == 502
-    assert error.message == ("Label Studio answered HTTP 400 when creating the project 'ab': Validation error "
-                             "{'title': ['Ensure this field has at least 3 characters.']}")
+    assert error.message == (
+        "Label Studio answered HTTP 400 when creating the project 'ab': Validation error "
+        "{'title': ['Ensure this field has at least 3 characters.']}"
+    )
 
 
 def test_a_missing_project_asks_whether_it_was_deleted():
@@ -133,8 +140,12 @@ def test_tasks_are_listed_page_by_page_until_the_server_says_there_are_no_more()
 
 
 def test_annotations_come_back_as_the_json_the_server_sent():
-    annotation = {"id": 4, "result": [{"from_name": "verdict", "value": {"choices": ["OK"]}}],
-                  "updated_at": "2026-01-02T03:04:05.678901Z", "was_cancelled": False}
+    annotation = {
+        "id": 4,
+        "result": [{"from_name": "verdict", "value": {"choices": ["OK"]}}],
+        "updated_at": "2026-01-02T03:04:05.678901Z",
+        "was_cancelled": False,
+    }
     client, sent = client_answering(reply(200, [annotation]))
     with client:
         assert client.task_annotations(12) == [annotation]
@@ -165,20 +176,24 @@ def test_a_path_prefix_is_kept_for_every_call_and_the_token_refresh():
 
     sent = []
     transport = httpx.MockTransport(lambda request: sent.append(request) or server(request))
-    with LabelStudioClient("https://example.org/ls/", jwt(token_type="refresh", exp=int(time.time()) + 3600),
-                           transport=transport, retries=0) as client:
+    with LabelStudioClient(
+        "https://example.org/ls/", jwt(token_type="refresh", exp=int(time.time()) + 3600), transport=transport, retries=0
+    ) as client:
         assert client.url == "https://example.org/ls"
         client.check()
     assert [r.url.path for r in sent] == ["/ls/api/token/refresh/", "/ls/api/projects/"]
     assert sent[1].headers["authorization"] == f"Bearer {access}"
 
 
-@pytest.mark.parametrize("url, token, problem", [
-    ("", "t", "must start with http:// or https://"),
-    ("localhost:8080", "t", "must start with http:// or https://"),
-    ("ftp://ls.test", "t", "must start with http:// or https://"),
-    (URL, "", "No Label Studio access token: set the environment variable LABEL_STUDIO_API_KEY"),
-])
+@pytest.mark.parametrize(
+    "url, token, problem",
+    [
+        ("", "t", "must start with http:// or https://"),
+        ("localhost:8080", "t", "must start with http:// or https://"),
+        ("ftp://ls.test", "t", "must start with http:// or https://"),
+        (URL, "", "No Label Studio access token: set the environment variable LABEL_STUDIO_API_KEY"),
+    ],
+)
 def test_missing_url_or_token_is_a_configuration_error(url, token, problem):
     with pytest.raises(LabelStudioError, match=problem) as caught:
         LabelStudioClient(url, token, token_env="LABEL_STUDIO_API_KEY")

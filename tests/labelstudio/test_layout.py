@@ -32,7 +32,8 @@ def test_only_the_client_imports_the_sdk_and_only_when_used():
     offenders = sorted(
         str(path.relative_to(ROOT))
         for path in ROOT.rglob("*.py")
-        if not skip & set(path.relative_to(ROOT).parts) and path != ROOT / "labelstudio" / "client.py"
+        if not skip & set(path.relative_to(ROOT).parts)
+        and path != ROOT / "labelstudio" / "client.py"
         and any(module.split(".")[0] == "label_studio_sdk" for module in imported_modules(path))
     )
     assert offenders == []

@@ -57,8 +57,9 @@ def test_no_url_anywhere_is_a_clear_error(benchmark, monkeypatch):
 
 
 @pytest.mark.labelstudio
-def test_push_and_pull_from_the_page(ls_env, annotator_api, client_for, benchmark, researcher, items,
-                                     django_capture_on_commit_callbacks):
+def test_push_and_pull_from_the_page(
+    ls_env, annotator_api, client_for, benchmark, researcher, items, django_capture_on_commit_callbacks
+):
     client = client_for(researcher)
     with django_capture_on_commit_callbacks(execute=True):  # the job is sent once the request commits
         form = {"title": "From the page", "task": "chart", "status": ""}
@@ -85,8 +86,9 @@ def test_push_and_pull_from_the_page(ls_env, annotator_api, client_for, benchmar
 
 @pytest.mark.labelstudio
 def test_command_pushes_and_pulls(ls_env, annotator_api, benchmark, researcher, annotator, items, capsys):
-    call_command("labelstudio", "push", benchmark.slug, "--user", researcher.username, "--title", "Command",
-                 "--item", str(items["mcq"].pk))
+    call_command(
+        "labelstudio", "push", benchmark.slug, "--user", researcher.username, "--title", "Command", "--item", str(items["mcq"].pk)
+    )
     assert "labelstudio_push succeeded: 1 pushed" in capsys.readouterr().out
     link = LabelStudioLink.objects.get(title="Command")
     annotate(annotator_api, link.tasks.get().task_id, region("reference_answer", "B, four bars."))

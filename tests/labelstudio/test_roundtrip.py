@@ -50,14 +50,23 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
     task_of = {row.item_id: row.task_id for row in LabelStudioTask.objects.filter(link=link)}
 
     # An annotator corrects the single item and the multi-turn one, and approves the MCQ as is.
-    annotate(annotator_api, task_of[items["single"].pk],
-             region("reference_answer", "Sales rise every year, fastest in 2023."),
-             region("question_type", "Compound"),
-             region("criterion_1_kind", "Soft reference"), region("criterion_1_text", "Says that sales rise."),
-             region("criterion_2_kind", "Range"), region("criterion_2_text", "Gives 2023 growth between 10% and 12%."),
-             region("verdict", "Needs revision"))
-    annotate(annotator_api, task_of[items["multi_turn"].pk],
-             region("criterion_1_text", "Names 2023 as the highest year."), region("verdict", "OK"))
+    annotate(
+        annotator_api,
+        task_of[items["single"].pk],
+        region("reference_answer", "Sales rise every year, fastest in 2023."),
+        region("question_type", "Compound"),
+        region("criterion_1_kind", "Soft reference"),
+        region("criterion_1_text", "Says that sales rise."),
+        region("criterion_2_kind", "Range"),
+        region("criterion_2_text", "Gives 2023 growth between 10% and 12%."),
+        region("verdict", "Needs revision"),
+    )
+    annotate(
+        annotator_api,
+        task_of[items["multi_turn"].pk],
+        region("criterion_1_text", "Names 2023 as the highest year."),
+        region("verdict", "OK"),
+    )
     annotate(annotator_api, task_of[items["mcq"].pk], region("question_type", "Closed-ended"), region("verdict", "OK"))
 
     pulled = lss.pull_from_labelstudio(link, user=researcher)
@@ -67,7 +76,9 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
     single = fresh(items["single"])
     assert single.reference_answer == "Sales rise every year, fastest in 2023." and single.question_type == "compound"
     assert [(c.order, c.kind, c.text) for c in single.criteria.all()] == [
-        (1, "soft", "Says that sales rise."), (2, "range", "Gives 2023 growth between 10% and 12%.")]
+        (1, "soft", "Says that sales rise."),
+        (2, "range", "Gives 2023 growth between 10% and 12%."),
+    ]
     assert single.version == 2
     revision = ItemRevision.objects.get(item=single, version=2)
     assert revision.action == "labelstudio" and revision.changed_by == researcher
@@ -76,8 +87,12 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
     assert [(c.kind, c.text) for c in multi.criteria.all()] == [("exact", "Names 2023 as the highest year.")]
     assert fresh(items["mcq"]).version == 1
     verdicts = dict(LabelStudioTask.objects.filter(link=link).values_list("item_id", "verdict"))
-    assert verdicts == {items["single"].pk: "needs_revision", items["multi_turn"].pk: "ok", items["mcq"].pk: "ok",
-                        items["two_images"].pk: ""}
+    assert verdicts == {
+        items["single"].pk: "needs_revision",
+        items["multi_turn"].pk: "ok",
+        items["mcq"].pk: "ok",
+        items["two_images"].pk: "",
+    }
 
     # Pulling again changes nothing.
     versions = {i.pk: i.version for i in Item.objects.filter(benchmark=benchmark)}
@@ -118,8 +133,10 @@ def test_an_edited_annotation_is_pulled_again(ls_env, annotator_api, benchmark, 
     task_id = link.tasks.get().task_id
     annotation = annotate(annotator_api, task_id, region("reference_answer", "First try."), region("verdict", "OK"))
     assert lss.pull_from_labelstudio(link, user=researcher).result["applied"] == 1
-    annotator_api.patch(f"/api/annotations/{annotation['id']}/", json={
-        "result": [region("reference_answer", "Second, better try."), region("verdict", "OK")]}).raise_for_status()
+    annotator_api.patch(
+        f"/api/annotations/{annotation['id']}/",
+        json={"result": [region("reference_answer", "Second, better try."), region("verdict", "OK")]},
+    ).raise_for_status()
     assert lss.pull_from_labelstudio(link, user=researcher).result["applied"] == 1
     item = fresh(items["single"])
     assert item.reference_answer == "Second, better try." and item.version == 3
@@ -137,8 +154,9 @@ def test_a_push_interrupted_after_the_import_adds_no_duplicates(ls_env, benchmar
     assert len(tasks_in_project(ls_env, link.project_id)) == 4
 
 
-def test_malformed_result_is_an_error_naming_the_task_and_the_rest_is_applied(ls_env, annotator_api, benchmark, researcher,
-                                                                              items):
+def test_malformed_result_is_an_error_naming_the_task_and_the_rest_is_applied(
+    ls_env, annotator_api, benchmark, researcher, items
+):
     job = lss.push_items_to_labelstudio(benchmark, [items["single"], items["mcq"]], project_title="Malformed", user=researcher)
     link = LabelStudioLink.objects.get(pk=job.result["link_id"])
     task_of = dict(link.tasks.values_list("item_id", "task_id"))
@@ -162,8 +180,9 @@ def test_bad_token_fails_the_job_with_a_clear_message_and_changes_nothing(ls_env
 
 
 def test_rewrites_are_not_pushed_and_only_researchers_push(ls_env, benchmark, researcher, annotator, items):
-    rewrite = create_item(benchmark, task=items["single"].task, user=researcher, seed=items["single"],
-                          question="Describe the trend.")
+    rewrite = create_item(
+        benchmark, task=items["single"].task, user=researcher, seed=items["single"], question="Describe the trend."
+    )
     job = lss.push_items_to_labelstudio(benchmark, [items["single"], rewrite], project_title="Rewrites", user=researcher)
     assert job.result["pushed"] == 1 and job.result["skipped"] == 1
     assert f"push seed item #{items['single'].pk} instead" in entry_messages(job)[f"item {rewrite.pk}"][1]

@@ -22,8 +22,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", nargs="?", help="metadata.jsonl on this server (not needed with --resume)")
         parser.add_argument("--benchmark", required=True, help="benchmark slug")
-        parser.add_argument("--create", action="store_true",
-                            help="create the benchmark (AlignMMBench taxonomy, marked external) if it does not exist")
+        parser.add_argument(
+            "--create",
+            action="store_true",
+            help="create the benchmark (AlignMMBench taxonomy, marked external) if it does not exist",
+        )
         parser.add_argument("--user", required=True, help="username of the researcher running the import")
         parser.add_argument("--resume", type=int, help="id of an earlier import_alignmmbench job to continue")
 

@@ -31,9 +31,10 @@ class Command(BaseCommand):
                 rows = services.parse_hash_list(path.read_bytes(), path.name)
             else:
                 raise CommandError(f"{path} does not exist.")
-            result = services.import_known_set(
-                name=opts["name"], rows=rows, kind=opts["kind"], description=opts["description"])
+            result = services.import_known_set(name=opts["name"], rows=rows, kind=opts["kind"], description=opts["description"])
         except DomainError as exc:
             raise CommandError(exc.message) from None
-        self.stdout.write(f"set '{result.known_set.name}': {result.hashes_added} hashes added "
-                          f"({len(rows) - result.hashes_added} already in the set), {result.images_flagged} images newly flagged")
+        self.stdout.write(
+            f"set '{result.known_set.name}': {result.hashes_added} hashes added "
+            f"({len(rows) - result.hashes_added} already in the set), {result.images_flagged} images newly flagged"
+        )

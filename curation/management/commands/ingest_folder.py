@@ -56,8 +56,15 @@ class Command(BaseCommand):
                 if user is None:
                     raise CommandError(f"No user '{opts['user']}'.")
             try:
-                job = services.create_import_job("ingest_folder", benchmark, user=user, path=str(path),
-                                                  source=opts["source"], license=opts["license"], tasks=tasks)
+                job = services.create_import_job(
+                    "ingest_folder",
+                    benchmark,
+                    user=user,
+                    path=str(path),
+                    source=opts["source"],
+                    license=opts["license"],
+                    tasks=tasks,
+                )
             except DomainError as exc:
                 raise CommandError(exc.message) from None
         job = jobs.run_now(job)

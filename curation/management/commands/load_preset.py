@@ -17,6 +17,8 @@ class Command(BaseCommand):
             benchmark = load_preset(name, slug=slug)
         except DomainError as exc:
             raise CommandError(exc.message) from None
-        self.stdout.write(self.style.SUCCESS(
-            f"{benchmark.name} ({benchmark.slug}): {benchmark.categories.count()} categories, {benchmark.tasks.count()} tasks"
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{benchmark.name} ({benchmark.slug}): {benchmark.categories.count()} categories, {benchmark.tasks.count()} tasks"
+            )
+        )

@@ -4,8 +4,10 @@ from jobs.staging import sweep_staged
 
 
 class Command(BaseCommand):
-    help = ("Delete staged uploads no job will use: of succeeded jobs, of jobs abandoned (failed, cancelled or "
-            "interrupted, not resumed) for longer than BENCHFORGE_STAGED_UPLOAD_DAYS, and orphans older than an hour.")
+    help = (
+        "Delete staged uploads no job will use: of succeeded jobs, of jobs abandoned (failed, cancelled or "
+        "interrupted, not resumed) for longer than BENCHFORGE_STAGED_UPLOAD_DAYS, and orphans older than an hour."
+    )
 
     def handle(self, **options):
         deleted = sweep_staged()

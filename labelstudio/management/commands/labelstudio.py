@@ -21,8 +21,11 @@ class Command(BaseCommand):
         parser.add_argument("action", choices=["push", "pull"])
         parser.add_argument("benchmark", help="benchmark slug")
         parser.add_argument("--user", required=True, help="username of the researcher doing it")
-        parser.add_argument("--title", help="push: project title (created if new, reused otherwise); "
-                                            "pull: the project to pull (default: every project of the benchmark)")
+        parser.add_argument(
+            "--title",
+            help="push: project title (created if new, reused otherwise); "
+            "pull: the project to pull (default: every project of the benchmark)",
+        )
         parser.add_argument("--task", default="", help="push: only items of this task slug")
         parser.add_argument("--status", default="", help="push: only items with this status")
         parser.add_argument("--item", type=int, action="append", default=[], help="push: only this item id (repeatable)")
@@ -47,8 +50,10 @@ class Command(BaseCommand):
                 if opts["title"]:
                     links = links.filter(title=opts["title"])
                 if not links.exists():
-                    raise CommandError("Nothing to pull: no Label Studio project of this benchmark"
-                                       + (f" is titled '{opts['title']}'." if opts["title"] else " (push items first)."))
+                    raise CommandError(
+                        "Nothing to pull: no Label Studio project of this benchmark"
+                        + (f" is titled '{opts['title']}'." if opts["title"] else " (push items first).")
+                    )
                 jobs = [lss.pull_from_labelstudio(link, user=user) for link in links]
         except DomainError as exc:
             raise CommandError(exc.message) from None

@@ -18,8 +18,11 @@ class Command(BaseCommand):
         parser.add_argument("--password-env", default="", help="name of an environment variable holding the password")
         parser.add_argument("--email", default="")
         parser.add_argument("--benchmark", action="append", default=[], help="benchmark slug to join (repeatable)")
-        parser.add_argument("--token", action="store_true",
-                            help="create an API token and print it (shown once: only its hash is stored; it expires)")
+        parser.add_argument(
+            "--token",
+            action="store_true",
+            help="create an API token and print it (shown once: only its hash is stored; it expires)",
+        )
 
     def handle(self, username, role, password_env, email, benchmark, token, **options):
         password = None
