@@ -7,11 +7,11 @@ from benchforge.roles import ANNOTATOR, role_permission
 from curation.selectors import get_benchmark_for
 
 from . import services
+from .contract import item_payload
 from .selectors import (
     ITEM_FILTERS,
     assignments_for,
     get_item_for,
-    item_payload,
     items_of,
     revisions_of,
     with_payload_data,

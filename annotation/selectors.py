@@ -12,8 +12,8 @@ from django.utils import timezone
 from curation.models import Benchmark, Task
 from curation.selectors import benchmarks_for, get_benchmark_for
 
-from .models import CHOICE_LETTERS, Assignment, Criterion, Item, ItemImage, ItemRevision
-from .workflow import STATUS_LABELS
+from .contract import FIELD_LABELS, field_as_text
+from .models import Assignment, Item, ItemImage, ItemRevision
 
 ITEM_FILTERS = ("task", "status", "author", "assignee", "kind")
 
@@ -42,48 +42,6 @@ def with_payload_data(queryset, *, benchmark_known: bool = False):
         Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")),
         "seed__criteria",
     )
-
-
-def item_payload(item: Item) -> dict:
-    """The item as every consumer (API, Label Studio, rewrite, QC, exports) sees it. A rewrite
-    shows its seed's images, reference answer and criteria (shared, never copied)."""
-    source = item.seed if item.seed_id else item
-    return {
-        "id": item.pk,
-        "benchmark": item.benchmark.slug,
-        "task": item.task.slug,
-        "category": item.task.category.path,
-        "kind": item.kind,
-        "question_type": item.question_type,
-        "question": item.question,
-        "history": item.history,
-        "incoherent": item.incoherent,
-        "hint": item.hint,
-        "choices": item.choices,
-        "answer": item.answer,
-        "reference_answer": source.reference_answer,
-        "criteria": [{"kind": c.kind, "text": c.text} for c in source.criteria.all()],
-        "description": item.description or source.description,
-        "images": [
-            {
-                "id": link.image.pk,
-                "sha256": link.image.sha256,
-                "url": link.image.file.url,
-                "width": link.image.width,
-                "height": link.image.height,
-            }
-            for link in source.item_images.all()
-        ],
-        "seed_id": item.seed_id,
-        "external_id": item.external_id,
-        "is_external": item.is_external,
-        "status": item.status,
-        "version": item.version,
-        "author": item.author.username if item.author_id else None,
-        "assignee": item.assignee.username if item.assignee_id else None,
-        "updated_at": item.updated_at.isoformat(),
-        "submitted_at": item.submitted_at.isoformat() if item.submitted_at else None,
-    }
 
 
 def last_revision(item: Item) -> ItemRevision | None:
@@ -218,49 +176,7 @@ def assignable_images(benchmark: Benchmark, task: Task):
 
 # ---- history ---------------------------------------------------------------------------------------------
 
-FIELD_LABELS = {
-    "task": "Task",
-    "kind": "Kind",
-    "question_type": "Question type",
-    "question": "Question",
-    "history": "Dialogue history",
-    "incoherent": "Incoherent",
-    "hint": "Hint",
-    "choices": "Options",
-    "answer": "Answer key",
-    "reference_answer": "Reference answer",
-    "description": "Image description",
-    "images": "Images",
-    "criteria": "Criteria",
-    "status": "Status",
-}
 _TOKENS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
-
-
-def field_as_text(field: str, value, task_names: dict[int, str]) -> str:
-    """A readable rendering of one snapshot field, for diffs and the conflict panel."""
-    if field == "task":
-        return task_names.get(value, f"task #{value}")
-    if field == "kind":
-        return Item.Kind(value).label if value in Item.Kind.values else str(value)
-    if field == "question_type":
-        return Item.QuestionType(value).label if value in Item.QuestionType.values else str(value)
-    if field == "status":
-        return STATUS_LABELS.get(value, str(value))
-    if field == "incoherent":
-        return "yes" if value else "no"
-    if field == "history":
-        return "\n".join(f"{t.get('role')}: {t.get('content')}" for t in value or [])
-    if field == "choices":
-        return "\n".join(f"{letter}. {text}" for letter, text in zip(CHOICE_LETTERS, value or []))
-    if field == "criteria":
-        labels = dict(Criterion.Kind.choices)
-        return "\n".join(
-            f"{n}. [{labels.get(c.get('kind'), c.get('kind'))}] {c.get('text')}" for n, c in enumerate(value or [], 1)
-        )
-    if field == "images":
-        return ", ".join(f"#{i}" for i in value or [])
-    return "" if value is None else str(value)
 
 
 def text_diff(old: str, new: str) -> list[tuple[str, str]]:

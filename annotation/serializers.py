@@ -4,9 +4,8 @@ from rest_framework import serializers
 
 from benchforge.inputs import id_field
 
-from .contract import ROLES_IN_TURN
+from .contract import ROLES_IN_TURN, item_payload
 from .models import Assignment, Criterion, Item, ItemRevision
-from .selectors import item_payload
 from .workflow import STATUS_CHOICES
 
 

@@ -17,6 +17,7 @@ from curation.selectors import get_benchmark_for
 from jobs.models import Job
 
 from . import services
+from .contract import FIELD_LABELS, field_as_text, item_snapshot
 from .forms import (
     AlignMMBenchImportForm,
     AssignEvenlyForm,
@@ -28,11 +29,9 @@ from .forms import (
 )
 from .models import CHOICE_LETTERS, Assignment, Criterion, Item
 from .selectors import (
-    FIELD_LABELS,
     ITEM_FILTERS,
     assignable_images,
     benchmark_people,
-    field_as_text,
     get_item_for,
     items_of,
     latest_assignment_for_item,
@@ -146,7 +145,7 @@ def _status_fragment(request, item, *, status=200, error: DomainError | None = N
 def _conflict(request, item: Item, changes: dict, error: StaleVersion):
     """409: the stored version beside the user's unsaved one, field by field (the form keeps theirs)."""
     current = get_item_for(request.user, item.benchmark.slug, item.pk)
-    theirs = services.item_snapshot(current)
+    theirs = item_snapshot(current)
     task_ids = dict(current.benchmark.tasks.values_list("slug", "pk"))
     mine = {**theirs, **changes, "task": task_ids.get(changes.get("task"), theirs["task"])}
     task_names = dict(current.benchmark.tasks.values_list("pk", "name"))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from xml.etree import ElementTree
 
+from annotation.contract import labelstudio_data
 from benchforge.errors import DomainError
 
 MAX_CRITERIA = 3
@@ -126,12 +127,6 @@ def data_url(content: bytes, image_format: str) -> str:
     return f"data:image/{image_format.lower()};base64,{base64.b64encode(content).decode('ascii')}"
 
 
-def options_text(payload: dict) -> str:
-    lines = [f"Hint: {payload['hint']}"] if payload.get("hint") else []
-    lines += [f"{chr(ord('A') + i)}. {choice}" for i, choice in enumerate(payload.get("choices") or [])]
-    return "\n".join(lines)
-
-
 def _textarea(name: str, text: str) -> dict:
     return {"from_name": name, "to_name": "question", "type": "textarea", "value": {"text": [text]}}
 
@@ -158,20 +153,8 @@ def prefill_result(payload: dict) -> list[dict]:
 def task_for_item(payload: dict, *, image_src: Callable[[dict], str]) -> dict:
     """One Label Studio task (data, meta, pre-fill) for an item payload. `image_src` turns one
     entry of payload["images"] into something an <Image> can show (we pass data URLs)."""
-    context = f"Task: {payload.get('task', '')}"
-    if payload.get("category"):
-        context += f" ({payload['category']})"
-    history = "\n\n".join(
-        f"{str(turn.get('role', '')).capitalize()}: {turn.get('content', '')}" for turn in payload.get("history") or []
-    )
     task = {
-        "data": {
-            "context": context,
-            "images": [image_src(image) for image in payload.get("images") or []],
-            "question": payload.get("question", ""),
-            "history": history or "(no earlier turns)",
-            "options": options_text(payload),
-        },
+        "data": labelstudio_data(payload, image_src=image_src),
         "meta": {
             "benchforge_item": payload["id"],
             "benchforge_benchmark": payload.get("benchmark", ""),

@@ -22,8 +22,9 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.contract import item_payload
 from annotation.models import Item
-from annotation.selectors import item_payload, with_payload_data
+from annotation.selectors import with_payload_data
 from annotation.services import update_item
 from benchforge import outbound
 from benchforge.errors import DomainError, NotAllowed, StaleVersion

@@ -9,7 +9,6 @@ Two levels of validation:
   options and an answer key, non-empty turns...). Drafts may be incomplete: they autosave.
 """
 
-from ..contract import ROLES_IN_TURN, item_snapshot
 from .assignments import (
     assign_evenly,
     assign_images,

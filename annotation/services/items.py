@@ -8,9 +8,9 @@ from benchforge.errors import DomainError, NotAllowed, StaleVersion
 from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, user_role
 from curation.models import Benchmark, Image, Task
 
-from ..contract import EDITABLE_FIELDS, SCALAR_FIELDS, item_snapshot
+from ..contract import EDITABLE_FIELDS, SCALAR_FIELDS, item_payload, item_snapshot
 from ..models import Assignment, Criterion, Item, ItemImage, ItemRevision
-from ..selectors import item_payload, last_revision
+from ..selectors import last_revision
 from ..workflow import (
     ANSWERED,
     DRAFT,

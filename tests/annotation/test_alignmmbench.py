@@ -158,7 +158,8 @@ def test_images_next_to_the_metadata_are_stored_accepted_and_shared_by_rewrites(
     assert image.status == Image.Status.ACCEPTED and image.tasks.filter(slug="counting").exists()
     rewrite = Item.objects.get(external_id="00000001-1")
     assert not rewrite.item_images.exists()
-    from annotation.selectors import item_payload, with_payload_data
+    from annotation.contract import item_payload
+    from annotation.selectors import with_payload_data
 
     assert [i["id"] for i in item_payload(with_payload_data(Item.objects).get(pk=rewrite.pk))["images"]] == [image.pk]
     # A path escaping the metadata folder is never read.
