@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .workflow import DRAFT, STATUS_CHOICES
+from .workflow import DRAFT, RELEASED, STATUS_CHOICES, STATUS_LABELS, WORK_IN_PROGRESS
 
 MAX_CRITERIA = 3
 MAX_CHOICES = 4
@@ -86,6 +86,19 @@ class Item(models.Model):
     @property
     def is_rewrite(self) -> bool:
         return self.seed_id is not None
+
+    # The facts benchforge.permissions reads (it knows no workflow of its own).
+    @property
+    def is_released(self) -> bool:
+        return self.status == RELEASED
+
+    @property
+    def is_work_in_progress(self) -> bool:
+        return self.status in WORK_IN_PROGRESS
+
+    @property
+    def status_label(self) -> str:
+        return STATUS_LABELS.get(self.status, self.status)
 
 
 class ItemImage(models.Model):

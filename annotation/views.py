@@ -9,9 +9,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from benchforge import permissions
 from benchforge.errors import DomainError, StaleVersion
 from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
-from benchforge.roles import ANNOTATOR, RESEARCHER, role_required, user_role
+from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.models import Image
 from curation.selectors import get_benchmark_for
 from jobs.models import Job
@@ -95,7 +96,7 @@ def _next_url(item) -> str:
 def item_edit(request, slug, item_id):
     item = get_item_for(request.user, slug, item_id)
     source = item.seed if item.seed_id else item
-    refusal = services.edit_refusal(request.user, item, membership_checked=True)
+    refusal = permissions.item_edit_refusal(request.user, item, membership_checked=True)
     tasks = task_guidelines(item.benchmark)
     # Every task's guideline travels as JSON: switching the task swaps the panel without a request.
     guidelines = {t["slug"]: {k: t[k] for k in ("name", "path", "description", "guideline", "judge_rules")} for t in tasks}
@@ -118,11 +119,10 @@ def item_edit(request, slug, item_id):
             "options": list(zip(CHOICE_LETTERS, item.choices)),
             "exchanges": [item.history[i : i + 2] for i in range(0, len(item.history), 2)],
             "refusal": refusal,
-            "autosave": refusal is None and item.status in services.WORK_IN_PROGRESS,
+            "autosave": refusal is None and item.is_work_in_progress,
             "problems": services.readiness_problems(item),
             "next_url": _next_url(item),
-            "can_withdraw": item.status == ANSWERED
-            and (user_role(request.user) == RESEARCHER or request.user.pk in (item.author_id, item.assignee_id)),
+            "can_withdraw": item.status == ANSWERED and permissions.item_withdraw_refusal(request.user, item) is None,
         },
     )
 

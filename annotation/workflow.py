@@ -1,4 +1,4 @@
-"""The one transition table of an Item's life (DESIGN.md). Services call `check_transition`
+"""The one transition table of an Item's life (docs/architecture.md). Services call `check_transition`
 before changing a status; an illegal move raises IllegalTransition (a 409 with a message)."""
 
 from benchforge.errors import IllegalTransition
@@ -25,6 +25,9 @@ STATUS_CHOICES = [
     (RELEASED, "Released"),
 ]
 STATUS_LABELS = dict(STATUS_CHOICES)
+# Annotators and reviewers edit work in progress only; researchers may also correct items
+# further down the pipeline (never released ones).
+WORK_IN_PROGRESS = (DRAFT, REVISION)
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     DRAFT: frozenset({ANSWERED}),

@@ -102,15 +102,6 @@ def role_required(*roles: str):
     return decorator
 
 
-class RoleRequiredMixin:
-    allowed_roles: tuple[str, ...] = (ANNOTATOR,)
-
-    def dispatch(self, request, *args, **kwargs):
-        if not has_role(request.user, *self.allowed_roles):
-            raise PermissionDenied(f"This page needs the {' or '.join(self.allowed_roles)} role.")
-        return super().dispatch(request, *args, **kwargs)
-
-
 def role_permission(*roles: str) -> type[BasePermission]:
     """DRF permission class requiring at least one of `roles`."""
 
@@ -122,13 +113,3 @@ def role_permission(*roles: str) -> type[BasePermission]:
 
     HasRole.__name__ = f"HasRole_{'_'.join(roles)}"
     return HasRole
-
-
-def role_context(request):
-    user = getattr(request, "user", None)
-    role = user_role(user) if user is not None else None
-    return {
-        "user_role": role,
-        "is_researcher": role == RESEARCHER,
-        "is_reviewer": role in (REVIEWER, RESEARCHER),
-    }

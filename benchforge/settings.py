@@ -90,7 +90,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "benchforge.roles.role_context",
+                "benchforge.permissions.context",
             ],
         },
     },

@@ -4,8 +4,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from benchforge import permissions
 from benchforge.inputs import accepts_uploads, refused_uploads
-from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, role_permission
+from benchforge.roles import ANNOTATOR, RESEARCHER, role_permission
 
 from . import services
 from .models import Image
@@ -40,8 +41,7 @@ class BenchmarkList(generics.ListCreateAPIView):
         return benchmarks_for(self.request.user).prefetch_related("categories__parent", "tasks__category")
 
     def create(self, request, *args, **kwargs):
-        if not has_role(request.user, RESEARCHER):
-            return Response({"detail": "Creating a benchmark needs the researcher role."}, status=status.HTTP_403_FORBIDDEN)
+        permissions.require_researcher(request.user, "Creating a benchmark")
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -76,8 +76,7 @@ class TaskDetail(generics.RetrieveUpdateAPIView):
         return generics.get_object_or_404(benchmark.tasks.select_related("category"), slug=self.kwargs["task_slug"])
 
     def partial_update(self, request, *args, **kwargs):
-        if not has_role(request.user, RESEARCHER):
-            return Response({"detail": "Editing the taxonomy needs the researcher role."}, status=status.HTTP_403_FORBIDDEN)
+        permissions.require_researcher(request.user, "Editing the taxonomy")
         task = self.get_object()
         serializer = self.get_serializer(task, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)

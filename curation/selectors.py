@@ -4,7 +4,7 @@ from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, Subquer
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from benchforge.roles import RESEARCHER, user_role
+from benchforge import permissions
 from jobs.models import Job
 
 from .models import (
@@ -20,11 +20,7 @@ from .models import (
 
 def benchmarks_for(user):
     """Benchmarks a user may see: researchers see all; everyone else only those they belong to."""
-    if user_role(user) == RESEARCHER:
-        return Benchmark.objects.all()
-    if user_role(user) is None:
-        return Benchmark.objects.none()
-    return Benchmark.objects.filter(members=user)
+    return permissions.visible(Benchmark.objects.all(), user)
 
 
 def get_benchmark_for(user, slug: str) -> Benchmark:

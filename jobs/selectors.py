@@ -1,6 +1,6 @@
 from django.shortcuts import get_object_or_404
 
-from benchforge.roles import RESEARCHER, user_role
+from benchforge import permissions
 
 from .models import Job
 
@@ -8,9 +8,9 @@ from .models import Job
 def visible_jobs(user):
     """Researchers see every job; others the jobs they started or of benchmarks they belong to."""
     qs = Job.objects.select_related("benchmark", "created_by")
-    if user_role(user) == RESEARCHER:
+    if permissions.is_researcher(user):
         return qs
-    return (qs.filter(created_by=user) | qs.filter(benchmark__members=user)).distinct()
+    return (qs.filter(created_by=user) | permissions.visible(qs, user, via="benchmark__")).distinct()
 
 
 def get_job_for(user, job_id: int) -> Job:

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from benchforge.errors import DomainError, NotAllowed
-from benchforge.roles import RESEARCHER, has_role
+from benchforge import permissions
+from benchforge.errors import DomainError
 
 from . import registry, runner
 from .models import Job
@@ -90,14 +90,9 @@ def _run_in_thread(job_id: int) -> None:
         close_old_connections()
 
 
-def _check_can_manage(user) -> None:
-    if not has_role(user, RESEARCHER):
-        raise NotAllowed("Resuming or cancelling a job needs the researcher role.")
-
-
 def resume(job: Job, *, user) -> Job:
     """Queue a failed, cancelled or interrupted job again; its runner skips the units already done."""
-    _check_can_manage(user)
+    permissions.require_researcher(user, "Resuming or cancelling a job")
     return enqueue(requeue(job, note=f"Resumed by {user.get_username()}."))
 
 
@@ -126,7 +121,7 @@ def requeue(job: Job, *, note: str = "Resumed.") -> Job:
 
 def cancel(job: Job, *, user) -> Job:
     """Stop a queued or running job: its worker stops at its next unit; what is done stays done."""
-    _check_can_manage(user)
+    permissions.require_researcher(user, "Resuming or cancelling a job")
     job.refresh_from_db()
     if not job.can_cancel:
         raise DomainError(f"Job #{job.pk} is already {job.get_status_display().lower()}.", code="not_cancellable")

@@ -3,7 +3,8 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
-from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, role_required
+from benchforge import permissions
+from benchforge.roles import ANNOTATOR, role_required
 
 from . import registry, services
 from .models import Job, JobEntry
@@ -15,8 +16,9 @@ def job_detail(request, job_id):
     """A job's progress and per-unit report; researchers resume or cancel it here (POST)."""
     job = get_job_for(request.user, job_id)
     if request.method == "POST":
-        if not has_role(request.user, RESEARCHER):
-            raise PermissionDenied("Resuming or cancelling a job needs the researcher role.")
+        refusal = permissions.researcher_refusal(request.user, "Resuming or cancelling a job")
+        if refusal:
+            raise PermissionDenied(refusal)
         action = request.POST.get("action")
         if action == "resume":
             services.resume(job, user=request.user)

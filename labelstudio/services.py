@@ -26,9 +26,8 @@ from annotation.contract import item_payload
 from annotation.models import Item
 from annotation.selectors import with_payload_data
 from annotation.services import update_item
-from benchforge import outbound
-from benchforge.errors import DomainError, NotAllowed, StaleVersion
-from benchforge.roles import RESEARCHER, user_role
+from benchforge import outbound, permissions
+from benchforge.errors import DomainError, StaleVersion
 from curation.models import Image
 from jobs import services as jobs
 from jobs.models import Job, JobEntry
@@ -67,16 +66,11 @@ class _Report:
         return tally
 
 
-def _check_researcher(user) -> None:
-    if user_role(user) != RESEARCHER:
-        raise NotAllowed("Label Studio push and pull need the researcher role.")
-
-
 # ---- connection -------------------------------------------------------------------------------------
 
 
 def save_connection(benchmark, *, url: str, token_env: str, user):
-    _check_researcher(user)
+    permissions.require_researcher(user, "Label Studio push and pull")
     connection = connection_for(benchmark)
     connection.url = url.strip()
     connection.token_env = token_env.strip() or DEFAULT_TOKEN_ENV
@@ -140,7 +134,7 @@ def _instructions(benchmark) -> str:
 
 def create_push(benchmark, items, *, project_title: str, user) -> Job:
     """A queued push job (`run_push` is its runner)."""
-    _check_researcher(user)
+    permissions.require_researcher(user, "Label Studio push and pull")
     title = " ".join(project_title.split())
     if not title:
         raise DomainError("Give the Label Studio project a title.")
@@ -288,7 +282,7 @@ def _image_data_url(image: Image) -> str:
 
 
 def create_pull(link: LabelStudioLink, *, user) -> Job:
-    _check_researcher(user)
+    permissions.require_researcher(user, "Label Studio push and pull")
     return jobs.create_job(
         PULL_JOB,
         user=user,

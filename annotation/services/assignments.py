@@ -5,28 +5,24 @@ from collections import Counter
 from django.db import transaction
 from django.db.models import Q
 
+from benchforge import permissions
 from benchforge.errors import DomainError, NotAllowed
-from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, user_role
+from benchforge.roles import ANNOTATOR, has_role
 from curation.models import Benchmark, Image, Task
 
 from ..models import Assignment, Item, ItemImage
 from ..selectors import assignable_images, queue_for
 from ..workflow import STATUS_LABELS
-from .items import WORK_IN_PROGRESS, create_item, is_member, resolve_task
+from .items import create_item, resolve_task
 from .validation import image_refusals, raise_problems
 
 
 def _check_assignee(benchmark: Benchmark, assignee) -> None:
-    if not has_role(assignee, ANNOTATOR) or not is_member(assignee, benchmark):
+    if not has_role(assignee, ANNOTATOR) or not permissions.is_member(assignee, benchmark):
         raise DomainError(
             f"{assignee.username} is not a member of this benchmark with an annotator role; add them to the benchmark first.",
             code="not_member",
         )
-
-
-def check_researcher(user) -> None:
-    if user_role(user) != RESEARCHER:
-        raise NotAllowed("Assigning work needs the researcher role.")
 
 
 def usable_images(benchmark: Benchmark):
@@ -44,7 +40,7 @@ def _taken_image_ids(task: Task) -> set[int]:
 def assign_images(benchmark: Benchmark, *, task, image_ids, assignee, user) -> dict:
     """Hand accepted images to an annotator: one seed item to write per image for `task`.
     Images already assigned (or written) for the task are skipped, never assigned twice."""
-    check_researcher(user)
+    permissions.require_researcher(user, "Assigning work")
     task = resolve_task(benchmark, task)
     _check_assignee(benchmark, assignee)
     ids = list(dict.fromkeys(int(i) for i in image_ids))
@@ -62,7 +58,7 @@ def assign_images(benchmark: Benchmark, *, task, image_ids, assignee, user) -> d
 @transaction.atomic
 def assign_items(benchmark: Benchmark, *, item_ids, assignee, user) -> dict:
     """Give existing drafts / items to revise to an annotator (moving any open assignment)."""
-    check_researcher(user)
+    permissions.require_researcher(user, "Assigning work")
     _check_assignee(benchmark, assignee)
     ids = list(dict.fromkeys(int(i) for i in item_ids))
     items = {i.pk: i for i in Item.objects.filter(benchmark=benchmark, pk__in=ids)}
@@ -70,7 +66,7 @@ def assign_items(benchmark: Benchmark, *, item_ids, assignee, user) -> dict:
     problems += [
         f"Item #{i.pk} is '{STATUS_LABELS[i.status]}': only drafts and items to revise can be assigned."
         for i in items.values()
-        if i.status not in WORK_IN_PROGRESS
+        if not i.is_work_in_progress
     ]
     raise_problems(problems, prefix="Nothing assigned")
     moved = Assignment.objects.filter(item_id__in=ids, status=Assignment.Status.OPEN).update(assignee=assignee, assigned_by=user)
@@ -89,7 +85,7 @@ def assign_items(benchmark: Benchmark, *, item_ids, assignee, user) -> dict:
 @transaction.atomic
 def reassign(benchmark: Benchmark, *, assignment_ids, assignee, user) -> int:
     """Move open assignments to another annotator (their drafts follow)."""
-    check_researcher(user)
+    permissions.require_researcher(user, "Assigning work")
     _check_assignee(benchmark, assignee)
     open_ones = Assignment.objects.filter(benchmark=benchmark, pk__in=list(assignment_ids), status=Assignment.Status.OPEN)
     item_ids = [i for i in open_ones.values_list("item_id", flat=True) if i]
@@ -100,7 +96,7 @@ def reassign(benchmark: Benchmark, *, assignment_ids, assignee, user) -> int:
 @transaction.atomic
 def cancel_assignments(benchmark: Benchmark, *, assignment_ids, user) -> int:
     """Withdraw open assignments; drafts already started stay with their author."""
-    check_researcher(user)
+    permissions.require_researcher(user, "Assigning work")
     open_ones = Assignment.objects.filter(benchmark=benchmark, pk__in=list(assignment_ids), status=Assignment.Status.OPEN)
     Item.objects.filter(pk__in=[i for i in open_ones.values_list("item_id", flat=True) if i]).update(assignee=None)
     return open_ones.delete()[0]
@@ -120,7 +116,7 @@ def assign_evenly(benchmark: Benchmark, *, tasks, assignees, user) -> dict:
     """Spread each task's remaining quota of seed items over `assignees` as evenly as possible,
     using accepted, uncontaminated images tagged with the task that nobody has for it yet.
     Returns {task slug: {"assigned": n, "per_user": {username: n}, "short": n}}."""
-    check_researcher(user)
+    permissions.require_researcher(user, "Assigning work")
     assignees = list(dict.fromkeys(assignees))
     if not assignees:
         raise DomainError("Choose at least one annotator.")

@@ -2,6 +2,7 @@
 
 from django.db import transaction
 
+from benchforge import permissions
 from benchforge.errors import NotAllowed
 from benchforge.roles import RESEARCHER, user_role
 from curation.models import Benchmark
@@ -9,7 +10,6 @@ from curation.models import Benchmark
 from ..contract import SCALAR_FIELDS
 from ..models import Criterion, Item, ItemImage, ItemRevision
 from ..workflow import ACCEPTED
-from .assignments import check_researcher
 from .items import item_snapshot_defaults, merged_state
 from .validation import shape_problems
 
@@ -82,7 +82,7 @@ def start_alignmmbench_import(benchmark: Benchmark, *, user, file):
     from jobs import services as jobs
     from jobs.staging import stage_upload
 
-    check_researcher(user)
+    permissions.require_researcher(user, "Importing a benchmark")
     staged = stage_upload(file, ".jsonl")
     return jobs.start_job(
         ALIGNMMBENCH_JOB,

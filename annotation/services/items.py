@@ -4,8 +4,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from benchforge import permissions
 from benchforge.errors import DomainError, NotAllowed, StaleVersion
-from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, user_role
 from curation.models import Benchmark, Image, Task
 
 from ..contract import EDITABLE_FIELDS, SCALAR_FIELDS, item_payload, item_snapshot
@@ -14,9 +14,7 @@ from ..selectors import last_revision
 from ..workflow import (
     ANSWERED,
     DRAFT,
-    RELEASED,
-    REVISION,
-    STATUS_LABELS,
+    WORK_IN_PROGRESS,
     check_transition,
 )
 from .validation import (
@@ -25,10 +23,6 @@ from .validation import (
     readiness_problems,
     shape_problems,
 )
-
-# Annotators and reviewers edit work in progress only; researchers may also correct items
-# further down the pipeline (never released ones).
-WORK_IN_PROGRESS = (DRAFT, REVISION)
 
 
 def _record_revision(item: Item, *, action: str, user, note: str = "", snapshot: dict | None = None) -> ItemRevision:
@@ -57,35 +51,8 @@ def _stale(current: Item) -> StaleVersion:
     )
 
 
-def is_member(user, benchmark: Benchmark) -> bool:
-    if user_role(user) == RESEARCHER:
-        return True
-    return has_role(user, ANNOTATOR) and benchmark.members.filter(pk=user.pk).exists()
-
-
-def edit_refusal(user, item: Item, *, membership_checked: bool = False) -> str | None:
-    """Why `user` may not change `item` (None when they may). `membership_checked`: the caller
-    got the item through selectors.get_item_for, which already refused non-members."""
-    if item.status == RELEASED:
-        return f"Item #{item.pk} is released; released items never change."
-    role = user_role(user)
-    if role is None:
-        return "You need a role on this platform to edit items."
-    if role == RESEARCHER:
-        return None
-    if not membership_checked and not is_member(user, item.benchmark):
-        return "You are not a member of this benchmark."
-    if user.pk not in (item.author_id, item.assignee_id):
-        return f"Item #{item.pk} is not yours: you can edit items you wrote or that are assigned to you."
-    if item.status not in WORK_IN_PROGRESS:
-        return f"Item #{item.pk} is '{STATUS_LABELS[item.status]}': only drafts and items sent back for revision can be edited."
-    return None
-
-
 def check_can_edit(user, item: Item) -> None:
-    reason = edit_refusal(user, item)
-    if reason:
-        raise NotAllowed(reason)
+    permissions.require(permissions.item_edit_refusal(user, item))
 
 
 def resolve_task(benchmark: Benchmark, task) -> Task:
@@ -142,7 +109,7 @@ def create_item(
     **fields,
 ) -> Item:
     """A new item (version 1, one history row). `fields` are editable fields (see EDITABLE_FIELDS)."""
-    if not is_member(user, benchmark):
+    if not permissions.is_member(user, benchmark):
         raise NotAllowed("You are not a member of this benchmark.")
     if seed is not None:
         if seed.benchmark_id != benchmark.pk or seed.seed_id is not None:
@@ -276,8 +243,7 @@ def return_to_draft(item: Item, *, user, expected_version: int | None = None, no
     it goes back into the assignee's queue."""
     with transaction.atomic():
         current = _locked(item, expected_version)
-        if user_role(user) != RESEARCHER and user.pk not in (current.author_id, current.assignee_id):
-            raise NotAllowed(f"Only the author, the assignee or a researcher can take item #{current.pk} back.")
+        permissions.require(permissions.item_withdraw_refusal(user, current))
         current = change_status(current, DRAFT, user=user, action=ItemRevision.Action.RETURNED, note=note)
         reopen_assignment(current)
     return current

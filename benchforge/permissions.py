@@ -1,0 +1,121 @@
+"""Who may do what: the one module views, the API, selectors, services and templates ask.
+
+Roles (benchforge.roles) are nested: annotator < reviewer < researcher. On top of roles:
+- a benchmark is seen by its members, and by every researcher (they own benchmarks);
+- an item is edited by its author or assignee while it is work in progress, by a researcher at
+  any stage before release, and by nobody once released;
+- an item is reviewed by a reviewer or researcher who is a member and did not write it: nobody
+  reviews their own work;
+- researchers act on benchmarks (taxonomy, members, imports, jobs, LLM runs, releases).
+
+Item rules read the item's own facts (`author_id`, `assignee_id`, `is_released`,
+`is_work_in_progress`, `status_label`), so this module needs no app and every app can ask it.
+A *refusal* is the reason a person is refused (a sentence naming what would be needed), or None.
+"""
+
+from django.db.models import Q
+
+from .errors import NotAllowed
+from .roles import ANNOTATOR, RESEARCHER, REVIEWER, has_role, user_role
+
+
+def is_researcher(user) -> bool:
+    return user_role(user) == RESEARCHER
+
+
+def may_review(user) -> bool:
+    """The reviewer role (or researcher): may review others' work."""
+    return has_role(user, REVIEWER)
+
+
+def require(refusal: str | None) -> None:
+    if refusal:
+        raise NotAllowed(refusal)
+
+
+def researcher_refusal(user, action: str) -> str | None:
+    """`action` completes "... needs the researcher role", e.g. "Assigning work"."""
+    return None if is_researcher(user) else f"{action} needs the researcher role."
+
+
+def require_researcher(user, action: str) -> None:
+    require(researcher_refusal(user, action))
+
+
+# ---- benchmarks ---------------------------------------------------------------------------------
+
+
+def benchmark_scope(user, via: str = "") -> Q | None:
+    """A filter keeping the rows (benchmarks, or rows reaching one through `via`, e.g.
+    "benchmark__") the user may see; None when they may see none (no role)."""
+    role = user_role(user)
+    if role == RESEARCHER:
+        return Q()
+    if role is None:
+        return None
+    return Q(**{f"{via}members": user})
+
+
+def visible(queryset, user, via: str = ""):
+    """`queryset` narrowed to what the user may see (see benchmark_scope)."""
+    scope = benchmark_scope(user, via)
+    return queryset.none() if scope is None else queryset.filter(scope)
+
+
+def is_member(user, benchmark) -> bool:
+    """May work in `benchmark`: a researcher, or an annotator (or reviewer) among its members."""
+    if is_researcher(user):
+        return True
+    return has_role(user, ANNOTATOR) and benchmark.members.filter(pk=user.pk).exists()
+
+
+# ---- items --------------------------------------------------------------------------------------
+
+
+def item_edit_refusal(user, item, *, membership_checked: bool = False) -> str | None:
+    """Why `user` may not change `item`. `membership_checked`: the caller got the item through a
+    selector that already refused non-members."""
+    if item.is_released:
+        return f"Item #{item.pk} is released; released items never change."
+    role = user_role(user)
+    if role is None:
+        return "You need a role on this platform to edit items."
+    if role == RESEARCHER:
+        return None
+    if not membership_checked and not is_member(user, item.benchmark):
+        return "You are not a member of this benchmark."
+    if user.pk not in (item.author_id, item.assignee_id):
+        owner = getattr(item.author, "username", None) if item.author_id else None
+        whose = f" (it is {owner}'s)" if owner else ""
+        return f"Item #{item.pk} is not yours{whose}: you can edit items you wrote or that are assigned to you."
+    if not item.is_work_in_progress:
+        return f"Item #{item.pk} is '{item.status_label}': only drafts and items sent back for revision can be edited."
+    return None
+
+
+def item_withdraw_refusal(user, item) -> str | None:
+    """Why `user` may not take a submitted item back to draft: only its author, its assignee or a researcher may."""
+    if is_researcher(user) or user.pk in (item.author_id, item.assignee_id):
+        return None
+    return f"Only the author, the assignee or a researcher can take item #{item.pk} back."
+
+
+def item_review_refusal(user, item) -> str | None:
+    """Why `user` may not review `item`: the reviewer role, membership, and never one's own work."""
+    if not may_review(user):
+        return "Reviewing needs the reviewer or researcher role."
+    if not is_member(user, item.benchmark):
+        return "You are not a member of this benchmark."
+    if user.pk in (item.author_id, item.assignee_id):
+        return f"Item #{item.pk} is your own work: someone else reviews it."
+    return None
+
+
+# ---- what templates ask ---------------------------------------------------------------------------
+
+
+def context(request) -> dict:
+    """Template context processor: the user's role and what it allows, for menus and buttons."""
+    user = getattr(request, "user", None)
+    role = user_role(user) if user is not None else None
+    return {"user_role": role, "is_researcher": role == RESEARCHER, "is_reviewer": role in (REVIEWER, RESEARCHER)}
