@@ -1,6 +1,6 @@
 """Items (questions) of a benchmark, their images, criteria, edit history and assignments.
 
-The field names are a contract other apps code against: see /work/coord/ITEM_MODEL.md.
+The field names are a contract other apps code against: annotation/contract.py lists them.
 Writes go through annotation.services (validation, optimistic locking, history).
 """
 

@@ -1,4 +1,4 @@
-"""Taxonomy presets of the benchmarks benchforge follows (METHODS.md section 8).
+"""Taxonomy presets of the benchmarks benchforge follows (docs/methods.md section 8).
 
 Descriptions, keywords, guidelines and judge rules are our own wording. A preset is plain
 data; `curation.services.load_preset` turns it into rows and can be re-run safely.

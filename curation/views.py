@@ -110,7 +110,7 @@ def benchmark_settings(request, slug):
 # ---- images: screening grid, uploads and imports, near duplicates, contamination -------------------
 
 SCREEN_PAGE_SIZE = 48
-# Digit keys of the screening grid, in the protocol's order (METHODS.md section 1).
+# Digit keys of the screening grid, in the protocol's order (docs/methods.md section 1).
 REASON_KEYS = [(str(n), value, label) for n, (value, label) in enumerate(Image.RejectReason.choices, 1)]
 
 

@@ -1,4 +1,4 @@
-"""Multiple-choice scoring (METHODS.md 6): the MCQ prompt, CircularEval passes, choice extraction.
+"""Multiple-choice scoring (harness/README.md, `mcq`): the MCQ prompt, CircularEval passes, choice extraction.
 
 Extraction has two steps. `heuristic_choice` reads the letter from a free-form reply when it is
 unambiguous, maps refusals and empty replies to Z ("none of the options"), and otherwise

@@ -1,4 +1,4 @@
-"""Scoring formulas (METHODS.md 7): alignment, judge-human agreement, pairwise tallies, Elo, Bradley-Terry.
+"""Scoring formulas (harness/README.md, section 3): alignment, judge-human agreement, pairwise tallies, Elo, Bradley-Terry.
 
 Pure functions over plain Python values, so every number a report prints can be checked by hand.
 """

@@ -1,4 +1,4 @@
-"""`agreement`: how closely judge scores follow human scores (METHODS.md 7, AlignMMBench Table 2)."""
+"""`agreement`: how closely judge scores follow human scores (harness/README.md, `agreement`)."""
 
 from __future__ import annotations
 

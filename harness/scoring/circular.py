@@ -1,4 +1,4 @@
-"""Multiple choice under CircularEval, choice extraction, and the QC filters over it (METHODS.md 6).
+"""Multiple choice under CircularEval, choice extraction, and the QC filters over it (harness/README.md, `mcq`).
 
 An item with N options is asked N times, the options rotated one place each pass; it is solved
 only if every pass is right. Once a pass fails, the model's remaining passes on that item are

@@ -4,7 +4,7 @@ Each takes the client and the judge's endpoint name, the items (Items or dicts),
 judge as {model name: {item id: answer text}}, and a sink for the sample rows (resumable: rows
 the sink already finished are not asked again). Each returns a Scored: `results` (the numbers,
 as the CLI writes them to results.json), `rows` (every sample row by key) and `stats` (this
-run's counts and the judge endpoint's usage). METHODS.md 7 has the rules they encode.
+run's counts and the judge endpoint's usage). harness/README.md (section 3) states the rules they encode.
 """
 
 from __future__ import annotations
