@@ -28,6 +28,7 @@ from benchforge.storage import media_storages
 from curation import services
 from curation.models import Image
 from curation.services import contamination
+from curation.services import ingest as ingesting
 from jobs.models import Job
 from jobs.services import run_now
 from jobs.staging import STAGING_DIR, open_staged, stage_upload, sweep_staged
@@ -161,6 +162,14 @@ def test_uploads_land_in_the_bucket_content_addressed_once(s3_media, api_for, an
     assert Image.objects.count() == 3 and s3_media.names() == before
 
 
+def test_a_content_addressed_name_is_written_once_and_never_renamed(s3_media):
+    name = "images/ab/cd/abcd" + "0" * 60 + ".png"
+    assert ingesting._store(name, b"first") and not ingesting._store(name, b"second")  # the first write wins
+    assert s3_media.read(name) == b"first"
+    # A writer racing past the existence check rewrites the same name (same content), not a renamed copy.
+    assert default_storage.save(name, ContentFile(b"first")) == name and s3_media.names() == {name}
+
+
 def test_a_failed_ingest_leaves_no_object_behind(s3_media, benchmark, monkeypatch):
     services.ingest_image(benchmark, jpeg(2010))
     before = s3_media.names()
@@ -269,6 +278,14 @@ def test_a_staged_zip_is_spooled_to_a_temporary_file_and_bounded(s3_media, setti
         assert handle.file._rolled  # past max_memory_size it is on disk, not in memory
     with pytest.raises(DomainError, match="the limit is"):
         open_staged(staged, max_bytes=len(archive) - 1)
+
+
+def test_a_large_upload_is_staged_in_parts_and_read_back_whole(s3_media):
+    data = os.urandom(9 * 1024 * 1024)  # past boto3's 8 MB multipart threshold, as any big zip is
+    staged = stage_upload(ContentFile(data), ".zip")
+    assert s3_media.head(staged)["ContentLength"] == len(data) and s3_media.grants(staged) == [("CanonicalUser", "FULL_CONTROL")]
+    with open_staged(staged, max_bytes=len(data)) as handle:
+        assert handle.read() == data
 
 
 class _Pictures(http.server.BaseHTTPRequestHandler):
