@@ -8,6 +8,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from benchforge.storage import media_storages
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("BENCHFORGE_VAR_DIR", BASE_DIR / "var"))
 
@@ -192,6 +194,9 @@ BENCHFORGE_MAX_ARCHIVE_BYTES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_BYTES"
 BENCHFORGE_MAX_ARCHIVE_ENTRIES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_ENTRIES", "50000"))
 BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES", 8192 * MB))
 BENCHFORGE_MAX_DATA_FILE_BYTES = int(os.environ.get("BENCHFORGE_MAX_DATA_FILE_BYTES", 200 * MB))  # hash lists, metadata
+# Media (images, thumbnails, staged uploads) on local disk under MEDIA_ROOT, or in a private
+# S3-compatible bucket (BENCHFORGE_MEDIA_STORAGE=s3); checked here, at startup (benchforge.storage).
+STORAGES = media_storages(os.environ, spool_bytes=FILE_UPLOAD_MAX_MEMORY_SIZE)
 # URL imports: a whole download (redirects included) must finish within this many seconds.
 BENCHFORGE_DOWNLOAD_DEADLINE = float(os.environ.get("BENCHFORGE_DOWNLOAD_DEADLINE", "60"))
 # Addresses people type (URL lists, a benchmark's Label Studio URL) must be public unless allowed.

@@ -18,6 +18,6 @@ urlpatterns = [
     path("known-sets/", views.known_sets_page, name="known-sets"),
     path("known-sets/<id:pk>/delete/", views.known_set_delete, name="known-set-delete"),
     # Stored images and thumbnails, only to users who may see a benchmark holding them (checked on
-    # each request); nothing else under MEDIA_ROOT is served.
+    # each request), read from the media storage (local disk or S3); nothing else stored there is served.
     re_path(r"^media/(?P<path>.+)$", views.media_file, name="media"),
 ]

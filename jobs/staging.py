@@ -10,6 +10,8 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
+from benchforge.errors import DomainError
+
 STAGING_DIR = "imports"
 
 
@@ -18,9 +20,16 @@ def stage_upload(uploaded, suffix: str) -> str:
     return default_storage.save(f"{STAGING_DIR}/{uuid.uuid4().hex}{suffix}", uploaded)
 
 
-def open_staged(name: str):
+def open_staged(name: str, *, max_bytes: int | None = None):
+    """A staged upload as a seekable binary file (zipfile seeks). From S3 the object is downloaded
+    whole on first read, into memory up to the storage's max_memory_size and a temporary file past
+    it (django-storages' S3File); `max_bytes` refuses a larger object before any of it is fetched."""
     if not name.startswith(f"{STAGING_DIR}/"):
         raise ValueError(f"{name!r} is not a staged upload")
+    if max_bytes is not None:
+        size = default_storage.size(name)
+        if size > max_bytes:
+            raise DomainError(f"The uploaded file is {size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB.")
     return default_storage.open(name, "rb")
 
 

@@ -218,6 +218,31 @@ def fake_llm():
         yield server
 
 
+@pytest.fixture(scope="session")
+def s3_server():
+    """One S3-compatible server (moto, loopback) and bucket for the whole session."""
+    from tests.fakes.s3_server import FakeS3
+
+    with FakeS3() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_media(s3_server, settings, monkeypatch):
+    """Media in the S3 bucket for this test, configured the way an operator does it: the
+    environment, read by the same function as the settings at startup. Starts and ends empty."""
+    from benchforge.storage import media_storages
+
+    for name, value in s3_server.environ().items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_S3_SESSION_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    s3_server.empty()
+    settings.STORAGES = media_storages(os.environ, spool_bytes=settings.FILE_UPLOAD_MAX_MEMORY_SIZE)
+    yield s3_server
+    s3_server.empty()
+
+
 # ---------------------------------------------------------------- browser (Playwright + Debian chromium)
 
 

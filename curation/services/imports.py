@@ -72,7 +72,7 @@ def _summary(run) -> dict:
 def _open_source(job):
     """The job's input as a binary file: its staged upload, or the server path it names."""
     if job.params.get("staged"):
-        return open_staged(job.params["staged"])
+        return open_staged(job.params["staged"], max_bytes=settings.BENCHFORGE_MAX_ARCHIVE_BYTES)
     return open(job.params["path"], "rb")
 
 
@@ -108,10 +108,13 @@ def run_zip_import(run):
     done = run.done_keys()
     by_slug = {t.slug: t for t in job.benchmark.tasks.all()}
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
+    source = None
     try:
         source = _open_source(job)
         archive = zipfile.ZipFile(source)
     except (zipfile.BadZipFile, OSError) as exc:
+        if source is not None:
+            source.close()  # from S3: a temporary copy of the whole archive
         raise DomainError(f"The upload is not a readable zip archive ({exc}).") from None
     with source, archive:
         members = _zip_members(archive)

@@ -28,7 +28,9 @@ def _content_name(folder: str, sha256: str, ext: str) -> str:
 
 
 def _store(name: str, data: bytes) -> bool:
-    """Write content-addressed bytes once; True when this call created the file."""
+    """Write content-addressed bytes once; True when this call created the file. A name always
+    carries the same bytes: on local disk a concurrent writer's copy gets another name and is
+    dropped here; on S3 the storage overwrites in place (file_overwrite), rewriting the same bytes."""
     if default_storage.exists(name):
         return False
     saved = default_storage.save(name, ContentFile(data))
