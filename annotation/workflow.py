@@ -12,6 +12,7 @@ REWRITTEN = "rewritten"
 QC_PASSED = "qc_passed"
 QC_FLAGGED = "qc_flagged"
 RELEASED = "released"
+REJECTED = "rejected"
 
 STATUS_CHOICES = [
     (DRAFT, "Draft"),
@@ -23,6 +24,7 @@ STATUS_CHOICES = [
     (QC_PASSED, "QC passed"),
     (QC_FLAGGED, "QC flagged"),
     (RELEASED, "Released"),
+    (REJECTED, "Rejected"),
 ]
 STATUS_LABELS = dict(STATUS_CHOICES)
 # Annotators and reviewers edit work in progress only; researchers may also correct items
@@ -32,13 +34,17 @@ WORK_IN_PROGRESS = (DRAFT, REVISION)
 TRANSITIONS: dict[str, frozenset[str]] = {
     DRAFT: frozenset({ANSWERED}),
     ANSWERED: frozenset({DRAFT, IN_REVIEW}),
-    IN_REVIEW: frozenset({REVISION, ACCEPTED}),
+    # Back to ANSWERED: the round closed before anyone reviewed it (it waits for the next round).
+    IN_REVIEW: frozenset({REVISION, ACCEPTED, REJECTED, ANSWERED}),
     REVISION: frozenset({ANSWERED}),
-    ACCEPTED: frozenset({REWRITTEN, QC_PASSED, QC_FLAGGED, REVISION}),
+    # REVISION and REJECTED: expert verification overturns an acceptance.
+    ACCEPTED: frozenset({REWRITTEN, QC_PASSED, QC_FLAGGED, REVISION, REJECTED}),
     REWRITTEN: frozenset({QC_PASSED, QC_FLAGGED}),
     QC_PASSED: frozenset({RELEASED, QC_FLAGGED}),
     QC_FLAGGED: frozenset({QC_PASSED, REVISION}),
     RELEASED: frozenset(),
+    # Out of the release set for good; its task's quota gap shows, and a new item replaces it.
+    REJECTED: frozenset(),
 }
 
 

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "qc",
     "exports",
     "labelstudio",
+    "review",
     "dashboard",
     "demo",
 ]
@@ -266,6 +267,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ItemKindEnum": "annotation.models.Item.Kind",
         "CriterionKindEnum": "annotation.models.Criterion.Kind",
+        "RoundKindEnum": "review.models.ReviewRound.Kind",
+        "RoundRuleEnum": "review.models.ReviewRound.Rule",
+        "VerdictEnum": "review.models.Review.Verdict",
     },
 }
 

@@ -17,6 +17,7 @@ api_patterns = [
     path("", include("jobs.api")),
     path("", include("curation.api")),
     path("", include("annotation.api")),
+    path("", include("review.api")),
 ]
 
 urlpatterns = [
@@ -29,6 +30,7 @@ urlpatterns = [
     path("", include("curation.urls")),
     path("", include("annotation.urls")),
     path("", include("labelstudio.urls")),
+    path("", include("review.urls")),
     path("api/v1/", include(api_patterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

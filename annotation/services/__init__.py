@@ -27,9 +27,11 @@ from .imports import (
 )
 from .items import (
     change_status,
+    change_status_many,
     check_can_edit,
     create_item,
     reopen_assignment,
+    requeue_for_author,
     return_to_draft,
     submit_item,
     update_item,
@@ -44,6 +46,7 @@ __all__ = [
     "assign_items",
     "cancel_assignments",
     "change_status",
+    "change_status_many",
     "check_can_edit",
     "create_item",
     "image_refusals",
@@ -55,6 +58,7 @@ __all__ = [
     "reassign",
     "remaining_quota",
     "reopen_assignment",
+    "requeue_for_author",
     "return_to_draft",
     "start_alignmmbench_import",
     "start_assignment",

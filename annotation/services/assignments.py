@@ -12,7 +12,7 @@ from curation.models import Benchmark, Image, Task
 
 from ..models import Assignment, Item, ItemImage
 from ..selectors import assignable_images, queue_for
-from ..workflow import STATUS_LABELS
+from ..workflow import REJECTED, STATUS_LABELS
 from .items import create_item, resolve_task
 from .validation import image_refusals, raise_problems
 
@@ -103,10 +103,14 @@ def cancel_assignments(benchmark: Benchmark, *, assignment_ids, user) -> int:
 
 
 def remaining_quota(task: Task) -> int:
-    """Seed items a task still needs beyond those written or handed out."""
-    assigned = Assignment.objects.filter(task=task, image__isnull=False).count()
+    """Seed items a task still needs beyond those written or handed out. A rejected item no
+    longer counts: its place in the quota is free for a replacement."""
+    assigned = Assignment.objects.filter(task=task, image__isnull=False).exclude(item__status=REJECTED).count()
     unassigned_seeds = (
-        Item.objects.filter(task=task, seed__isnull=True, is_external=False).exclude(assignments__image__isnull=False).count()
+        Item.objects.filter(task=task, seed__isnull=True, is_external=False)
+        .exclude(status=REJECTED)
+        .exclude(assignments__image__isnull=False)
+        .count()
     )
     return max(0, task.quota - assigned - unassigned_seeds)
 

@@ -14,6 +14,7 @@ from ..selectors import last_revision
 from ..workflow import (
     ANSWERED,
     DRAFT,
+    TRANSITIONS,
     WORK_IN_PROGRESS,
     check_transition,
 )
@@ -221,6 +222,33 @@ def change_status(
     return current
 
 
+def change_status_many(items, target: str, *, user, action: str, note: str = "") -> list[Item]:
+    """change_status for many items at once (a review round takes thousands): items whose status
+    allows the move go to `target`, one version and one history row each, in a few queries.
+    Returns those moved; items another writer moved meanwhile are left out."""
+    ids = [item.pk for item in items]
+    with transaction.atomic():
+        current = list(Item.objects.select_for_update().filter(pk__in=ids).prefetch_related("item_images", "criteria"))
+        moved = [item for item in current if target in TRANSITIONS.get(item.status, ())]
+        now = timezone.now()
+        # The rows are locked (or, on SQLite, the transaction holds the write lock): one UPDATE per
+        # starting status moves them all.
+        for status in {item.status for item in moved}:
+            Item.objects.filter(pk__in=[i.pk for i in moved if i.status == status], status=status).update(
+                status=target, version=F("version") + 1, updated_at=now
+            )
+        for item in moved:
+            item.status, item.version, item.updated_at = target, item.version + 1, now
+        changed_by = user if getattr(user, "is_authenticated", False) else None
+        ItemRevision.objects.bulk_create(
+            ItemRevision(
+                item=item, version=item.version, snapshot=item_snapshot(item), action=action, note=note, changed_by=changed_by
+            )
+            for item in moved
+        )
+    return moved
+
+
 def submit_item(item: Item, *, user, expected_version: int | None = None) -> Item:
     """Send a draft (or an item sent back for revision) to review: only when it is complete.
     Closes the annotator's open assignment for it."""
@@ -247,6 +275,24 @@ def return_to_draft(item: Item, *, user, expected_version: int | None = None, no
         current = change_status(current, DRAFT, user=user, action=ItemRevision.Action.RETURNED, note=note)
         reopen_assignment(current)
     return current
+
+
+def requeue_for_author(item: Item, *, by) -> Assignment:
+    """Put an item in its assignee's (else its author's) queue: reopen its assignment, or give it
+    one (an item written outside any assignment)."""
+    reopened = reopen_assignment(item)
+    if reopened is not None:
+        return reopened
+    current = Assignment.objects.filter(item=item, status=Assignment.Status.OPEN).first()
+    if current is not None:
+        return current
+    return Assignment.objects.create(
+        benchmark_id=item.benchmark_id,
+        assignee_id=item.assignee_id or item.author_id,
+        task_id=item.task_id,
+        item=item,
+        assigned_by=by if getattr(by, "is_authenticated", False) else None,
+    )
 
 
 def reopen_assignment(item: Item) -> Assignment | None:

@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services as items
-from annotation.selectors import item_payload
+from annotation.contract import item_payload
 from benchforge.errors import DomainError
 from benchforge.storage import media_storages
 from curation import services

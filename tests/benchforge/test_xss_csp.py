@@ -65,6 +65,8 @@ def filled_routes(benchmark, draft, researcher, annotator):
         "job_id": 1,
         "assignment_id": 1,
         "link_id": 1,
+        "number": 1,
+        "review_id": 1,
         "task_slug": "counting",
     }
     routes = []

@@ -1,0 +1,59 @@
+"""Shapes of the review forms; the rules are in review.services."""
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from curation.models import Task
+
+from .models import REASON_LABELS, Review, ReviewRound
+from .services import MAX_REVIEWERS_PER_ITEM
+
+
+class OpenRoundForm(forms.Form):
+    kind = forms.ChoiceField(choices=ReviewRound.Kind.choices, initial=ReviewRound.Kind.CROSS)
+    rule = forms.ChoiceField(
+        choices=ReviewRound.Rule.choices,
+        initial=ReviewRound.Rule.MAJORITY,
+        help_text="How the verdicts of an item's reviewers combine.",
+    )
+    per_item = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_REVIEWERS_PER_ITEM,
+        initial=1,
+        label="Reviewers per item",
+        help_text="More than one gives overlapping reviews, and agreement numbers.",
+    )
+    tasks = forms.ModelMultipleChoiceField(queryset=Task.objects.none(), required=False, help_text="None: every task.")
+    authors = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), required=False, to_field_name="username", help_text="None: every author."
+    )
+    reviewers = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(),
+        required=False,
+        to_field_name="username",
+        help_text="None: every member with the reviewer role (cross-review) or the researchers (expert verification).",
+    )
+    sample_per_task = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Sample per task",
+        help_text="Expert verification only: review this many accepted items per task, drawn at random; empty: all of them.",
+    )
+    seed = forms.IntegerField(initial=0, required=False, help_text="Makes the random sample reproducible.")
+    reveal_reviewers = forms.BooleanField(
+        initial=True, required=False, help_text="Authors see who reviewed them once the round closes."
+    )
+
+    def __init__(self, *args, benchmark, **kwargs):
+        super().__init__(*args, **kwargs)
+        people = benchmark.members.order_by("username")
+        self.fields["tasks"].queryset = benchmark.tasks.order_by("order", "name")
+        self.fields["authors"].queryset = people
+        self.fields["reviewers"].queryset = people | get_user_model().objects.filter(groups__name="researcher")
+
+
+class ReviewForm(forms.Form):
+    verdict = forms.ChoiceField(choices=Review.Verdict.choices)
+    reasons = forms.MultipleChoiceField(choices=list(REASON_LABELS.items()), required=False)
+    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), max_length=5000)
+    version = forms.IntegerField(min_value=1)
