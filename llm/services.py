@@ -258,7 +258,8 @@ class _Ledger:
             "request_key": trace.request_key,
             "cached": result.cached,
             "paid": paid,
-            "attempts": int(before.get("attempts", 0)) + result.attempts,
+            # A recovered reply cost its dead run at least one request that run never recorded.
+            "attempts": int(before.get("attempts", 0)) + result.attempts + (1 if recovered else 0),
             "prompt_tokens": usage["prompt_tokens"],
             "completion_tokens": usage["completion_tokens"],
             "paid_prompt_tokens": int(before.get("paid_prompt_tokens", 0)) + (usage["prompt_tokens"] if paid else 0),
