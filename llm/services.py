@@ -38,6 +38,7 @@ from .selectors import job_llm_entries, summarize_entries
 
 BATCH_JOB = "llm_batch"
 MAX_KEY_LENGTH = 512  # a job entry's key
+CHUNK = 200  # stored calls read at a time
 
 __all__ = ["BATCH_JOB", "Call", "CallResult", "estimate", "run_batch_job", "run_calls", "start_batch", "start_batch_in_parts"]
 
@@ -394,12 +395,11 @@ def run_batch_job(run: JobRun) -> dict:
     endpoint = run.params["endpoint"]
     rows = LLMCall.objects.filter(job_id=run.job.pk)
     total = rows.count()
-    pending = list(rows.exclude(status=LLMCall.Status.OK).order_by("id").values_list("pk", "key", "messages", "params"))
-    ids = {key: pk for pk, key, _, _ in pending}
+    ids = dict(rows.exclude(status=LLMCall.Status.OK).order_by("id").values_list("key", "pk"))
     estimate_ = run.params.get("estimate") or {}
     cost_text = f"{estimate_.get('cost'):g}" if estimate_.get("cost") is not None else "unknown (no prices declared)"
     run.say(
-        f"{len(pending)} of {total} calls to ask {endpoint!r}; estimated {estimate_.get('prompt_tokens', 0):,} prompt + "
+        f"{len(ids)} of {total} calls to ask {endpoint!r}; estimated {estimate_.get('prompt_tokens', 0):,} prompt + "
         f"{estimate_.get('completion_tokens', 0):,} completion tokens, cost {cost_text}."
     )
 
@@ -418,16 +418,23 @@ def run_batch_job(run: JobRun) -> dict:
             answered_at=timezone.now() if result.ok else None,
         )
 
-    run_calls(
-        run,
-        (Call(key, messages, params) for _, key, messages, params in pending),
-        endpoint=endpoint,
-        on_result=store,
-        total=total,
-    )
+    def pending():
+        # Messages (images inline) are read a chunk at a time, as the calls are sent.
+        pks = list(ids.values())
+        for start in range(0, len(pks), CHUNK):
+            chunk = LLMCall.objects.filter(pk__in=pks[start : start + CHUNK]).order_by("id")
+            for key, messages, params in chunk.values_list("key", "messages", "params"):
+                yield Call(key, messages, params)
+
+    run_calls(run, pending(), endpoint=endpoint, on_result=store, total=total)
     target = load_models().get(endpoint)
     summary = summarize_entries(job_llm_entries(run.job), target, calls=total)
     result = _result_for_display(endpoint, estimate_, summary, target)
+    run.say(
+        f"{summary['ok']} of {total} calls answered ({summary['answered_from_cache']} from the cache), {summary['errors']} "
+        f"failed; {summary['requests']:,} requests, {summary['prompt_tokens']:,} prompt + {summary['completion_tokens']:,} "
+        f"completion tokens paid, cost {_cost_text(summary['cost'])}."
+    )
     if summary["errors"]:
         # A failed job keeps the result it had: write this one first, so the usage shows.
         Job.objects.filter(pk=run.job.pk, run_token=run.token).update(result=result)

@@ -46,6 +46,7 @@ def test_a_batch_runs_as_a_job_with_estimate_before_and_cost_after(provider, dec
 
     assert job.status == Job.Status.SUCCEEDED, job.message
     assert job.kind == "llm_batch" and job.created_by == researcher and job.done == job.total == 12
+    assert job.message.startswith("12 of 12 calls answered (0 from the cache), 0 failed; 12 requests, ")
     bodies = fake_llm.requests("vlm")
     assert len(bodies) == 12 and all(b["temperature"] == 0.2 and b["max_tokens"] == 50 for b in bodies)
     rows = list(LLMCall.objects.filter(job=job).order_by("key"))
@@ -181,13 +182,14 @@ def test_a_second_batch_of_the_same_calls_is_answered_by_the_cache(declare, fake
     assert set(LLMCall.objects.filter(job=again).values_list("cached", flat=True)) == {True}
 
 
-def test_a_batch_in_parts_is_one_job_per_part(declare, fake_llm, researcher):
+def test_a_batch_in_parts_is_one_job_per_part(declare, fake_llm, researcher, monkeypatch):
+    monkeypatch.setattr(services, "CHUNK", 2)  # stored calls are read a few at a time
     declare(input_cost_per_mtok=1.0)
     fake_llm.script("m", "ok")
     batch = services.start_batch_in_parts(calls_for(7), endpoint="ep", parts=3, user=researcher, label="split")
     parts = list(batch_jobs(batch))
     assert [job.total for job in parts] == [3, 2, 2] and [job.params["part"] for job in parts] == [1, 2, 3]
-    assert all(job.status == Job.Status.SUCCEEDED for job in parts)
+    assert all(job.status == Job.Status.SUCCEEDED for job in parts) and len(fake_llm.requests("m")) == 7
     overview = batch_overview(batch, None)
     assert (overview["calls"], overview["ok"], overview["pending"], overview["actual"]["requests"]) == (7, 7, 0, 7)
     assert (
