@@ -199,8 +199,12 @@ BENCHFORGE_LLM_CACHE_URL = os.environ.get("BENCHFORGE_LLM_CACHE_URL", "")
 # max_concurrency holds across workers and hosts through leased slots in this Redis (default: the
 # Celery broker when it is Redis); without one (the embedded runtime, one process) per process.
 BENCHFORGE_LLM_LIMITER_URL = os.environ.get("BENCHFORGE_LLM_LIMITER_URL") or (
-    os.environ.get("CELERY_BROKER_URL", "") if os.environ.get("CELERY_BROKER_URL", "").startswith(("redis://", "rediss://")) else "")
-BENCHFORGE_LLM_SLOT_LEASE_SECONDS = float(os.environ.get("BENCHFORGE_LLM_SLOT_LEASE_SECONDS", "30"))  # a dead worker's slot returns after
+    os.environ.get("CELERY_BROKER_URL", "")
+    if os.environ.get("CELERY_BROKER_URL", "").startswith(("redis://", "rediss://"))
+    else ""
+)
+# A dead worker's slots come back after this; live ones renew theirs every third of it.
+BENCHFORGE_LLM_SLOT_LEASE_SECONDS = float(os.environ.get("BENCHFORGE_LLM_SLOT_LEASE_SECONDS", "30"))
 BENCHFORGE_LLM_REDIS_PREFIX = os.environ.get("BENCHFORGE_LLM_REDIS_PREFIX", "benchforge:llm")
 
 # Background jobs (jobs.runner): on Celery workers when a broker is set; otherwise in a thread
