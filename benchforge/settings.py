@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "benchforge",
     "jobs",
+    "llm",
     "curation",
     "annotation",
     "rewrite",
@@ -206,7 +207,18 @@ BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE = env_bool("BENCHFORGE_LABEL_STUDIO_ALLOW_
 
 # LLM endpoints (harness/llm.py TOML format); API keys stay in the environment.
 BENCHFORGE_MODELS = Path(os.environ.get("BENCHFORGE_MODELS", BASE_DIR / "models.toml"))
-BENCHFORGE_LLM_CACHE = Path(os.environ.get("BENCHFORGE_LLM_CACHE", VAR_DIR / "llm-cache.sqlite3"))
+# Replies are cached where every worker finds them: the database, or Redis (redis://...) when set.
+BENCHFORGE_LLM_CACHE_URL = os.environ.get("BENCHFORGE_LLM_CACHE_URL", "")
+# max_concurrency holds across workers and hosts through leased slots in this Redis (default: the
+# Celery broker when it is Redis); without one (the embedded runtime, one process) per process.
+BENCHFORGE_LLM_LIMITER_URL = os.environ.get("BENCHFORGE_LLM_LIMITER_URL") or (
+    os.environ.get("CELERY_BROKER_URL", "")
+    if os.environ.get("CELERY_BROKER_URL", "").startswith(("redis://", "rediss://"))
+    else ""
+)
+# A dead worker's slots come back after this; live ones renew theirs every third of it.
+BENCHFORGE_LLM_SLOT_LEASE_SECONDS = float(os.environ.get("BENCHFORGE_LLM_SLOT_LEASE_SECONDS", "30"))
+BENCHFORGE_LLM_REDIS_PREFIX = os.environ.get("BENCHFORGE_LLM_REDIS_PREFIX", "benchforge:llm")
 
 # Background jobs (jobs.runner): on Celery workers when a broker is set; otherwise in a thread
 # of the web process (`make run`: a request never waits for an import), or "inline" (tests, CLI).

@@ -15,6 +15,7 @@ handler500 = views.server_error
 api_patterns = [
     path("", include("benchforge.api")),
     path("", include("jobs.api")),
+    path("", include("llm.api")),
     path("", include("curation.api")),
     path("", include("annotation.api")),
     path("", include("review.api")),

@@ -1,0 +1,12 @@
+"""The platform side of LLM calls (docs/llm.md).
+
+client.py     get_client(): the harness LLMClient over settings.BENCHFORGE_MODELS with the
+              shared cache and limiter; check_endpoints(); config errors as DomainError
+cache.py      DatabaseCache (default) and RedisCache (BENCHFORGE_LLM_CACHE_URL): harness Cache
+limiter.py    RedisLimiter: max_concurrency across workers and hosts (harness Limiter)
+context.py    the per-thread trace of the call running now; database turns on SQLite
+engine.py     Call, CallResult; many calls at once from one process
+services.py   estimate, start_batch, start_batch_in_parts, run_calls, the llm_batch runner
+selectors.py  call entries of a job and their summary; batches and their calls
+api.py        /api/v1/llm/: endpoints, estimate, batches (researchers)
+"""
