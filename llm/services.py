@@ -21,8 +21,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from benchforge.errors import DomainError, NotAllowed
-from benchforge.roles import RESEARCHER, has_role
+from benchforge import permissions
+from benchforge.errors import DomainError
 from harness.llm import IMAGE_TOKENS, RESERVED_PARAMS, Endpoint, LLMClient, LLMError, cost, estimate_usage
 from harness.llm.cost import DEFAULT_COMPLETION_TOKENS
 from harness.llm.messages import check_messages
@@ -165,8 +165,8 @@ def start_batch_in_parts(
 
 
 def _create_batch(calls, *, endpoint, parts, user, benchmark, label, expected_completion_tokens) -> tuple[LLMBatch, list[Job]]:
-    if user is not None and not has_role(user, RESEARCHER):
-        raise NotAllowed("Running an LLM batch needs the researcher role.")
+    if user is not None:
+        permissions.require_researcher(user, "Running an LLM batch")
     if not isinstance(parts, int) or parts < 1:
         raise DomainError("parts must be a whole number of at least 1.")
     target = get_endpoint(endpoint)
