@@ -37,9 +37,10 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     # Back to ANSWERED: the round closed before anyone reviewed it (it waits for the next round).
     IN_REVIEW: frozenset({REVISION, ACCEPTED, REJECTED, ANSWERED}),
     REVISION: frozenset({ANSWERED}),
-    # REVISION and REJECTED: expert verification overturns an acceptance.
-    ACCEPTED: frozenset({REWRITTEN, QC_PASSED, QC_FLAGGED, REVISION, REJECTED}),
-    REWRITTEN: frozenset({QC_PASSED, QC_FLAGGED}),
+    # REVISION and REJECTED: expert verification overturns an acceptance. RELEASED: a release
+    # may take accepted items directly when the benchmark skips QC.
+    ACCEPTED: frozenset({REWRITTEN, QC_PASSED, QC_FLAGGED, REVISION, REJECTED, RELEASED}),
+    REWRITTEN: frozenset({QC_PASSED, QC_FLAGGED, RELEASED}),
     QC_PASSED: frozenset({RELEASED, QC_FLAGGED}),
     QC_FLAGGED: frozenset({QC_PASSED, REVISION}),
     RELEASED: frozenset(),
