@@ -230,7 +230,8 @@ def submit_review(review: Review, *, user, verdict: str, reasons=(), comment: st
     they opened it (they must judge the current version)."""
     with transaction.atomic():
         review = (
-            Review.objects.select_for_update()
+            # Lock only the review row: Postgres refuses FOR UPDATE on the nullable side of a join.
+            Review.objects.select_for_update(of=("self",))
             .select_related("round", "entry", "item__benchmark", "item__author")
             .get(pk=review.pk)
         )
