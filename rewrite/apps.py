@@ -3,3 +3,11 @@ from django.apps import AppConfig
 
 class RewriteConfig(AppConfig):
     name = "rewrite"
+    verbose_name = "Rewrite (LLM question rewrites, human verification)"
+
+    def ready(self):
+        from jobs import registry
+
+        from . import services
+
+        registry.register(services.BATCH_JOB, services.run_batch, label="rewrite batch")

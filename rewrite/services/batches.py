@@ -1,0 +1,296 @@
+"""Rewrite batches: which seeds, what a batch would cost, starting it, and its job.
+
+The job (`rewrite_batch`) asks every seed once through llm.services.run_calls, then once more,
+with a corrective message, each seed whose reply had too few usable rewrites; a seed still short
+needs a manual rewrite. Each call is a unit of the job, written together with its reply and
+rewrites, so a resumed job (after a failure, a cancel or a killed worker) asks only what was not
+recorded, and the shared response cache answers what a dead worker had already paid for.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotation.models import Item
+from annotation.workflow import ACCEPTED
+from benchforge import permissions
+from benchforge.errors import DomainError
+from harness.llm import estimate_text_tokens
+from jobs import services as jobs
+from jobs.models import Job
+from llm import services as llm
+from llm.client import get_endpoint
+from llm.selectors import job_llm_entries, summarize_entries
+
+from .. import prompts
+from ..models import BatchSeed, RawReply, Rewrite, RewriteBatch, TemplateVersion
+from ..parsing import parse_reply
+from .verification import refresh_similarities, similarity_to_seed
+
+BATCH_JOB = "rewrite_batch"
+MAX_N = 10
+RETRY_SUFFIX = "-retry"
+
+
+def eligible_seeds(benchmark, *, include_mcq: bool = False, items=None):
+    """Accepted seed items (never a rewrite) with a question: single-turn, plus multiple-choice
+    when asked; multi-turn never. Without `items`, seeds already in a batch are left out."""
+    kinds = [Item.Kind.SINGLE_TURN] + ([Item.Kind.MCQ] if include_mcq else [])
+    seeds = Item.objects.filter(benchmark=benchmark, status=ACCEPTED, seed__isnull=True, kind__in=kinds).exclude(question="")
+    if items is None:
+        seeds = seeds.exclude(rewrite_batch_seeds__isnull=False)
+    else:
+        ids = {getattr(item, "pk", item) for item in items}
+        seeds = seeds.filter(pk__in=ids)
+        found = set(seeds.values_list("pk", flat=True))
+        if found != ids:
+            missing = sorted(ids - found)
+            raise DomainError(
+                f"Item(s) {', '.join(f'#{pk}' for pk in missing[:10])} cannot be rewritten here: a seed must be an accepted "
+                f"item of this benchmark with a question, single-turn{' or multiple-choice' if include_mcq else ''} "
+                "(multi-turn items are never rewritten; multiple-choice only when asked)."
+            )
+    return seeds.order_by("pk")
+
+
+def _version(benchmark, template_version) -> TemplateVersion:
+    pk = getattr(template_version, "pk", template_version)
+    version = TemplateVersion.objects.select_related("template").filter(pk=pk, template__benchmark=benchmark).first()
+    if version is None:
+        raise DomainError("Choose a prompt template of this benchmark.")
+    return version
+
+
+def _check_n(n) -> int:
+    try:
+        n = int(n)
+    except (TypeError, ValueError):
+        raise DomainError("The number of rewrites per seed must be a whole number.") from None
+    if not 1 <= n <= MAX_N:
+        raise DomainError(f"Ask for 1 to {MAX_N} rewrites per seed.")
+    return n
+
+
+def _first_messages(version: TemplateVersion, question: str, kind: str, choices, n: int) -> list[dict]:
+    return prompts.first_messages(
+        version.text,
+        question=question,
+        n=n,
+        language=version.template.language,
+        choices=choices if kind == Item.Kind.MCQ else (),
+    )
+
+
+def seed_key(item_id: int) -> str:
+    return f"seed-{item_id}"
+
+
+def estimate_batch(
+    benchmark, *, endpoint: str, template_version, n: int = 5, include_mcq: bool = False, items=None, params=None
+) -> dict:
+    """What a batch would ask and cost: seeds, calls, estimated prompt and completion tokens and
+    cost (None: the endpoint has no prices). A corrective retry adds up to one call per seed."""
+    n = _check_n(n)
+    version = _version(benchmark, template_version)
+    rows = list(eligible_seeds(benchmark, include_mcq=include_mcq, items=items).values_list("pk", "question", "kind", "choices"))
+    if not rows:
+        raise DomainError(
+            "No seed to rewrite: the benchmark has no accepted single-turn item"
+            f"{' or multiple-choice item' if include_mcq else ''} that is not already in a batch."
+        )
+    calls = [
+        {"key": seed_key(pk), "messages": _first_messages(version, question, kind, choices, n), "params": dict(params or {})}
+        for pk, question, kind, choices in rows
+    ]
+    # A reply is about n times the seed, plus line breaks.
+    per_call = round(sum(estimate_text_tokens(question) for _pk, question, _k, _c in rows) / len(rows) * n * 1.2) + n
+    estimate = llm.estimate(calls, endpoint=endpoint, expected_completion_tokens=per_call)
+    return {"seeds": len(rows), **estimate, "n": n}
+
+
+def start_batch(
+    benchmark,
+    *,
+    user,
+    endpoint: str,
+    template_version,
+    n: int = 5,
+    include_mcq: bool = False,
+    items=None,
+    params: dict | None = None,
+) -> RewriteBatch:
+    """Store a batch over the eligible seeds (or those of `items`) and queue its job."""
+    permissions.require_researcher(user, "Starting a rewrite batch")
+    version = _version(benchmark, template_version)
+    params = dict(params or {})
+    estimate = estimate_batch(
+        benchmark, endpoint=endpoint, template_version=version, n=n, include_mcq=include_mcq, items=items, params=params
+    )
+    seed_ids = list(eligible_seeds(benchmark, include_mcq=include_mcq, items=items).values_list("pk", flat=True))
+    with transaction.atomic():
+        number = (RewriteBatch.objects.filter(benchmark=benchmark).aggregate(n=Max("number"))["n"] or 0) + 1
+        batch = RewriteBatch.objects.create(
+            benchmark=benchmark,
+            number=number,
+            endpoint=endpoint,
+            model=get_endpoint(endpoint).model,
+            template_version=version,
+            n=estimate["n"],
+            include_mcq=include_mcq,
+            params=params,
+            estimate={k: estimate[k] for k in ("seeds", "calls", "prompt_tokens", "completion_tokens", "cost")},
+            created_by=user,
+        )
+        BatchSeed.objects.bulk_create([BatchSeed(batch=batch, item_id=pk) for pk in seed_ids], batch_size=500)
+        job = jobs.create_job(BATCH_JOB, user=user, benchmark=benchmark, total=len(seed_ids), params={"batch": batch.pk})
+        RewriteBatch.objects.filter(pk=batch.pk).update(job=job)
+        jobs.enqueue(job)
+    batch.refresh_from_db()
+    return batch
+
+
+# ---------------------------------------------------------------- the job
+
+
+def _store(batch: RewriteBatch, seed: BatchSeed, question: str, attempt: int, result, *, n: int, existing: list[str]) -> dict:
+    """Keep the reply and the rewrites parsed from it (once: a reply met again adds nothing)."""
+    reply, created = RawReply.objects.get_or_create(
+        batch_seed=seed, attempt=attempt, defaults={"text": result.text, "usage": result.usage, "cached": result.cached}
+    )
+    if not created:
+        return {"rewrite": {"kept": reply.rewrites.count(), "already_stored": True}}
+    parsed = parse_reply(result.text, seed=question, n=n, existing=existing)
+    reply.dropped = [d.as_dict() for d in parsed.dropped]
+    reply.refusal = parsed.refusal
+    reply.save(update_fields=["dropped", "refusal"])
+    Rewrite.objects.bulk_create(
+        [
+            Rewrite(
+                seed_id=seed.item_id,
+                batch=batch,
+                reply=reply,
+                position=position,
+                text=text,
+                similarity_seed=similarity_to_seed(text, question),
+            )
+            for position, text in enumerate(parsed.rewrites)
+        ]
+    )
+    refresh_similarities(seed.item_id)
+    return {"rewrite": {"kept": len(parsed.rewrites), "dropped": len(parsed.dropped), "refusal": parsed.refusal}}
+
+
+def run_batch(run) -> dict:
+    """Runner of "rewrite_batch": first requests, then corrective retries; usage and cost on the batch."""
+    batch = RewriteBatch.objects.select_related("template_version__template").get(pk=run.params["batch"])
+    RewriteBatch.objects.filter(pk=batch.pk).update(status=RewriteBatch.Status.RUNNING, finished_at=None)
+    version, n = batch.template_version, batch.n
+    language = version.template.language
+    rows = {
+        seed.pk: seed
+        for seed in BatchSeed.objects.filter(batch=batch)
+        .select_related("item")
+        .only("id", "state", "valid", "item_id", "item__question", "item__kind", "item__choices")
+    }
+    by_key = {seed_key(seed.item_id): seed for seed in rows.values()}
+    by_key.update({seed_key(seed.item_id) + RETRY_SUFFIX: seed for seed in rows.values()})
+    done = run.done_keys()
+    retries_done = sum(1 for key in done if key.endswith(RETRY_SUFFIX))
+    run.say(f"Asking {batch.endpoint!r} for {n} rewrites of each of {len(rows)} seeds.")
+
+    def first_calls():
+        for seed in rows.values():
+            item = seed.item
+            yield llm.Call(seed_key(item.pk), _first_messages(version, item.question, item.kind, item.choices, n), batch.params)
+
+    def on_first(result):
+        if not result.ok:
+            return None
+        known = by_key[result.call.key]
+        seed = BatchSeed.objects.select_for_update().get(pk=known.pk)
+        data = _store(batch, seed, known.item.question, RawReply.Attempt.FIRST, result, n=n, existing=[])
+        seed.valid = Rewrite.objects.filter(reply__batch_seed=seed).count()
+        seed.state = BatchSeed.State.DONE if seed.valid >= n else BatchSeed.State.PENDING
+        seed.save(update_fields=["valid", "state"])
+        return data
+
+    llm.run_calls(run, first_calls(), endpoint=batch.endpoint, on_result=on_first, total=len(rows) + retries_done)
+
+    short = list(
+        BatchSeed.objects.filter(batch=batch, state=BatchSeed.State.PENDING, replies__attempt=RawReply.Attempt.FIRST)
+        .exclude(replies__attempt=RawReply.Attempt.RETRY)
+        .select_related("item")
+        .order_by("pk")
+    )
+    first_replies = {r.batch_seed_id: r for r in RawReply.objects.filter(batch_seed__in=short, attempt=RawReply.Attempt.FIRST)}
+
+    def retry_calls():
+        for seed in short:
+            item, first = seed.item, first_replies[seed.pk]
+            messages = prompts.retry_messages(
+                _first_messages(version, item.question, item.kind, item.choices, n),
+                first.text,
+                question=item.question,
+                kept=seed.valid,
+                missing=n - seed.valid,
+                language=language,
+                refusal=first.refusal,
+            )
+            yield llm.Call(seed_key(item.pk) + RETRY_SUFFIX, messages, batch.params)
+
+    def on_retry(result):
+        if not result.ok:
+            return None
+        known = by_key[result.call.key]
+        seed = BatchSeed.objects.select_for_update().get(pk=known.pk)
+        kept = list(Rewrite.objects.filter(reply__batch_seed=seed).values_list("text", flat=True))
+        data = _store(batch, seed, known.item.question, RawReply.Attempt.RETRY, result, n=max(0, n - len(kept)), existing=kept)
+        seed.valid = Rewrite.objects.filter(reply__batch_seed=seed).count()
+        seed.state = BatchSeed.State.DONE if seed.valid >= n else BatchSeed.State.MANUAL
+        seed.save(update_fields=["valid", "state"])
+        return data
+
+    if short:
+        run.say(f"{len(short)} seed(s) had too few usable rewrites: asking each once more.")
+        llm.run_calls(
+            run, retry_calls(), endpoint=batch.endpoint, on_result=on_retry, total=len(rows) + retries_done + len(short)
+        )
+
+    target = get_endpoint(batch.endpoint)
+    summary = summarize_entries(job_llm_entries(run.job), target, calls=len(rows) + retries_done + len(short))
+    usage = {k: summary[k] for k in ("requests", "prompt_tokens", "completion_tokens", "cost", "answered_from_cache")}
+    states = dict.fromkeys(BatchSeed.State.values, 0)
+    for state in BatchSeed.objects.filter(batch=batch).values_list("state", flat=True):
+        states[state] += 1
+    rewrites = Rewrite.objects.filter(batch=batch).count()
+    result = {
+        "seeds": len(rows),
+        "rewritten": states[BatchSeed.State.DONE],
+        "needs_manual": states[BatchSeed.State.MANUAL],
+        "pending": states[BatchSeed.State.PENDING],
+        "rewrites": rewrites,
+        "calls": summary["calls"],
+        "errors": summary["errors"],
+        **usage,
+        "cost": usage["cost"] if usage["cost"] is not None else "unknown",
+        "estimated_cost": batch.estimate.get("cost") if batch.estimate.get("cost") is not None else "unknown",
+    }
+    failed = summary["errors"] > 0
+    RewriteBatch.objects.filter(pk=batch.pk).update(
+        usage=usage,
+        status=RewriteBatch.Status.FAILED if failed else RewriteBatch.Status.FINISHED,
+        finished_at=timezone.now(),
+    )
+    run.say(
+        f"{states[BatchSeed.State.DONE]} of {len(rows)} seeds rewritten, {states[BatchSeed.State.MANUAL]} need a manual "
+        f"rewrite; {rewrites} rewrites to verify; {summary['requests']:,} requests, cost {result['cost']}."
+    )
+    if failed:
+        Job.objects.filter(pk=run.job.pk, run_token=run.token).update(result=result)
+        raise DomainError(
+            f"{summary['errors']} call(s) failed ({'; '.join(summary['first_errors'])}). Resume the job to ask them "
+            "again: answered seeds are not asked again."
+        )
+    return result

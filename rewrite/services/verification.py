@@ -1,0 +1,175 @@
+"""Verifying rewrites: approve (the rewrite becomes an accepted item of its seed), reject with a
+reason, edit, and rewrites written by hand. An approval is final; a rejection can be reconsidered
+(approved, or edited back to pending). Reviewers and researchers who are members verify."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Item
+from annotation.services import change_status, create_item
+from annotation.workflow import ACCEPTED, REWRITTEN
+from benchforge import permissions
+from benchforge.errors import DomainError, NotAllowed
+
+from ..models import Rewrite
+from ..parsing import normalized
+from ..similarity import similarity
+
+REWRITTEN_ACTION = "rewritten"  # ItemRevision.action of items made or moved by verification
+MAX_LENGTH = 4000
+VERIFIABLE_SEED_STATUSES = (ACCEPTED, REWRITTEN)
+
+
+def similarity_to_seed(text: str, question: str) -> float:
+    return similarity(text, question)
+
+
+def refresh_similarities(seed_id: int) -> None:
+    """Each rewrite's highest similarity to another rewrite of the same seed (any batch, by hand too)."""
+    rows = list(Rewrite.objects.filter(seed_id=seed_id).only("id", "text", "similarity_siblings"))
+    changed = []
+    for row in rows:
+        best = max((similarity(row.text, other.text) for other in rows if other.pk != row.pk), default=0.0)
+        if best != row.similarity_siblings:
+            row.similarity_siblings = best
+            changed.append(row)
+    if changed:
+        Rewrite.objects.bulk_update(changed, ["similarity_siblings"])
+
+
+def check_verifier(user, seed: Item) -> None:
+    if not permissions.may_review(user):
+        raise NotAllowed("Verifying rewrites needs the reviewer or researcher role.")
+    if not permissions.is_member(user, seed.benchmark):
+        raise NotAllowed("You are not a member of this benchmark.")
+
+
+def _locked(rewrite: Rewrite) -> Rewrite:
+    # Only the rewrite's row: Postgres refuses FOR UPDATE on the nullable side of an outer join (batch).
+    return (
+        Rewrite.objects.select_for_update(of=("self",))
+        .select_related("seed", "seed__benchmark", "seed__task", "batch")
+        .get(pk=rewrite.pk)
+    )
+
+
+def _clean_text(text: str) -> str:
+    text = (text or "").replace("\r\n", "\n").strip()
+    if not text:
+        raise DomainError("A rewrite cannot be empty.")
+    if len(text) > MAX_LENGTH:
+        raise DomainError(f"A rewrite is at most {MAX_LENGTH:,} characters.")
+    return text
+
+
+def _check_seed(seed: Item) -> None:
+    if seed.status not in VERIFIABLE_SEED_STATUSES:
+        raise DomainError(
+            f"Seed item #{seed.pk} is '{seed.status_label}' now: its rewrites can be verified only while it is accepted "
+            "(or already rewritten).",
+            code="seed_moved",
+        )
+
+
+def approve(rewrite: Rewrite, *, user) -> Item:
+    """The rewrite becomes an accepted item: the seed's question replaced, its task, kind and
+    options kept, its reference answer, criteria and images read through the seed; authored by
+    the verifier. The seed's first approval moves it from accepted to rewritten."""
+    with transaction.atomic():
+        current = _locked(rewrite)
+        seed = current.seed
+        check_verifier(user, seed)
+        if current.state == Rewrite.State.APPROVED:
+            raise DomainError(f"Rewrite #{current.pk} is already approved (item #{current.item_id}); an approval is final.")
+        _check_seed(seed)
+        item = create_item(
+            seed.benchmark,
+            task=seed.task,
+            user=user,
+            author=user,
+            seed=seed,
+            status=ACCEPTED,
+            action=REWRITTEN_ACTION,
+            kind=seed.kind,
+            question_type=seed.question_type,
+            question=current.text,
+            hint=seed.hint,
+            choices=seed.choices,
+            answer=seed.answer,
+        )
+        if seed.status == ACCEPTED:
+            change_status(seed, REWRITTEN, user=user, action=REWRITTEN_ACTION, note=f"first approved rewrite: item #{item.pk}")
+        current.state, current.item = Rewrite.State.APPROVED, item
+        current.reason, current.comment = "", ""
+        current.decided_by, current.decided_at = user, timezone.now()
+        current.save(update_fields=["state", "item", "reason", "comment", "decided_by", "decided_at"])
+    return item
+
+
+def reject(rewrite: Rewrite, *, user, reason: str, comment: str = "") -> Rewrite:
+    if reason not in Rewrite.Reason.values:
+        raise DomainError(f"Choose a reason: {', '.join(str(label) for label in Rewrite.Reason.labels)}.")
+    comment = (comment or "").strip()
+    if reason == Rewrite.Reason.OTHER and not comment:
+        raise DomainError("Rejecting for another reason needs a comment saying what is wrong.")
+    with transaction.atomic():
+        current = _locked(rewrite)
+        check_verifier(user, current.seed)
+        if current.state == Rewrite.State.APPROVED:
+            raise DomainError(f"Rewrite #{current.pk} is approved (item #{current.item_id}); an approval is final.")
+        current.state, current.reason, current.comment = Rewrite.State.REJECTED, reason, comment[:2000]
+        current.decided_by, current.decided_at = user, timezone.now()
+        current.save(update_fields=["state", "reason", "comment", "decided_by", "decided_at"])
+    return current
+
+
+def edit(rewrite: Rewrite, *, user, text: str) -> Rewrite:
+    """Correct a rewrite's text before approving it (a rejected one goes back to pending)."""
+    text = _clean_text(text)
+    with transaction.atomic():
+        current = _locked(rewrite)
+        check_verifier(user, current.seed)
+        if current.state == Rewrite.State.APPROVED:
+            raise DomainError(f"Rewrite #{current.pk} is approved; an approval is final: edit item #{current.item_id} instead.")
+        if text == current.text:
+            return current
+        if not current.edited:
+            current.original_text = current.text
+        current.text, current.edited = text, True
+        current.similarity_seed = similarity_to_seed(text, current.seed.question)
+        current.state, current.reason, current.comment = Rewrite.State.PENDING, "", ""
+        current.save(update_fields=["text", "original_text", "edited", "similarity_seed", "state", "reason", "comment"])
+        refresh_similarities(current.seed_id)
+    current.refresh_from_db()
+    return current
+
+
+def add_manual(seed: Item, *, user, text: str) -> Rewrite:
+    """A rewrite written by hand (for a seed the model could not rewrite, or one more); it is
+    verified like the others."""
+    text = _clean_text(text)
+    with transaction.atomic():
+        seed = Item.objects.select_for_update().select_related("benchmark").get(pk=seed.pk)
+        check_verifier(user, seed)
+        if seed.seed_id is not None:
+            raise DomainError(f"Item #{seed.pk} is itself a rewrite: add rewrites to its seed #{seed.seed_id}.")
+        if seed.kind == Item.Kind.MULTI_TURN:
+            raise DomainError("Multi-turn items are not rewritten.")
+        _check_seed(seed)
+        key = normalized(text)
+        if key == normalized(seed.question):
+            raise DomainError("That is the seed question itself, not a rewrite.")
+        if any(normalized(t) == key for t in Rewrite.objects.filter(seed=seed).values_list("text", flat=True)):
+            raise DomainError("This seed already has that rewrite.", code="duplicate")
+        rewrite = Rewrite.objects.create(
+            seed=seed,
+            source=Rewrite.Source.MANUAL,
+            text=text,
+            similarity_seed=similarity_to_seed(text, seed.question),
+            created_by=user,
+        )
+        refresh_similarities(seed.pk)
+    rewrite.refresh_from_db()
+    return rewrite
