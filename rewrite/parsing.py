@@ -107,12 +107,10 @@ def _clean(line: str) -> tuple[str, bool]:
     for _ in range(3):  # "1. **Rewrite 1:** “...”" takes several passes
         before = text
         text = _EMPHASIS.sub(r"\2", text).strip()
-        match = _MARKER.match(text)
-        if match and match.end() < len(text):
-            text, marked = text[match.end() :].strip(), True
-        match = _LABEL.match(text)
-        if match and match.end() < len(text):
-            text, marked = text[match.end() :].strip(), True
+        for pattern in (_MARKER, _LABEL):
+            match = pattern.match(text)
+            if match:
+                text, marked = text[match.end() :].strip(), True
         text = _strip_quotes(text.strip("*_ ").strip())
         if text == before:
             break
