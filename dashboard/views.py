@@ -8,6 +8,7 @@ from annotation.workflow import STATUS_CHOICES
 from benchforge.roles import ANNOTATOR, role_required
 from curation.selectors import benchmarks_for, get_benchmark_for, tasks_of
 from review.selectors import review_overview
+from rewrite.selectors import rewrite_panel
 
 
 @role_required(ANNOTATOR)
@@ -45,5 +46,6 @@ def dashboard(request, slug):
             "grand_total": sum(totals),
             "progress": submission_progress(benchmark),
             "review": review_overview(benchmark),
+            "rewrite": rewrite_panel(benchmark),
         },
     )

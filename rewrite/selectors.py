@@ -83,6 +83,7 @@ def batch_seeds(batch: RewriteBatch, *, state: str = ""):
     rows = batch.seeds.select_related("item").annotate(
         pending=Count("item__rewrite_candidates", filter=Q(item__rewrite_candidates__state=Rewrite.State.PENDING), distinct=True)
     )
+    rows = rows.order_by("id")
     return rows.filter(state=state) if state else rows
 
 
@@ -220,3 +221,18 @@ def rewrite_stats(benchmark) -> dict:
 
 def reason_labels() -> dict[str, str]:
     return {code: str(label) for code, label in Rewrite.Reason.choices}
+
+
+def get_rewrite(benchmark, pk: int) -> Rewrite:
+    rewrite = Rewrite.objects.select_related("seed", "batch").filter(seed__benchmark=benchmark, pk=pk).first()
+    if rewrite is None:
+        raise Http404("No such rewrite in this benchmark.")
+    return rewrite
+
+
+def rewrite_panel(benchmark) -> dict:
+    """rewrite_stats plus the rejection reasons as (label, count) for pages (the dashboard's panel)."""
+    stats = rewrite_stats(benchmark)
+    labels = reason_labels()
+    stats["rejected_labelled"] = [(labels[code], n) for code, n in stats["rejected_by_reason"].items() if n]
+    return stats
