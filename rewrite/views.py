@@ -44,7 +44,7 @@ def _default_endpoint(names: list[str]) -> str:
 @role_required(REVIEWER)
 def rewrite_home(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    services.ensure_default_templates(benchmark, user=request.user)
+    default_template = services.ensure_default_templates(benchmark, user=request.user)[0]
     form, estimate, endpoint_problem = None, None, ""
     if permissions.is_researcher(request.user):
         names, endpoint_problem = _endpoints()
@@ -52,7 +52,7 @@ def rewrite_home(request, slug):
             request.POST or None,
             endpoints=names,
             versions=selectors.template_versions(benchmark),
-            initial={"endpoint": _default_endpoint(names)},
+            initial={"endpoint": _default_endpoint(names), "template_version": default_template.latest},
         )
         if request.method == "POST" and form.is_valid():
             try:

@@ -40,10 +40,18 @@
     return form;
   }
 
-  // Start on the rewrite named in the address (after an action), else the first still to verify.
+  // After an action the address names the rewrite acted on: stay on it while it is still to
+  // verify (an edit), else go to the next one still to verify; on arrival, the first.
+  function pendingFrom(start) {
+    for (let i = 0; i < rows.length; i++) {
+      const j = (start + i) % rows.length;
+      if (rows[j].dataset.state === "pending") return j;
+    }
+    return -1;
+  }
   const fromHash = location.hash ? rows.findIndex(function (r) { return "#" + r.id === location.hash; }) : -1;
-  const firstPending = rows.findIndex(function (r) { return r.dataset.state === "pending"; });
-  select(fromHash >= 0 ? fromHash : Math.max(0, firstPending));
+  const start = fromHash >= 0 ? pendingFrom(fromHash) : pendingFrom(0);
+  select(start >= 0 ? start : Math.max(0, fromHash));
 
   rows.forEach(function (row, i) {
     row.addEventListener("click", function (ev) {
