@@ -27,6 +27,7 @@ from llm.selectors import job_llm_entries, summarize_entries
 from .. import prompts
 from ..models import BatchSeed, RawReply, Rewrite, RewriteBatch, TemplateVersion
 from ..parsing import parse_reply
+from ..similarity import sibling_similarities
 from .verification import refresh_similarities, similarity_to_seed
 
 BATCH_JOB = "rewrite_batch"
@@ -154,32 +155,70 @@ def start_batch(
 # ---------------------------------------------------------------- the job
 
 
-def _store(batch: RewriteBatch, seed: BatchSeed, question: str, attempt: int, result, *, n: int, existing: list[str]) -> dict:
-    """Keep the reply and the rewrites parsed from it (once: a reply met again adds nothing)."""
-    reply, created = RawReply.objects.get_or_create(
-        batch_seed=seed, attempt=attempt, defaults={"text": result.text, "usage": result.usage, "cached": result.cached}
-    )
-    if not created:
-        return {"rewrite": {"kept": reply.rewrites.count(), "already_stored": True}}
+def _parsed(batch: RewriteBatch, seed: BatchSeed, attempt: int, result, *, n: int, existing: list[str], alone: bool):
+    """The reply and its rewrites as unsaved rows, and the texts kept. `alone`: the seed has no
+    other rewrite, so similarities to siblings are computed here rather than read back."""
+    question = seed.item.question
     parsed = parse_reply(result.text, seed=question, n=n, existing=existing)
-    reply.dropped = [d.as_dict() for d in parsed.dropped]
-    reply.refusal = parsed.refusal
-    reply.save(update_fields=["dropped", "refusal"])
-    Rewrite.objects.bulk_create(
-        [
-            Rewrite(
-                seed_id=seed.item_id,
-                batch=batch,
-                reply=reply,
-                position=position,
-                text=text,
-                similarity_seed=similarity_to_seed(text, question),
-            )
-            for position, text in enumerate(parsed.rewrites)
-        ]
+    reply = RawReply(
+        batch_seed_id=seed.pk,
+        attempt=attempt,
+        text=result.text,
+        usage=result.usage,
+        cached=result.cached,
+        dropped=[d.as_dict() for d in parsed.dropped],
+        refusal=parsed.refusal,
     )
-    refresh_similarities(seed.item_id)
-    return {"rewrite": {"kept": len(parsed.rewrites), "dropped": len(parsed.dropped), "refusal": parsed.refusal}}
+    siblings = sibling_similarities(parsed.rewrites) if alone else [0.0] * len(parsed.rewrites)
+    rewrites = [
+        Rewrite(
+            seed_id=seed.item_id,
+            batch=batch,
+            position=position,
+            text=text,
+            similarity_seed=similarity_to_seed(text, question),
+            similarity_siblings=siblings[position],
+        )
+        for position, text in enumerate(parsed.rewrites)
+    ]
+    return reply, rewrites, parsed.rewrites
+
+
+class _GroupWriter:
+    """The job run as run_calls sees it, writing the replies of a group of calls in a few bulk
+    queries. run_calls records each group's entries with run.record_many inside the group's
+    transaction; the replies, rewrites and seed states go in just before, in that same
+    transaction, so they commit with their entries or not at all (a killed worker leaves neither,
+    and a resumed job asks those calls again, from the cache)."""
+
+    def __init__(self, run):
+        self._run = run
+        self.pending: list[tuple[RawReply, list[Rewrite], BatchSeed]] = []
+
+    def __getattr__(self, name):
+        return getattr(self._run, name)
+
+    def record_many(self, rows) -> None:
+        self.flush()
+        self._run.record_many(rows)
+
+    def flush(self) -> None:
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        replies = RawReply.objects.bulk_create([reply for reply, _rewrites, _seed in pending])
+        rewrites = []
+        for reply, (_r, rows, _seed) in zip(replies, pending):
+            for row in rows:
+                row.reply_id = reply.pk
+            rewrites += rows
+        Rewrite.objects.bulk_create(rewrites)
+        # One UPDATE per (valid, state): almost always a single one ("done" with n rewrites).
+        groups: dict[tuple[int, str], list[int]] = {}
+        for _reply, _rows, seed in pending:
+            groups.setdefault((seed.valid, seed.state), []).append(seed.pk)
+        for (valid, state), ids in groups.items():
+            BatchSeed.objects.filter(pk__in=ids).update(valid=valid, state=state)
 
 
 def run_batch(run) -> dict:
@@ -196,6 +235,11 @@ def run_batch(run) -> dict:
     }
     by_key = {seed_key(seed.item_id): seed for seed in rows.values()}
     by_key.update({seed_key(seed.item_id) + RETRY_SUFFIX: seed for seed in rows.values()})
+    # Seeds that already have rewrites (another batch, by hand, an earlier run): their sibling
+    # similarities are recomputed from the database.
+    has_rewrites = set(
+        Rewrite.objects.filter(seed_id__in=[seed.item_id for seed in rows.values()]).values_list("seed_id", flat=True)
+    )
     done = run.done_keys()
     retries_done = sum(1 for key in done if key.endswith(RETRY_SUFFIX))
     run.say(f"Asking {batch.endpoint!r} for {n} rewrites of each of {len(rows)} seeds.")
@@ -205,18 +249,21 @@ def run_batch(run) -> dict:
             item = seed.item
             yield llm.Call(seed_key(item.pk), _first_messages(version, item.question, item.kind, item.choices, n), batch.params)
 
+    writer = _GroupWriter(run)
+
     def on_first(result):
+        # Parsing only: the writer stores the group's replies with its entries.
         if not result.ok:
             return None
-        known = by_key[result.call.key]
-        seed = BatchSeed.objects.select_for_update().get(pk=known.pk)
-        data = _store(batch, seed, known.item.question, RawReply.Attempt.FIRST, result, n=n, existing=[])
-        seed.valid = Rewrite.objects.filter(reply__batch_seed=seed).count()
-        seed.state = BatchSeed.State.DONE if seed.valid >= n else BatchSeed.State.PENDING
-        seed.save(update_fields=["valid", "state"])
-        return data
+        seed = by_key[result.call.key]
+        reply, rewrites, kept = _parsed(
+            batch, seed, RawReply.Attempt.FIRST, result, n=n, existing=[], alone=seed.item_id not in has_rewrites
+        )
+        state = BatchSeed.State.DONE if len(kept) >= n else BatchSeed.State.PENDING
+        writer.pending.append((reply, rewrites, BatchSeed(pk=seed.pk, valid=len(kept), state=state)))
+        return {"rewrite": {"kept": len(kept)}}
 
-    llm.run_calls(run, first_calls(), endpoint=batch.endpoint, on_result=on_first, total=len(rows) + retries_done)
+    llm.run_calls(writer, first_calls(), endpoint=batch.endpoint, on_result=on_first, total=len(rows) + retries_done)
 
     short = list(
         BatchSeed.objects.filter(batch=batch, state=BatchSeed.State.PENDING, replies__attempt=RawReply.Attempt.FIRST)
@@ -243,14 +290,20 @@ def run_batch(run) -> dict:
     def on_retry(result):
         if not result.ok:
             return None
-        known = by_key[result.call.key]
-        seed = BatchSeed.objects.select_for_update().get(pk=known.pk)
-        kept = list(Rewrite.objects.filter(reply__batch_seed=seed).values_list("text", flat=True))
-        data = _store(batch, seed, known.item.question, RawReply.Attempt.RETRY, result, n=max(0, n - len(kept)), existing=kept)
-        seed.valid = Rewrite.objects.filter(reply__batch_seed=seed).count()
-        seed.state = BatchSeed.State.DONE if seed.valid >= n else BatchSeed.State.MANUAL
-        seed.save(update_fields=["valid", "state"])
-        return data
+        seed = by_key[result.call.key]
+        before = list(Rewrite.objects.filter(reply__batch_seed_id=seed.pk).values_list("text", flat=True))
+        reply, rewrites, kept = _parsed(
+            batch, seed, RawReply.Attempt.RETRY, result, n=max(0, n - len(before)), existing=before, alone=False
+        )
+        reply.save()
+        for row in rewrites:
+            row.reply = reply
+        Rewrite.objects.bulk_create(rewrites)
+        refresh_similarities(seed.item_id)
+        valid = len(before) + len(kept)
+        state = BatchSeed.State.DONE if valid >= n else BatchSeed.State.MANUAL
+        BatchSeed.objects.filter(pk=seed.pk).update(valid=valid, state=state)
+        return {"rewrite": {"kept": len(kept)}}
 
     if short:
         run.say(f"{len(short)} seed(s) had too few usable rewrites: asking each once more.")

@@ -201,15 +201,15 @@ def test_a_crashed_run_resumes_without_duplicate_rewrites_or_a_repeated_paid_cal
     declare(max_concurrency=3, input_cost_per_mtok=1.0, output_cost_per_mtok=1.0)
     fake_llm.set_latency(0.02)
     fake_llm.script("glm-4", lambda body: five(question_of(body)))
-    real_store, stored = batches._store, {"n": 0}
+    real_parsed, stored = batches._parsed, {"n": 0}
 
-    def dying_store(*args, **kwargs):
+    def dying_parse(*args, **kwargs):
         stored["n"] += 1
         if stored["n"] == 5:
             raise RuntimeError("the worker dies while recording")
-        return real_store(*args, **kwargs)
+        return real_parsed(*args, **kwargs)
 
-    monkeypatch.setattr(batches, "_store", dying_store)
+    monkeypatch.setattr(batches, "_parsed", dying_parse)
     batch = start(benchmark, researcher, zh_template)
     batch.refresh_from_db()
     assert batch.job.status == Job.Status.FAILED and "the worker dies while recording" in batch.job.message
@@ -217,7 +217,7 @@ def test_a_crashed_run_resumes_without_duplicate_rewrites_or_a_repeated_paid_cal
     asked_before = len(fake_llm.requests("glm-4"))
     assert 0 < kept_before < 60 and asked_before > kept_before // 5
 
-    monkeypatch.setattr(batches, "_store", real_store)
+    monkeypatch.setattr(batches, "_parsed", real_parsed)
     jobs.resume(batch.job, user=researcher)
     batch.refresh_from_db()
     assert batch.status == "finished" and batch.job.status == Job.Status.SUCCEEDED, batch.job.message
