@@ -266,3 +266,45 @@ def test_only_researchers_start_batches_and_problems_are_refused_before_anything
     with pytest.raises(DomainError, match="1 to 10 rewrites"):
         start(benchmark, researcher, zh_template, n=0)
     assert not RewriteBatch.objects.exists() and not Job.objects.exists() and fake_llm.requests() == []
+
+
+def test_the_api_estimates_starts_and_reports_a_batch_and_edits_templates(
+    declare, fake_llm, seeds, api_for, researcher, reviewer
+):
+    declare(input_cost_per_mtok=1.0, output_cost_per_mtok=1.0)
+    fake_llm.script("glm-4", lambda body: five(question_of(body)))
+    api = api_for(researcher)
+    templates = api.get("/api/v1/benchmarks/demo/rewrite/templates/").json()
+    assert [t["language"] for t in templates] == ["en", "zh"] and all(len(t["versions"]) == 1 for t in templates)
+    zh = next(t for t in templates if t["language"] == "zh")
+    edited = api.post(
+        f"/api/v1/benchmarks/demo/rewrite/templates/{zh['id']}/versions/",
+        {"text": "把这个问题换{count}种说法，每行一个：{question}", "note": "shorter"},
+        format="json",
+    )
+    assert edited.status_code == 201 and edited.json()["number"] == 2
+    assert (
+        api_for(reviewer)
+        .post(f"/api/v1/benchmarks/demo/rewrite/templates/{zh['id']}/versions/", {"text": "{question}"}, format="json")
+        .status_code
+        == 403
+    )
+    body = {"endpoint": "glm", "template_version": edited.json()["id"], "temperature": 0.7}
+    estimate = api.post("/api/v1/benchmarks/demo/rewrite/estimate/", body, format="json").json()
+    assert estimate["seeds"] == estimate["calls"] == 5 and estimate["cost"] > 0
+    assert api_for(reviewer).post("/api/v1/benchmarks/demo/rewrite/batches/", body, format="json").status_code == 403
+    started = api.post("/api/v1/benchmarks/demo/rewrite/batches/", body, format="json")
+    assert started.status_code == 201, started.json()
+    batch = api.get(f"/api/v1/benchmarks/demo/rewrite/batches/{started.json()['number']}/").json()
+    assert batch["status"] == "finished" and batch["template_version"] == 2 and batch["seeds"]["done"] == 5
+    assert (
+        batch["usage"]["requests"] == 5
+        and batch["estimate"]["cost"] == estimate["cost"]
+        and batch["params"] == {"temperature": 0.7}
+    )
+    assert all(
+        b["temperature"] == 0.7 and b["messages"][0]["content"].startswith("把这个问题换五种说法")
+        for b in fake_llm.requests("glm-4")
+    )
+    again = api.post("/api/v1/benchmarks/demo/rewrite/batches/", body, format="json")
+    assert again.status_code == 400 and "No seed to rewrite" in again.json()["detail"]
