@@ -16,7 +16,7 @@ from . import selectors, services
 from .models import PromptTemplate, Rewrite, RewriteBatch, TemplateVersion
 
 
-class VersionSerializer(serializers.ModelSerializer):
+class RewriteTemplateVersionSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
@@ -25,8 +25,8 @@ class VersionSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TemplateSerializer(serializers.ModelSerializer):
-    versions = VersionSerializer(many=True, read_only=True)
+class RewriteTemplateSerializer(serializers.ModelSerializer):
+    versions = RewriteTemplateVersionSerializer(many=True, read_only=True)
 
     class Meta:
         model = PromptTemplate
@@ -34,18 +34,18 @@ class TemplateSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class NewTemplateSerializer(serializers.Serializer):
+class RewriteNewTemplateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     language = serializers.ChoiceField(choices=PromptTemplate.Language.choices)
     text = serializers.CharField(max_length=8000, help_text="placeholders: {question} {n} {count} {options}")
 
 
-class NewVersionSerializer(serializers.Serializer):
+class RewriteNewVersionSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=8000)
     note = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
 
-class BatchSerializer(serializers.ModelSerializer):
+class RewriteBatchSerializer(serializers.ModelSerializer):
     template = serializers.CharField(source="template_version.template.name", read_only=True)
     template_version = serializers.IntegerField(source="template_version.number", read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -82,7 +82,7 @@ class BatchSerializer(serializers.ModelSerializer):
         return selectors.batch_overview(batch)["seeds"]
 
 
-class BatchRequestSerializer(serializers.Serializer):
+class RewriteBatchRequestSerializer(serializers.Serializer):
     endpoint = serializers.CharField(max_length=200, help_text="an endpoint of the models file")
     template_version = id_field(help_text="id of a template version (GET templates/)")
     n = serializers.IntegerField(min_value=1, max_value=10, default=5)
@@ -128,11 +128,11 @@ class RewriteSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class TextSerializer(serializers.Serializer):
+class RewriteTextSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=4000)
 
 
-class RejectSerializer(serializers.Serializer):
+class RewriteRejectSerializer(serializers.Serializer):
     reason = serializers.ChoiceField(choices=Rewrite.Reason.choices)
     comment = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
@@ -143,19 +143,19 @@ class Templates(APIView):
 
     permission_classes = [role_permission(REVIEWER)]
 
-    @extend_schema(responses={200: TemplateSerializer(many=True)})
+    @extend_schema(responses={200: RewriteTemplateSerializer(many=True)})
     def get(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
         services.ensure_default_templates(benchmark)
-        return Response(TemplateSerializer(selectors.templates_of(benchmark), many=True).data)
+        return Response(RewriteTemplateSerializer(selectors.templates_of(benchmark), many=True).data)
 
-    @extend_schema(request=NewTemplateSerializer, responses={201: TemplateSerializer})
+    @extend_schema(request=RewriteNewTemplateSerializer, responses={201: RewriteTemplateSerializer})
     def post(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
-        serializer = NewTemplateSerializer(data=request.data)
+        serializer = RewriteNewTemplateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         template = services.create_template(benchmark, user=request.user, **serializer.validated_data)
-        return Response(TemplateSerializer(template).data, status=status.HTTP_201_CREATED)
+        return Response(RewriteTemplateSerializer(template).data, status=status.HTTP_201_CREATED)
 
 
 class TemplateVersions(APIView):
@@ -163,13 +163,13 @@ class TemplateVersions(APIView):
 
     permission_classes = [role_permission(REVIEWER)]
 
-    @extend_schema(request=NewVersionSerializer, responses={201: VersionSerializer})
+    @extend_schema(request=RewriteNewVersionSerializer, responses={201: RewriteTemplateVersionSerializer})
     def post(self, request, slug, pk):
         template = selectors.get_template(get_benchmark_for(request.user, slug), pk)
-        serializer = NewVersionSerializer(data=request.data)
+        serializer = RewriteNewVersionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         version = services.add_version(template, user=request.user, **serializer.validated_data)
-        return Response(VersionSerializer(version).data, status=status.HTTP_201_CREATED)
+        return Response(RewriteTemplateVersionSerializer(version).data, status=status.HTTP_201_CREATED)
 
 
 class Estimate(APIView):
@@ -177,10 +177,10 @@ class Estimate(APIView):
 
     permission_classes = [role_permission(REVIEWER)]
 
-    @extend_schema(request=BatchRequestSerializer, responses={200: dict})
+    @extend_schema(request=RewriteBatchRequestSerializer, responses={200: dict})
     def post(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
-        serializer = BatchRequestSerializer(data=request.data)
+        serializer = RewriteBatchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         return Response(services.estimate_batch(benchmark, **serializer.arguments()))
 
@@ -190,25 +190,25 @@ class Batches(APIView):
 
     permission_classes = [role_permission(REVIEWER)]
 
-    @extend_schema(responses={200: BatchSerializer(many=True)})
+    @extend_schema(responses={200: RewriteBatchSerializer(many=True)})
     def get(self, request, slug):
-        return Response(BatchSerializer(selectors.batches_of(get_benchmark_for(request.user, slug)), many=True).data)
+        return Response(RewriteBatchSerializer(selectors.batches_of(get_benchmark_for(request.user, slug)), many=True).data)
 
-    @extend_schema(request=BatchRequestSerializer, responses={201: BatchSerializer})
+    @extend_schema(request=RewriteBatchRequestSerializer, responses={201: RewriteBatchSerializer})
     def post(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
-        serializer = BatchRequestSerializer(data=request.data)
+        serializer = RewriteBatchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         batch = services.start_batch(benchmark, user=request.user, **serializer.arguments())
-        return Response(BatchSerializer(selectors.get_batch(benchmark, batch.number)).data, status=status.HTTP_201_CREATED)
+        return Response(RewriteBatchSerializer(selectors.get_batch(benchmark, batch.number)).data, status=status.HTTP_201_CREATED)
 
 
 class BatchDetail(APIView):
     permission_classes = [role_permission(REVIEWER)]
 
-    @extend_schema(responses={200: BatchSerializer})
+    @extend_schema(responses={200: RewriteBatchSerializer})
     def get(self, request, slug, number):
-        return Response(BatchSerializer(selectors.get_batch(get_benchmark_for(request.user, slug), number)).data)
+        return Response(RewriteBatchSerializer(selectors.get_batch(get_benchmark_for(request.user, slug), number)).data)
 
 
 class SeedRewrites(APIView):
@@ -221,10 +221,10 @@ class SeedRewrites(APIView):
         seed = get_item_for(request.user, slug, item_id)
         return Response(RewriteSerializer(selectors.seed_rewrites(seed), many=True).data)
 
-    @extend_schema(request=TextSerializer, responses={201: RewriteSerializer})
+    @extend_schema(request=RewriteTextSerializer, responses={201: RewriteSerializer})
     def post(self, request, slug, item_id):
         seed = get_item_for(request.user, slug, item_id)
-        serializer = TextSerializer(data=request.data)
+        serializer = RewriteTextSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         rewrite = services.add_manual(seed, user=request.user, text=serializer.validated_data["text"])
         return Response(RewriteSerializer(rewrite).data, status=status.HTTP_201_CREATED)
@@ -242,11 +242,11 @@ class RewriteAction(APIView):
         if self.action == "approve":
             services.approve(rewrite, user=request.user)
         elif self.action == "reject":
-            serializer = RejectSerializer(data=request.data)
+            serializer = RewriteRejectSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
             services.reject(rewrite, user=request.user, **serializer.validated_data)
         else:
-            serializer = TextSerializer(data=request.data)
+            serializer = RewriteTextSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
             services.edit(rewrite, user=request.user, text=serializer.validated_data["text"])
         return Response(RewriteSerializer(selectors.get_rewrite(benchmark, pk)).data)
@@ -263,7 +263,7 @@ class Approve(RewriteAction):
 class Reject(RewriteAction):
     action = "reject"
 
-    @extend_schema(request=RejectSerializer, responses={200: RewriteSerializer})
+    @extend_schema(request=RewriteRejectSerializer, responses={200: RewriteSerializer})
     def post(self, request, slug, pk):
         return super().post(request, slug, pk)
 
@@ -271,7 +271,7 @@ class Reject(RewriteAction):
 class Edit(RewriteAction):
     action = "edit"
 
-    @extend_schema(request=TextSerializer, responses={200: RewriteSerializer})
+    @extend_schema(request=RewriteTextSerializer, responses={200: RewriteSerializer})
     def post(self, request, slug, pk):
         return super().post(request, slug, pk)
 

@@ -79,7 +79,8 @@ def approve(rewrite: Rewrite, *, user) -> Item:
     the verifier. The seed's first approval moves it from accepted to rewritten."""
     with transaction.atomic():
         current = _locked(rewrite)
-        seed = current.seed
+        # The seed's row too: two rewrites of one seed approved at once must not both move it.
+        seed = Item.objects.select_for_update(of=("self",)).select_related("benchmark", "task").get(pk=current.seed_id)
         check_verifier(user, seed)
         if current.state == Rewrite.State.APPROVED:
             raise DomainError(f"Rewrite #{current.pk} is already approved (item #{current.item_id}); an approval is final.")
