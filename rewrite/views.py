@@ -12,6 +12,7 @@ from annotation.contract import item_payload
 from annotation.selectors import get_item_for
 from benchforge import permissions
 from benchforge.errors import DomainError
+from benchforge.inputs import optional_id, parse_id
 from benchforge.roles import ANNOTATOR, REVIEWER, role_required
 from curation.selectors import get_benchmark_for
 from llm.client import load_models
@@ -106,8 +107,7 @@ def batch_detail(request, slug, number):
 @role_required(REVIEWER)
 def verify_next(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    after = request.GET.get("after")
-    seed = selectors.next_seed(benchmark, after=int(after) if after and after.isdigit() else None)
+    seed = selectors.next_seed(benchmark, after=optional_id(request.GET.get("after")))
     if seed is None:
         messages.success(request, "No rewrite is waiting for verification.")
         return redirect("rewrite-home", slug=slug)
@@ -121,8 +121,7 @@ def _act(request, benchmark, seed) -> str:
         rewrite = services.add_manual(seed, user=request.user, text=request.POST.get("text", ""))
         messages.success(request, "Manual rewrite added: verify it like the others.")
         return f"rewrite-{rewrite.pk}"
-    rewrite_id = request.POST.get("rewrite", "")
-    rewrite = selectors.get_rewrite(benchmark, int(rewrite_id) if rewrite_id.isdigit() else 0)
+    rewrite = selectors.get_rewrite(benchmark, parse_id(request.POST.get("rewrite", ""), "rewrite"))
     if rewrite.seed_id != seed.pk:
         raise DomainError("That rewrite belongs to another seed.")
     if action == "approve":

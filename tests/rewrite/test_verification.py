@@ -184,6 +184,8 @@ def test_pages_show_batches_the_verification_page_and_the_item_count(candidates,
         f"/b/demo/rewrite/seeds/{seed.pk}/", {"action": "reject", "rewrite": second.pk, "reason": "not_fluent"}
     )
     assert response.status_code == 302 and response["Location"].endswith(f"#rewrite-{second.pk}")
+    bad = client_for(reviewer).post(f"/b/demo/rewrite/seeds/{seed.pk}/", {"action": "approve", "rewrite": "9" * 30})
+    assert bad.status_code == 302 and not bad["Location"].endswith("#")  # a clear message, not a 500
     second.refresh_from_db()
     assert second.state == "rejected"
     home = client_for(researcher).get("/b/demo/rewrite/").content.decode()
