@@ -281,6 +281,7 @@ def run_calls(
     on_result: Callable[[CallResult], dict | None] | None = None,
     total: int | None = None,
     client: PlatformClient | None = None,
+    on_group: Callable[[], None] | None = None,
 ) -> dict:
     """Ask `calls` (Call objects or {"key", "messages", "params"} mappings, consumed lazily) inside
     the runner of any job, concurrently up to the endpoint's bound across every worker, and return
@@ -292,6 +293,12 @@ def run_calls(
     records the call as an error with that message (its writes are rolled back). A failed call
     (result.ok False, result.error an LLMError with the reason) is recorded as an error after
     on_result saw it. total: also set the job's total.
+
+    on_group(), when given, makes on_result a reader only: it runs without a savepoint of its own
+    (a DomainError it raises records the call as an error, and it must not have written), and
+    on_group() runs once per group of finished calls, in the group's transaction, just before
+    their entries are recorded: write there, in bulk, what on_result collected (the rewrite
+    runner does, to spend a few queries per group instead of several per call).
 
     Returns the summary over these calls and every run of the job (see selectors.summarize_entries):
     calls, ok, errors, not_recorded, answered_from_cache, requests, prompt_tokens,
@@ -327,14 +334,19 @@ def run_calls(
                         outcome, message = JobEntry.Outcome.ERROR, str(result.error)
                     if on_result is not None:
                         try:
-                            with transaction.atomic():
+                            if on_group is not None:
                                 extra = on_result(result)
+                            else:
+                                with transaction.atomic():
+                                    extra = on_result(result)
                         except DomainError as exc:
                             outcome, message = JobEntry.Outcome.ERROR, exc.message
                         else:
                             if isinstance(extra, dict):
                                 data.update(extra)
                     rows.append((result.call.key, outcome, message, data))
+                if on_group is not None:
+                    on_group()
                 run.record_many(rows)
 
         def idle() -> None:

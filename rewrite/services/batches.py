@@ -185,22 +185,13 @@ def _parsed(batch: RewriteBatch, seed: BatchSeed, attempt: int, result, *, n: in
 
 
 class _GroupWriter:
-    """The job run as run_calls sees it, writing the replies of a group of calls in a few bulk
-    queries. run_calls records each group's entries with run.record_many inside the group's
-    transaction; the replies, rewrites and seed states go in just before, in that same
-    transaction, so they commit with their entries or not at all (a killed worker leaves neither,
-    and a resumed job asks those calls again, from the cache)."""
+    """Replies of a group of answered calls, parsed by on_result and written in a few bulk queries
+    by run_calls' on_group hook, in the transaction that records the group's entries: they commit
+    with their entries or not at all (a killed worker leaves neither, and a resumed job asks those
+    calls again, from the cache)."""
 
-    def __init__(self, run):
-        self._run = run
+    def __init__(self):
         self.pending: list[tuple[RawReply, list[Rewrite], BatchSeed]] = []
-
-    def __getattr__(self, name):
-        return getattr(self._run, name)
-
-    def record_many(self, rows) -> None:
-        self.flush()
-        self._run.record_many(rows)
 
     def flush(self) -> None:
         pending, self.pending = self.pending, []
@@ -249,7 +240,7 @@ def run_batch(run) -> dict:
             item = seed.item
             yield llm.Call(seed_key(item.pk), _first_messages(version, item.question, item.kind, item.choices, n), batch.params)
 
-    writer = _GroupWriter(run)
+    writer = _GroupWriter()
 
     def on_first(result):
         # Parsing only: the writer stores the group's replies with its entries.
@@ -263,7 +254,9 @@ def run_batch(run) -> dict:
         writer.pending.append((reply, rewrites, BatchSeed(pk=seed.pk, valid=len(kept), state=state)))
         return {"rewrite": {"kept": len(kept)}}
 
-    llm.run_calls(writer, first_calls(), endpoint=batch.endpoint, on_result=on_first, total=len(rows) + retries_done)
+    llm.run_calls(
+        run, first_calls(), endpoint=batch.endpoint, on_result=on_first, on_group=writer.flush, total=len(rows) + retries_done
+    )
 
     short = list(
         BatchSeed.objects.filter(batch=batch, state=BatchSeed.State.PENDING, replies__attempt=RawReply.Attempt.FIRST)
