@@ -8,11 +8,12 @@ from rest_framework.views import APIView
 
 from annotation.workflow import STATUS_CHOICES
 from benchforge import permissions
+from benchforge.inputs import accepts_uploads
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_permission
 from curation.selectors import get_benchmark_for
 
-from . import services
-from .models import PRIVATE_PARTS, Release, ReleaseFile
+from . import leaderboard, services
+from .models import PRIVATE_PARTS, Release, ReleaseFile, Score
 
 
 class FileSerializer(serializers.ModelSerializer):
@@ -186,6 +187,79 @@ class ReleaseDownload(APIView):
         )
 
 
+class ScoreSerializer(serializers.ModelSerializer):
+    release = serializers.SlugRelatedField(slug_field="version", read_only=True)
+    anchor = serializers.SlugRelatedField(slug_field="label", read_only=True)
+    headline = serializers.SerializerMethodField()
+    job = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = Score
+        fields = [
+            "id",
+            "release",
+            "label",
+            "method",
+            "source",
+            "endpoint",
+            "judge",
+            "anchor",
+            "status",
+            "headline",
+            "results",
+            "scored_with",
+            "job",
+            "created_at",
+        ]
+
+    def get_headline(self, score) -> str:
+        return leaderboard.headline(score.method, score.results)
+
+
+class ScoreRequestSerializer(serializers.Serializer):
+    label = serializers.CharField(max_length=100)
+    method = serializers.ChoiceField(choices=Score.Method.choices)
+    predictions = serializers.FileField(required=False)
+    endpoint = serializers.CharField(required=False, default="", max_length=100)
+    judge = serializers.CharField(required=False, default="", max_length=100)
+    anchor = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+
+
+@accepts_uploads("data_file")
+class Leaderboard(APIView):
+    """A frozen release's scores; researchers POST a predictions file (multipart) or an endpoint to score a model."""
+
+    permission_classes = [role_permission(ANNOTATOR)]
+
+    @extend_schema(responses={200: ScoreSerializer(many=True)})
+    def get(self, request, slug, version):
+        scores = _release(request, slug, version).scores.select_related("release", "anchor").order_by("method", "-created_at")
+        return Response(ScoreSerializer(scores, many=True).data)
+
+    @extend_schema(request={"multipart/form-data": ScoreRequestSerializer}, responses={201: ScoreSerializer})
+    def post(self, request, slug, version):
+        permissions.require_researcher(request.user, "Scoring a model")
+        release = _release(request, slug, version)
+        serializer = ScoreRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        anchor = release.scores.filter(pk=data["anchor"]).first() if data.get("anchor") else None
+        if data.get("anchor") and anchor is None:
+            return Response({"detail": f"No score #{data['anchor']} on release {version}."}, status=status.HTTP_400_BAD_REQUEST)
+        upload = data.get("predictions")
+        score = leaderboard.submit(
+            release,
+            user=request.user,
+            label=data["label"],
+            method=data["method"],
+            predictions=upload.read() if upload else None,
+            endpoint=data["endpoint"].strip(),
+            judge=data["judge"].strip(),
+            anchor=anchor,
+        )
+        return Response(ScoreSerializer(score).data, status=status.HTTP_201_CREATED)
+
+
 urlpatterns = [
     path("benchmarks/<slug:slug>/releases/", ReleaseList.as_view(), name="api-releases"),
     path("benchmarks/<slug:slug>/releases/<str:version>/", ReleaseDetail.as_view(), name="api-release"),
@@ -195,4 +269,5 @@ urlpatterns = [
     ),
     path("benchmarks/<slug:slug>/releases/<str:version>/diff/", ReleaseDiff.as_view(), name="api-release-diff"),
     path("benchmarks/<slug:slug>/releases/<str:version>/files/<str:kind>/", ReleaseDownload.as_view(), name="api-release-file"),
+    path("benchmarks/<slug:slug>/releases/<str:version>/leaderboard/", Leaderboard.as_view(), name="api-release-leaderboard"),
 ]

@@ -8,6 +8,7 @@ class ExportsConfig(AppConfig):
     def ready(self):
         from jobs import registry
 
-        from . import services
+        from . import leaderboard, services
 
         registry.register(services.BUILD_JOB, services.run_build, label="release build")
+        registry.register(leaderboard.SCORE_JOB, leaderboard.run_score, label="leaderboard score")

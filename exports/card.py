@@ -106,3 +106,20 @@ def task_chart(counts: dict) -> str:
         parts.append(f'<text x="{226 + dev + test}" y="{y + 13}">{sum(split.values())}</text>')
     parts.append(f'<text x="220" y="{row * len(tasks) + 24}">blue: dev · orange: test</text></svg>')
     return "\n".join(parts) + "\n"
+
+
+def score_chart(rows, label: str) -> str:
+    """A score card's bars: one per task (or category), value on a 0-1 scale, as an SVG."""
+    row, width = 22, 360
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{220 + width + 80}" height="{row * len(rows) + 30}" font-family="sans-serif" font-size="12">'
+    ]
+    for n, (name, value, count) in enumerate(rows):
+        y = 10 + n * row
+        bar = round(width * (value or 0))
+        shown = "—" if value is None else f"{100 * value:.0f}%"
+        parts.append(f'<text x="212" y="{y + 13}" text-anchor="end">{escape(name)}</text>')
+        parts.append(f'<rect x="220" y="{y}" width="{bar}" height="16" fill="#5b8def"><title>{shown} of {count}</title></rect>')
+        parts.append(f'<text x="{226 + bar}" y="{y + 13}">{shown} (n={count})</text>')
+    parts.append(f'<text x="220" y="{row * len(rows) + 24}">{escape(label)}</text></svg>')
+    return "\n".join(parts) + "\n"

@@ -202,3 +202,44 @@ class ReleaseFile(ReleaseRow):
     @property
     def is_private(self) -> bool:
         return self.kind.startswith("private")
+
+
+class Score(models.Model):
+    """One model's result on a frozen release (its leaderboard): scored by the harness's library
+    as a job, with the settings that produced it, so the number can be traced and reproduced."""
+
+    class Method(models.TextChoices):
+        POINTWISE = "pointwise", "Pointwise judge (1-10) with alignment"
+        PAIRWISE = "pairwise", "Pairwise judge against an anchor"
+        MCQ = "mcq", "Multiple choice under CircularEval"
+
+    class Source(models.TextChoices):
+        UPLOAD = "upload", "Uploaded predictions"
+        INFER = "infer", "Asked the endpoint"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        DONE = "done", "Scored"
+        FAILED = "failed", "Failed"
+
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="scores")
+    label = models.CharField(max_length=100, help_text="the model's name on the leaderboard")
+    method = models.CharField(max_length=20, choices=Method.choices)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    endpoint = models.CharField(max_length=100, blank=True, help_text="the model's endpoint (source: infer)")
+    judge = models.CharField(max_length=100, blank=True, help_text="judge endpoint (pointwise, pairwise)")
+    anchor = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # {release item id: answer}; what was uploaded, or what the endpoint answered.
+    answers = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    results = models.JSONField(default=dict, blank=True)
+    scored_with = models.JSONField(default=dict, blank=True, help_text="release, bundle, harness and judge settings")
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.label} on {self.release} ({self.method})"

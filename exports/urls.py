@@ -11,4 +11,11 @@ urlpatterns = [
     path("b/<slug:slug>/releases/<str:version>/chart.svg", views.release_chart, name="release-chart"),
     path("b/<slug:slug>/releases/<str:version>/diff/", views.release_diff, name="release-diff"),
     path("b/<slug:slug>/releases/<str:version>/download/<str:kind>/", views.release_download, name="release-download"),
+    path("b/<slug:slug>/releases/<str:version>/leaderboard/", views.release_leaderboard, name="release-leaderboard"),
+    path("b/<slug:slug>/releases/<str:version>/leaderboard/<id:pk>/", views.release_score, name="release-score"),
+    path(
+        "b/<slug:slug>/releases/<str:version>/leaderboard/<id:pk>/chart.svg",
+        views.release_score_chart,
+        name="release-score-chart",
+    ),
 ]

@@ -11,11 +11,12 @@ from django.views.decorators.http import require_POST
 
 from annotation.workflow import STATUS_CHOICES
 from benchforge import permissions
+from benchforge.inputs import accepts_uploads
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.selectors import get_benchmark_for
 
-from . import card, services
-from .models import PRIVATE_PARTS, Release
+from . import card, leaderboard, services
+from .models import PRIVATE_PARTS, Release, Score
 
 
 class ReleaseForm(forms.Form):
@@ -153,3 +154,77 @@ def release_diff(request, slug, version):
     can_see_private = permissions.is_researcher(request.user)
     result = services.diff(other, release, hide=() if can_see_private else release.private)
     return render(request, "exports/diff.html", {"benchmark": benchmark, "release": release, "other": other, "diff": result})
+
+
+class ScoreForm(forms.Form):
+    label = forms.CharField(max_length=100, help_text="The model's name on the leaderboard.")
+    method = forms.ChoiceField(choices=Score.Method.choices)
+    predictions = forms.FileField(
+        required=False, help_text='JSON Lines of {"id": …, "answer": "…"} for the open questions (or ask an endpoint).'
+    )
+    endpoint = forms.CharField(required=False, max_length=100, help_text="The model's endpoint in the models file.")
+    judge = forms.CharField(required=False, max_length=100, help_text="Judge endpoint (pointwise and pairwise).")
+    anchor = forms.ModelChoiceField(queryset=Score.objects.none(), required=False, help_text="Pairwise: the anchor model.")
+
+    def __init__(self, *args, release, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["anchor"].queryset = release.scores.exclude(answers={})
+
+
+@role_required(ANNOTATOR)
+@accepts_uploads("data_file")
+def release_leaderboard(request, slug, version):
+    benchmark, release = _release(request, slug, version)
+    can_score = permissions.is_researcher(request.user) and release.is_frozen
+    form = ScoreForm(request.POST or None, request.FILES or None, release=release) if can_score else None
+    if request.method == "POST":
+        if form is None:
+            raise PermissionDenied("Scoring a model needs the researcher role and a frozen release.")
+        if form.is_valid():
+            data = form.cleaned_data
+            upload = data["predictions"]
+            score = leaderboard.submit(
+                release,
+                user=request.user,
+                label=data["label"],
+                method=data["method"],
+                predictions=upload.read() if upload else None,
+                endpoint=data["endpoint"].strip(),
+                judge=data["judge"].strip(),
+                anchor=data["anchor"],
+            )
+            messages.success(request, f"{score.label} is being scored.")
+            return redirect("release-score", slug=slug, version=version, pk=score.pk)
+    scores = [
+        (s, leaderboard.headline(s.method, s.results))
+        for s in release.scores.select_related("job").order_by("method", "-created_at")
+    ]
+    context = {"benchmark": benchmark, "release": release, "scores": scores, "form": form}
+    return render(request, "exports/leaderboard.html", context)
+
+
+@role_required(ANNOTATOR)
+def release_score(request, slug, version, pk: int):
+    benchmark, release = _release(request, slug, version)
+    score = release.scores.select_related("job", "anchor", "created_by").filter(pk=pk).first()
+    if score is None:
+        raise Http404(f"No score #{pk} on release {version}.")
+    rows = leaderboard.per_group(score.method, score.results)
+    context = {
+        "benchmark": benchmark,
+        "release": release,
+        "score": score,
+        "headline": leaderboard.headline(score.method, score.results),
+        "rows": rows,
+    }
+    return render(request, "exports/score.html", context)
+
+
+@role_required(ANNOTATOR)
+def release_score_chart(request, slug, version, pk: int):
+    _benchmark, release = _release(request, slug, version)
+    score = release.scores.filter(pk=pk).first()
+    if score is None:
+        raise Http404(f"No score #{pk} on release {version}.")
+    rows = leaderboard.per_group(score.method, score.results)
+    return HttpResponse(card.score_chart(rows, f"{score.label}: {score.get_method_display()}"), content_type="image/svg+xml")
