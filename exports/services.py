@@ -91,8 +91,9 @@ def create_release(
     )
 
 
-def start_build(release: Release, *, user) -> Release:
-    """Build (or rebuild, while not frozen) the release as a job."""
+def start_build(release: Release, *, user, here: bool = False) -> Release:
+    """Build (or rebuild, while not frozen) the release as a job; `here`: run it in this process
+    now (management commands) instead of handing it to the job runner."""
     permissions.require_researcher(user, "Building a release")
     if release.is_frozen:
         raise FrozenRelease(f"Release {release.version} is frozen: it is built for good.")
@@ -103,7 +104,10 @@ def start_build(release: Release, *, user) -> Release:
             BUILD_JOB, user=user, benchmark=release.benchmark, total=1 + 2 * len(VARIANTS) + 1, params={"release": release.pk}
         )
         Release.objects.filter(pk=release.pk).update(status=Release.Status.BUILDING, job=job)
-        jobs.enqueue(job)
+        if not here:
+            jobs.enqueue(job)
+    if here:
+        jobs.run_now(job)
     release.refresh_from_db()
     return release
 
