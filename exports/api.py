@@ -61,7 +61,7 @@ class NewReleaseSerializer(serializers.Serializer):
     statuses = serializers.ListField(child=serializers.ChoiceField(choices=STATUS_CHOICES), required=False)
     tasks = serializers.ListField(child=serializers.SlugField(), required=False, default=list, help_text="task slugs")
     dev_ratio = serializers.FloatField(min_value=0, max_value=1, default=0.4)
-    split_seed = serializers.IntegerField(default=0)
+    split_seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
     private = serializers.ListField(child=serializers.ChoiceField(choices=list(PRIVATE_PARTS)), default=["test_answers"])
     license = serializers.CharField(max_length=200, default="CC BY-NC-SA 4.0")
 

@@ -36,7 +36,7 @@ class ReleaseForm(forms.Form):
         label="Dev share",
         help_text="0.4 gives the usual 4:6 dev/test split (by task; a seed and its rewrites stay together).",
     )
-    split_seed = forms.IntegerField(initial=0, help_text="The same seed gives the same split.")
+    split_seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1, help_text="The same seed gives the same split.")
     private = forms.MultipleChoiceField(
         choices=list(PRIVATE_PARTS.items()),
         initial=["test_answers"],
