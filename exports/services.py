@@ -341,7 +341,8 @@ def write_bundle(release: Release, variant: str, folder: Path) -> None:
         title=release.benchmark.name,
         version=release.version,
         variant=variant,
-        created_at=release.built_at.isoformat(),
+        # The release's own date, not the build's: a rebuild of the same release writes the same bytes.
+        created_at=release.created_at.replace(microsecond=0).isoformat(),
         schema_version=SCHEMA_VERSION,
         harness_version=harness.__version__,
         counts=release.counts,

@@ -7,8 +7,10 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from annotation.models import Item
 from exports import services
@@ -98,12 +100,15 @@ def test_verification_catches_a_flipped_byte(built, tmp_path):
     assert result.returncode == 1 and "does NOT match" in result.stderr
 
 
-def test_two_builds_of_the_same_release_are_byte_identical(built, researcher, django_capture_on_commit_callbacks):
+def test_two_builds_of_the_same_release_are_byte_identical(built, researcher, django_capture_on_commit_callbacks, monkeypatch):
     release = built()
     first = dict(release.files.values_list("kind", "sha256"))
+    later = timezone.now() + timedelta(days=1, seconds=7)
+    monkeypatch.setattr(services.timezone, "now", lambda: later)  # a rebuild on another day
     with django_capture_on_commit_callbacks(execute=True):
         services.start_build(release, user=researcher)
     release.refresh_from_db()
+    assert release.built_at == later.replace(microsecond=0)
     assert dict(release.files.values_list("kind", "sha256")) == first
 
 
