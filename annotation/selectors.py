@@ -19,9 +19,10 @@ ITEM_FILTERS = ("task", "status", "author", "assignee", "kind")
 
 
 def item_counts_by_task_and_status(benchmark) -> dict[int, dict[str, int]]:
-    """{task_id: {status: count}} in one grouped query."""
+    """{task_id: {status: count}} in one grouped query. COUNT(*), not COUNT(id): Postgres then
+    answers from the (benchmark, task, status) index alone instead of reading every item row."""
     counts: dict[int, dict[str, int]] = {}
-    rows = Item.objects.filter(benchmark=benchmark).values("task_id", "status").annotate(n=Count("id")).order_by()
+    rows = Item.objects.filter(benchmark=benchmark).values("task_id", "status").annotate(n=Count("*")).order_by()
     for row in rows:
         counts.setdefault(row["task_id"], {})[row["status"]] = row["n"]
     return counts

@@ -427,16 +427,22 @@ def serve(port: int, workers: int, env: dict) -> subprocess.Popen:
     raise SystemExit("gunicorn did not come up within 60 s")
 
 
-def cpu_seconds(pids) -> float:
-    """user + system CPU time of these processes so far (Linux /proc)."""
-    total = 0
+def cpu_seconds(pids) -> dict[int, float]:
+    """user + system CPU time of each of these processes so far (Linux /proc)."""
+    times = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / os.sysconf("SC_CLK_TCK")
+        times[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    return times
+
+
+def cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds spent between two readings by the processes alive at the second (Postgres
+    backends come and go with the workers' connections: a vanished one's time is lost, never negative)."""
+    return sum(t - before.get(pid, 0.0) for pid, t in after.items())
 
 
 def server_pids(gunicorn_pid: int, database: str) -> tuple[list[int], list[int]]:
@@ -607,8 +613,8 @@ def main() -> int:
         after = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         workers, backends = server_pids(server.pid, name)
         total = sum(len(v) for v in timings.values())
-        web_ms = 1000 * (cpu_seconds(workers) - cpu_before.get("web", 0)) / max(total, 1)
-        db_ms = 1000 * (cpu_seconds(backends) - cpu_before.get("db", 0)) / max(total, 1)
+        web_ms = 1000 * cpu_spent(cpu_before.get("web", {}), cpu_seconds(workers)) / max(total, 1)
+        db_ms = 1000 * cpu_spent(cpu_before.get("db", {}), cpu_seconds(backends)) / max(total, 1)
         print(
             f"gunicorn {args.workers} sync workers, {args.clients} clients, {args.seconds:.0f} s, {os.cpu_count()} CPUs, "
             f"load average before {before}, after {after}: {total} requests, {total / args.seconds:.0f} req/s"

@@ -190,6 +190,9 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = 1000
 MB = 1024 * 1024
+# A benchmark's dashboard counts whole tables (items per task and stage, submissions per day,
+# review rounds): its numbers are kept this long in the cache; 0 recounts on every view.
+BENCHFORGE_DASHBOARD_CACHE_SECONDS = int(os.environ.get("BENCHFORGE_DASHBOARD_CACHE_SECONDS", "30"))
 BENCHFORGE_MAX_UPLOAD_BYTES = int(os.environ.get("BENCHFORGE_MAX_UPLOAD_BYTES", 50 * MB))  # one image
 BENCHFORGE_MAX_REQUEST_BYTES = int(os.environ.get("BENCHFORGE_MAX_REQUEST_BYTES", 200 * MB))  # one batch of images
 BENCHFORGE_MAX_ARCHIVE_BYTES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_BYTES", 2048 * MB))  # a zip or URL list
