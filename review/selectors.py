@@ -44,6 +44,14 @@ def pending_reviews(user, benchmark):
     )
 
 
+def review_queue_rows(user, benchmark):
+    """The review queue page's rows: pending_reviews with only the columns the page shows (not the
+    items' texts nor the tasks' guidelines: the page is opened between every few reviews)."""
+    return pending_reviews(user, benchmark).only(
+        "id", "assigned_at", "item", "round", "round__number", "round__kind", "item__task", "item__task__name"
+    )
+
+
 def get_review_for(user, benchmark, review_id: int) -> Review:
     """One of the user's own reviews (nobody else's: reviewers do not see each other's verdicts)."""
     review = (
