@@ -17,7 +17,9 @@ database calls, number of queries; from a timing wrapper around the WSGI app): c
 above server time is queueing for a worker; server wall time far above CPU + database time is
 CPU contention from other work on the machine (the load average is printed with the numbers).
 
-Admin connection: BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
+Admin connection: BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres). The web
+processes share the cache in BENCH_CACHE_URL (default redis://127.0.0.1:6379/14, emptied before and
+after; without Redis each process keeps its own), as docs/deploy.md asks of a deployment.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+# The web processes share a cache as docs/deploy.md asks (CACHE_URL); this Redis database is emptied
+# before and after the run, so use one nothing else keeps anything in.
+CACHE_URL = os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/14")
 SLUG = "load"
 MEMBERS = 20
 OPEN_PER_MEMBER = 60
@@ -108,6 +113,17 @@ def admin(sql: str) -> None:
             cur.execute(sql)
     finally:
         conn.close()
+
+
+def empty_cache() -> bool:
+    """Empty the bench's Redis database; False when there is no Redis (each process keeps its own cache)."""
+    import redis
+
+    try:
+        redis.Redis.from_url(CACHE_URL, socket_connect_timeout=2).flushdb()
+    except redis.RedisError:
+        return False
+    return True
 
 
 def free_port() -> int:
@@ -595,6 +611,11 @@ def main() -> int:
         LOG_LEVEL="WARNING",
         BENCHFORGE_SSL_REDIRECT="0",  # plain http on the loopback: no redirect to https
     )
+    shared_cache = empty_cache()
+    if shared_cache:
+        env["CACHE_URL"] = CACHE_URL
+    else:
+        print(f"no Redis at {CACHE_URL}: each web process keeps its own cache")
     os.environ.update(env)
     server = None
     try:
@@ -634,6 +655,8 @@ def main() -> int:
         from django.db import connections
 
         connections.close_all()
+        if shared_cache:
+            empty_cache()
         if args.keep:
             print(f'kept database {name}: DROP DATABASE "{name}" when done')
         else:
