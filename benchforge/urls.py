@@ -19,6 +19,7 @@ api_patterns = [
     path("", include("curation.api")),
     path("", include("annotation.api")),
     path("", include("review.api")),
+    path("", include("qc.api")),
 ]
 
 urlpatterns = [
@@ -32,6 +33,7 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("", include("labelstudio.urls")),
     path("", include("review.urls")),
+    path("", include("qc.urls")),
     path("api/v1/", include(api_patterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

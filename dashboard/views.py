@@ -7,6 +7,7 @@ from annotation.selectors import item_counts_by_task_and_status, submission_prog
 from annotation.workflow import STATUS_CHOICES
 from benchforge.roles import ANNOTATOR, role_required
 from curation.selectors import benchmarks_for, get_benchmark_for, tasks_of
+from qc.selectors import qc_overview
 from review.selectors import review_overview
 
 
@@ -45,5 +46,6 @@ def dashboard(request, slug):
             "grand_total": sum(totals),
             "progress": submission_progress(benchmark),
             "review": review_overview(benchmark),
+            "qc": qc_overview(benchmark),
         },
     )
