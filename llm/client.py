@@ -133,8 +133,9 @@ class PlatformClient(LLMClient):
             endpoints, cache, limiter=_CountingLimiter(limiter if limiter is not None else platform_limiter()), **kwargs
         )
         self.payer = payer
-        self._call_threads: dict[str, _CallThreads] = {}
-        self._call_threads_lock = threading.Lock()
+        # One set for every endpoint: a run asks its models one after the other, and each thread
+        # may hold a database connection (the cache), so threads per endpoint would multiply them.
+        self._call_threads = _CallThreads("llm-calls")
 
     def chat_many(
         self,
@@ -149,8 +150,7 @@ class PlatformClient(LLMClient):
         items = list(requests)
         if not items:
             return []
-        with self._call_threads_lock:
-            threads = self._call_threads.setdefault(endpoint, _CallThreads(f"llm-{endpoint}"))
+        threads = self._call_threads
         threads.grow(min(len(items), state.endpoint.max_concurrency))
         results: list = [None] * len(items)
         done: queue.Queue = queue.Queue()
@@ -194,10 +194,7 @@ class PlatformClient(LLMClient):
             return super().chat(endpoint, messages, **params)
 
     def close(self) -> None:
-        with self._call_threads_lock:
-            pools, self._call_threads = list(self._call_threads.values()), {}
-        for pool in pools:
-            pool.close()
+        self._call_threads.close()
         super().close()
 
     def traced_call(self, endpoint: str, messages: list[dict], params: dict) -> tuple[ChatResponse | LLMError, CallTrace]:

@@ -24,14 +24,17 @@ def open_connections() -> int:
 def test_batches_reuse_their_threads_and_close_their_connections(declare, fake_llm):
     require(connection.vendor == "postgresql", "Postgres via DATABASE_URL (counts its connections)")
     declare(model="m", max_concurrency=6)
+    declare(name="ep2", model="m2", max_concurrency=6)
     fake_llm.script("m", lambda body: "A")
+    fake_llm.script("m2", lambda body: "A")
     before = open_connections()
     client = get_client()
     try:
-        for batch in range(5):
-            results = client.chat_many("ep", [[user_message(f"batch {batch} question {n}")] for n in range(12)])
+        for batch in range(6):
+            endpoint = ("ep", "ep2")[batch % 2]
+            results = client.chat_many(endpoint, [[user_message(f"batch {batch} question {n}")] for n in range(12)])
             assert all(r.text == "A" for r in results)
-        # At most one connection per call thread, however many batches ran.
+        # At most one connection per call thread, however many batches ran on however many endpoints.
         assert open_connections() - before <= 6
     finally:
         client.close()

@@ -31,13 +31,13 @@ def declare(fake_llm, tmp_path, settings, monkeypatch):
             table = {
                 "provider": keys.get("provider", provider),
                 "base_url": fake_llm.base_url(keys.get("provider", provider)),
-                "model": name,
+                "model": keys.get("model", name),
                 "api_key_env": KEY_ENV,
                 "max_retries": 0,
                 "timeout": 5,
                 "max_concurrency": 4,
             }
-            table.update({k: v for k, v in keys.items() if k != "provider"})
+            table.update({k: v for k, v in keys.items() if k not in ("provider", "model")})
             tables[name] = table
         path.write_text(models_toml(tables))
         settings.BENCHFORGE_MODELS = path
