@@ -74,6 +74,20 @@ class Knowers:
         return next(letter for letter, t in shown.items() if want(t))
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of these processes so far (Linux /proc), and of this one."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return total + usage.ru_utime + usage.ru_stime
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -214,11 +228,14 @@ def main() -> int:
         server.reset()
 
         # 1. the QC run
+        pids = [proc.pid for proc in workers.procs]
+        cpu_before, load_before = cpu_seconds(pids), os.getloadavg()[0]
         started = time.monotonic()
         run = start_run(benchmark, user=lead, filter="text_only", models=list(MODELS), parts=args.workers)
         parts = list(run.jobs.all())
         elapsed = time.monotonic() - started
         elapsed += wait_finished(parts, timeout=600)
+        cpu = cpu_seconds(pids) - cpu_before
         parts = [Job.objects.get(pk=job.pk) for job in parts]
         made = len(server.requests(REMOTE_MODEL))
         without = args.items * 4 * len(MODELS)
@@ -237,6 +254,10 @@ def main() -> int:
         print(f"  flagged {len(flagged)} items; exactly the expected ones: {flagged == expected}")
         print(f"  max in flight seen by the server: {peak} (bound {args.concurrency})")
         print(f"  wall time {elapsed:.2f} s vs ideal {ideal:.2f} s for the calls made: {ratio:.2f}x (target <= {TARGET_RATIO}x)")
+        print(
+            f"  CPU used by the workers and this process (the fake server): {cpu:.1f} s, {1000 * cpu / made:.1f} ms per call; "
+            f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after (the machine's other work competes)"
+        )
         ok &= all(job.status == Job.Status.SUCCEEDED for job in parts) and flagged == expected
         ok &= peak <= args.concurrency and ratio <= TARGET_RATIO and made == report["calls"]["made"]
 

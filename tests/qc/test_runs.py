@@ -203,3 +203,21 @@ def test_starting_a_run_is_checked_first(declare, fake_llm, benchmark, researche
     with pytest.raises(DomainError, match="judge"):
         services.start_run(benchmark, user=researcher, filter="judged_text_only", models=["k1"])
     assert not fake_llm.requests()
+
+
+def test_replies_the_rules_cannot_read_go_to_the_extractor(declare, fake_llm, benchmark, researcher):
+    declare({"wordy": {}, "reader": {}})
+    fake_llm.script("wordy", "Either A or C, hard to say.")
+    fake_llm.script("reader", "Z")  # the extractor: none of the options
+    make_mcq_items(benchmark, researcher, 2)
+
+    run = services.start_run(benchmark, user=researcher, filter="text_only", models=["wordy"], extractor="reader")
+
+    job = run.jobs.get()
+    assert job.status == Job.Status.SUCCEEDED, job.message
+    answers = list(QCAnswer.objects.filter(run=run))
+    assert len(answers) == 2 and all(a.method == "extractor_none" and a.letter == "Z" and not a.correct for a in answers)
+    assert len(fake_llm.requests("reader")) == 2
+    report = selectors.report(run)
+    assert report["calls"]["extractor"] == 2 and report["models"]["wordy"]["needed_extractor"] == 2
+    assert job.total == 8 + 2 and job.done == job.total  # the extractor's calls are units too
