@@ -18,7 +18,7 @@ from .services.imports import FORMATS
 from .services.runs import MAX_PARTS
 
 
-class RunSerializer(serializers.ModelSerializer):
+class QCRunSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     models = serializers.ListField(source="model_names", read_only=True)
     jobs = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
@@ -47,7 +47,7 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ScopeSerializer(serializers.Serializer):
+class QCScopeSerializer(serializers.Serializer):
     filter = serializers.ChoiceField(choices=QCRun.Filter.choices)
     models = serializers.ListField(
         child=serializers.CharField(max_length=100), min_length=1, help_text="endpoint names, in order"
@@ -58,7 +58,7 @@ class ScopeSerializer(serializers.Serializer):
     judge = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
 
 
-class StartSerializer(ScopeSerializer):
+class QCStartSerializer(QCScopeSerializer):
     threshold = serializers.FloatField(min_value=0, max_value=0.99, required=False, allow_null=True)
     min_score = serializers.IntegerField(min_value=1, max_value=10, default=7)
     early_stop = serializers.BooleanField(default=True)
@@ -81,10 +81,10 @@ class Estimate(APIView):
 
     permission_classes = [role_permission(RESEARCHER)]
 
-    @extend_schema(request=ScopeSerializer, responses={200: dict})
+    @extend_schema(request=QCScopeSerializer, responses={200: dict})
     def post(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
-        serializer = ScopeSerializer(data=request.data)
+        serializer = QCScopeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         return Response(services.estimate(benchmark, **_scope_args(benchmark, serializer.validated_data)))
 
@@ -93,16 +93,16 @@ class RunList(generics.ListAPIView):
     """A benchmark's QC runs, newest first. POST starts one (201): its jobs are listed in `jobs`
     (poll /api/v1/jobs/<id>/ or the run)."""
 
-    serializer_class = RunSerializer
+    serializer_class = QCRunSerializer
     permission_classes = [role_permission(RESEARCHER)]
 
     def get_queryset(self):
         return selectors.runs_of(get_benchmark_for(self.request.user, self.kwargs["slug"])).prefetch_related("jobs")
 
-    @extend_schema(request=StartSerializer, responses={201: RunSerializer})
+    @extend_schema(request=QCStartSerializer, responses={201: QCRunSerializer})
     def post(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
-        serializer = StartSerializer(data=request.data)
+        serializer = QCStartSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         run = services.start_run(
@@ -114,7 +114,7 @@ class RunList(generics.ListAPIView):
             parts=data["parts"],
             **_scope_args(benchmark, data),
         )
-        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+        return Response(QCRunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 
 class RunReport(APIView):
@@ -128,10 +128,10 @@ class RunReport(APIView):
         run = selectors.get_run(get_benchmark_for(request.user, slug), number)
         report = selectors.report(run)
         report.pop("chart")
-        return Response({"run": RunSerializer(run).data, "report": report})
+        return Response({"run": QCRunSerializer(run).data, "report": report})
 
 
-class AnswerSerializer(serializers.Serializer):
+class QCAnswerSerializer(serializers.Serializer):
     model = serializers.CharField()
     shift = serializers.IntegerField()
     options = serializers.DictField()
@@ -144,7 +144,7 @@ class AnswerSerializer(serializers.Serializer):
     error = serializers.CharField()
 
 
-class EntrySerializer(serializers.ModelSerializer):
+class QCEntrySerializer(serializers.ModelSerializer):
     external_id = serializers.CharField(source="item.external_id", read_only=True)
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     answers = serializers.SerializerMethodField()
@@ -169,13 +169,13 @@ class EntrySerializer(serializers.ModelSerializer):
 
     def get_answers(self, entry) -> list[dict]:
         rows = [a for m in selectors.answers_by_model(entry.run, entry.item_id) for a in m["answers"]]
-        return AnswerSerializer(rows, many=True).data
+        return QCAnswerSerializer(rows, many=True).data
 
 
 class FlaggedList(generics.ListAPIView):
     """The run's flagged items with each model's answers per pass (`?undecided=1`: not decided yet)."""
 
-    serializer_class = EntrySerializer
+    serializer_class = QCEntrySerializer
     permission_classes = [role_permission(RESEARCHER)]
 
     def get_queryset(self):
@@ -185,7 +185,7 @@ class FlaggedList(generics.ListAPIView):
         )
 
 
-class DecisionSerializer(serializers.Serializer):
+class QCDecisionSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=QCItem.Decision.choices)
     note = serializers.CharField(max_length=5000, required=False, allow_blank=True, default="")
 
@@ -195,17 +195,17 @@ class Decide(APIView):
 
     permission_classes = [role_permission(RESEARCHER)]
 
-    @extend_schema(request=DecisionSerializer, responses={200: EntrySerializer})
+    @extend_schema(request=QCDecisionSerializer, responses={200: QCEntrySerializer})
     def post(self, request, slug, number, item_id):
         run = selectors.get_run(get_benchmark_for(request.user, slug), number)
-        serializer = DecisionSerializer(data=request.data)
+        serializer = QCDecisionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         entry = services.decide(selectors.get_entry(run, item_id), user=request.user, **serializer.validated_data)
         entry.run = run
-        return Response(EntrySerializer(entry).data)
+        return Response(QCEntrySerializer(entry).data)
 
 
-class ImportSerializer(serializers.Serializer):
+class QCImportSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=list(FORMATS.items()))
     file = serializers.FileField()
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="", help_text="a new benchmark")
@@ -217,12 +217,12 @@ class Import(generics.GenericAPIView):
     """Import an external benchmark (multipart): 202 with the job; rows with problems are its error
     entries (/api/v1/jobs/<id>/)."""
 
-    serializer_class = ImportSerializer
+    serializer_class = QCImportSerializer
     permission_classes = [role_permission(RESEARCHER)]
     parser_classes = [MultiPartParser]
 
     def post(self, request):
-        serializer = ImportSerializer(data=request.data)
+        serializer = QCImportSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         benchmark = None
