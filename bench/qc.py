@@ -30,6 +30,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -286,6 +287,7 @@ def main() -> int:
 
         connections.close_all()
         admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
