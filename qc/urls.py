@@ -8,5 +8,7 @@ urlpatterns = [
     path("b/<slug:slug>/qc/runs/<id:number>/", views.run_detail, name="qc-run"),
     path("b/<slug:slug>/qc/runs/<id:number>/flagged/", views.flagged_list, name="qc-flagged"),
     path("b/<slug:slug>/qc/runs/<id:number>/items/<id:item_id>/", views.adjudicate, name="qc-item"),
-    path("b/<slug:slug>/qc/runs/<id:number>/export.<str:fmt>", views.export_run, name="qc-export"),
+    path("b/<slug:slug>/qc/runs/<id:number>/export.tsv", views.export_run, {"fmt": "tsv"}, name="qc-export-tsv"),
+    path("b/<slug:slug>/qc/runs/<id:number>/export.jsonl", views.export_run, {"fmt": "jsonl"}, name="qc-export-jsonl"),
+    path("b/<slug:slug>/qc/runs/<id:number>/removed.json", views.export_run, {"fmt": "removed"}, name="qc-export-removed"),
 ]

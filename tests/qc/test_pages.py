@@ -115,7 +115,8 @@ def test_pages_show_the_run_the_chart_and_the_adjudication(client_for, researche
     response = c.post(f"/b/{slug}/qc/runs/{number}/items/{item.pk}/", {"decision": "fix", "note": ""})
     assert response.status_code == 302 and response["Location"] == f"/b/{slug}/items/{item.pk}/"
     assert c.get(f"/b/{slug}/qc/runs/{number}/export.tsv").status_code == 200
-    removed = c.get(f"/b/{slug}/qc/runs/{number}/export.removed")
+    assert c.get(f"/b/{slug}/qc/runs/{number}/export.jsonl").status_code == 200
+    removed = c.get(f"/b/{slug}/qc/runs/{number}/removed.json")
     assert removed.status_code == 200 and json.loads(removed.content)
     dashboard = c.get(f"/b/{slug}/").content.decode()
     assert 'id="qc-overview"' in dashboard and "3 of 6 items flagged" in dashboard
