@@ -20,6 +20,7 @@ api_patterns = [
     path("", include("annotation.api")),
     path("", include("review.api")),
     path("", include("exports.api")),
+    path("", include("qc.api")),
 ]
 
 urlpatterns = [
@@ -34,6 +35,7 @@ urlpatterns = [
     path("", include("labelstudio.urls")),
     path("", include("review.urls")),
     path("", include("exports.urls")),
+    path("", include("qc.urls")),
     path("api/v1/", include(api_patterns)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

@@ -10,6 +10,7 @@ from annotation.selectors import item_counts_by_task_and_status, submission_prog
 from annotation.workflow import STATUS_CHOICES
 from benchforge.roles import ANNOTATOR, role_required
 from curation.selectors import benchmarks_for, get_benchmark_for, tasks_of
+from qc.selectors import qc_overview
 from review.selectors import review_overview
 
 
@@ -63,5 +64,6 @@ def dashboard(request, slug):
             "grand_total": sum(totals),
             "progress": _recent(benchmark, "progress", submission_progress),
             "review": _recent(benchmark, "review", review_overview),
+            "qc": qc_overview(benchmark),
         },
     )
