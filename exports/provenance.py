@@ -1,10 +1,11 @@
 """Where a released item came from, read from the apps that made it (exports reads every app;
 nothing imports exports): its images' sources and licenses, its author, its reviewers per round,
-and the numbers of how the benchmark was built (for the dataset card)."""
+the QC runs that judged it, and the numbers of how the benchmark was built (for the dataset card)."""
 
 from collections import Counter, defaultdict
 
 from curation.models import Image
+from qc import selectors as qc
 from review.models import Review, ReviewRound, RoundItem
 
 
@@ -20,6 +21,7 @@ def for_items(items) -> dict[int, dict]:
     )
     for item_id, number, kind, reviewer, verdict in rows:
         reviews[item_id].append({"round": number, "kind": kind, "reviewer": reviewer, "verdict": verdict})
+    checked = qc.provenance(ids)
     out = {}
     for item in items:
         source = item.seed if item.seed_id else item
@@ -35,6 +37,7 @@ def for_items(items) -> dict[int, dict]:
                 for link in source.item_images.all()
             ],
             "reviews": reviews.get(item.pk, []),
+            "qc": checked.get(item.pk, {}).get("runs", []),
             "external_id": item.external_id or None,
         }
     return out
@@ -60,4 +63,13 @@ def construction(benchmark, items) -> dict:
         "rewrites": sum(rewrites.values()),
         "rewrites_per_seed": round(sum(rewrites.values()) / len(seeds), 2) if seeds else 0,
         "review_rounds": rounds,
+        "qc_removed": _removals(benchmark),
     }
+
+
+def _removals(benchmark) -> str:
+    """ "N (reason: n, …)" for the card; items a QC decision took out of the benchmark."""
+    removed = Counter(row["reason"] for row in qc.removed_items(benchmark=benchmark))
+    if not removed:
+        return "none"
+    return f"{sum(removed.values())} (" + "; ".join(f"{reason}: {n}" for reason, n in sorted(removed.items())) + ")"

@@ -231,3 +231,21 @@ def test_a_bundle_scores_end_to_end_with_the_harness_it_carries(built, tmp_path,
     assert scored["judged"] == 18 and scored["errors"] == 0 and scored["mean"] == 8  # the 18 open questions
     assert scored["alignment"]["groups"] == 6  # the seed groups the release kept together
     assert len(fake_llm.requests("vlm")) == 18  # every open question went to the model under test
+
+
+def test_released_items_carry_their_qc_runs_and_the_card_counts_qc_removals(benchmark, researcher, built, monkeypatch):
+    from qc.demo import add_demo
+    from qc.models import QCItem
+    from qc.services import decide
+
+    add_demo(benchmark, [researcher])
+    flagged = list(QCItem.objects.filter(flagged=True).select_related("item").order_by("pk"))
+    decide(flagged[0], user=researcher, decision="remove", note="the options give it away")
+    decide(flagged[1], user=researcher, decision="keep", note="needs the chart after all")
+    release = built()
+    kept = release.items.get(item_id=flagged[1].item_id)
+    (run,) = kept.provenance["qc"]
+    assert run["filter"] == "text_only" and run["flagged"] and run["decision"] == "keep"
+    assert not release.items.filter(item_id=flagged[0].item_id).exists()
+    card = dict(iter_bytes(stored(release, "public.zip")))["README.md"].decode()
+    assert "Removed by the quality filters: 1 (answerable without the image (text-only filter): 1)." in card
