@@ -1,12 +1,21 @@
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import loader
+from django.templatetags.static import static
 from django.utils import timezone
 
 from .auth import active_lockouts, lift_lockout
 from .roles import RESEARCHER, role_required
+
+
+@login_not_required
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page says: point them at the static file."""
+    return redirect(static("benchforge/favicon.ico"), permanent=True)
+
 
 # ---- login lockouts ------------------------------------------------------------------------------
 
