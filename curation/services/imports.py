@@ -92,6 +92,8 @@ def _task_from_folder(name: str, by_slug: dict[str, Task]) -> list[Task]:
 def _unmatched_folder(name: str, by_slug: dict[str, Task]) -> str:
     """The top folder of a file when it names no task of the benchmark ('' when it does, or
     when the file is at the top): such a file would silently import without a task from it."""
+    if _unsafe_member_name(name):
+        return ""  # refused anyway (absolute path or '..')
     parts = PurePosixPath(name).parts
     return parts[0] if len(parts) > 1 and parts[0] not in by_slug else ""
 

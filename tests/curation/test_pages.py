@@ -265,8 +265,8 @@ def test_contamination_report_names_the_set_the_match_kind_and_distance(client_f
     assert "t/1.jpg" in rows[str(exact.pk)] and '<td class="num distance">0</td>' in rows[str(exact.pk)]
     assert "MMBench dev" in rows[str(visual.pk)] and '<td class="kind">phash</td>' in rows[str(visual.pk)]
     assert '<td class="num distance">2</td>' in rows[str(visual.pk)]
-    assert 'href="/known-sets/"' not in page  # annotators are not sent to a page they cannot open
-    assert 'href="/known-sets/"' in html(client_for(researcher).get(CONTAMINATION))
+    assert 'href="/known-sets/?from=demo"' not in page  # annotators are not sent to a page they cannot open
+    assert 'href="/known-sets/?from=demo"' in html(client_for(researcher).get(CONTAMINATION))
 
 
 def test_known_sets_page_imports_lists_and_deletes(client_for, researcher, benchmark):
