@@ -465,3 +465,13 @@ def test_openapi_schema_generates_without_warnings(tmp_path):
 
     call_command("spectacular", "--fail-on-warn", "--validate", "--file", str(tmp_path / "schema.yml"))
     assert "/api/v1/benchmarks/{slug}/items/{id}/submit/" in (tmp_path / "schema.yml").read_text()
+
+
+def test_the_editor_header_history_count_follows_each_save(client_for, annotator, draft, image):
+    c = client_for(annotator)
+    assert ">history (1 version)</a>" in c.get(url(draft)).content.decode()
+    for version in (2, 3):
+        saved = c.post(url(draft, "save/"), form_data(draft, version - 1, image, question=f"Question {version}?"), **HTMX)
+        html = saved.content.decode()
+        assert f"Saved · version {version}" in html
+        assert f'id="history-link" href="{url(draft, "history/")}" hx-swap-oob="true">history ({version} versions)</a>' in html
