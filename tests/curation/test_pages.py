@@ -333,3 +333,9 @@ def test_media_file_missing_from_storage_is_a_404(client_for, researcher, benchm
     image = add_images(benchmark, 1)[0]
     (Path(settings.MEDIA_ROOT) / image.thumbnail.name).unlink()
     assert client_for(researcher).get(f"/media/{image.thumbnail.name}").status_code == 404
+
+
+def test_the_task_form_gives_name_and_keywords_the_full_width(client_for, researcher, benchmark):
+    html = client_for(researcher).get("/b/demo/taxonomy/counting/").content.decode()
+    assert '<input type="text" name="name" class="wide"' in html
+    assert '<input type="text" name="collection_keywords" class="wide"' in html
