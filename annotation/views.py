@@ -37,6 +37,7 @@ from .selectors import (
     items_of,
     latest_assignment_for_item,
     open_assignments_of,
+    picker_images,
     queue_for,
     queue_rows,
     revisions_of,
@@ -269,6 +270,31 @@ def image_chip(request, slug):
     if problems:
         return HttpResponse(" ".join(problems), status=400, content_type="text/plain; charset=utf-8")
     return render(request, "annotation/_image_chip.html", {"image": image})
+
+
+PICKER_PAGE_SIZE = 24
+
+
+@role_required(ANNOTATOR)
+def image_picker(request, slug):
+    """The "Browse images" dialog (htmx): search and filter, 24 thumbnails a page. Lists only
+    images an item may use, so whatever is picked passes the save's image check."""
+    benchmark = get_benchmark_for(request.user, slug)
+    query, task = request.GET.get("q", "")[:100], request.GET.get("task", "")[:100]
+    page = Paginator(picker_images(benchmark, query=query, task=task), PICKER_PAGE_SIZE).get_page(request.GET.get("page"))
+    template = "annotation/_image_picker_results.html" if request.GET.get("results") else "annotation/_image_picker.html"
+    return render(
+        request,
+        template,
+        {
+            "benchmark": benchmark,
+            "page": page,
+            "query": query,
+            "task": task,
+            "tasks": benchmark.tasks.order_by("name").values_list("slug", "name"),
+            "picker_url": reverse("item-image-picker", args=[benchmark.slug]),
+        },
+    )
 
 
 # ---- queue -------------------------------------------------------------------------------------------
