@@ -289,6 +289,10 @@ SPECTACULAR_SETTINGS = {
         "RoundKindEnum": "review.models.ReviewRound.Kind",
         "RoundRuleEnum": "review.models.ReviewRound.Rule",
         "VerdictEnum": "review.models.Review.Verdict",
+        "ItemStatusEnum": "annotation.workflow.STATUS_CHOICES",
+        "ReleaseStatusEnum": "exports.models.Release.Status",
+        "ScoreStatusEnum": "exports.models.Score.Status",
+        "ScoreMethodEnum": "exports.models.Score.Method",
     },
 }
 

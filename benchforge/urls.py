@@ -19,6 +19,7 @@ api_patterns = [
     path("", include("curation.api")),
     path("", include("annotation.api")),
     path("", include("review.api")),
+    path("", include("exports.api")),
 ]
 
 urlpatterns = [
@@ -32,6 +33,7 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("", include("labelstudio.urls")),
     path("", include("review.urls")),
+    path("", include("exports.urls")),
     path("api/v1/", include(api_patterns)),
     # YAML by default; JSON with ?format=json or Accept: application/json.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -5,12 +5,14 @@ The demo is a list of steps (DEMO_STEPS). Each step takes the demo benchmark and
 through the apps' real services, and returns one line for the console. Every step is safe to
 re-run: it finds what an earlier run made and adds only what is missing.
 
-Later stages add their step at the end, with the same signature, e.g.
-    DEMO_STEPS.append(DemoStep("rewrite batch", rewrite.demo.add_demo))
-    DEMO_STEPS.append(DemoStep("QC run", qc.demo.add_demo))
-    DEMO_STEPS.append(DemoStep("release", exports.demo.add_demo))
+Later stages add their step to the list, with the same signature, e.g.
+    DemoStep("rewrite batch", rewrite.demo.add_demo),
+    DemoStep("QC run", qc.demo.add_demo),
+    DemoStep("release", exports.demo.add_demo),
 (each `add_demo(benchmark, users) -> str`). The steps run in order, so a later one can use what
-the earlier ones made: the accepted multi-turn item, the reviewer's open round.
+the earlier ones made: the accepted multi-turn item, the reviewer's open round. Freezing a
+release moves accepted items to released: to keep an accepted item on show, accept one more
+after the release step.
 """
 
 import hashlib

@@ -817,6 +817,6 @@ def test_one_registry_feeds_the_cli_and_the_report_command():
     assert (
         set(commands)
         == set(COMMANDS)
-        == {"infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement", "report"}
+        == {"infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement", "report", "verify"}
     )
     assert set(report_builders()) == {"mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement"}
