@@ -9,7 +9,7 @@ from django.utils import timezone
 from annotation.selectors import item_counts_by_task_and_status, submission_progress
 from annotation.workflow import STATUS_CHOICES
 from benchforge.roles import ANNOTATOR, role_required
-from curation.selectors import benchmarks_for, get_benchmark_for, tasks_of
+from curation.selectors import benchmarks_for, get_benchmark_for, status_counts, tasks_of
 from qc.selectors import qc_overview
 from review.selectors import review_overview
 
@@ -36,6 +36,28 @@ def _recent(benchmark, part: str, compute):
     return value
 
 
+def summary_cards(benchmark, rows, totals, progress) -> dict:
+    """The numbers a dashboard opens with: images collected and accepted against the tasks'
+    quota, items per stage (stages with items only), and the pace of the last days."""
+    images = status_counts(benchmark)
+    quota = sum(row["task"].quota or 0 for row in rows)
+    submitted = sum(row["total"] for row in progress["tasks"])
+    days = len(progress["days"]) or 1
+    return {
+        "images_collected": sum(images.values()),
+        "images_accepted": images.get("accepted", 0),
+        "images_pending": images.get("pending", 0),
+        "quota": quota,
+        "accepted_percent": min(100, round(100 * images.get("accepted", 0) / quota)) if quota else 0,
+        "stages": [(label, n) for (_, label), n in zip(STATUS_CHOICES, totals) if n],
+        "items": sum(totals),
+        "submitted": submitted,
+        "days": days,
+        "per_day": round(submitted / days, 1),
+        "active_people": sum(1 for person in progress["people"] if person["total"]),
+    }
+
+
 @role_required(ANNOTATOR)
 def dashboard(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
@@ -53,16 +75,24 @@ def dashboard(request, slug):
             }
         )
     totals = [sum(r["statuses"][i] for r in rows) for i in range(len(STATUS_CHOICES))]
+    # The per-task table shows only stages some item is in: a new benchmark is not 13 x 12 zeros.
+    shown = [i for i, n in enumerate(totals) if n]
+    for row in rows:
+        row["statuses"] = [row["statuses"][i] for i in shown]
+    progress = _recent(benchmark, "progress", submission_progress)
+    # The pace per task lists the tasks with submissions in the period.
+    progress = {**progress, "tasks": [row for row in progress["tasks"] if row["total"]]}
     return render(
         request,
         "dashboard/dashboard.html",
         {
             "benchmark": benchmark,
             "rows": rows,
-            "status_labels": [label for _, label in STATUS_CHOICES],
-            "totals": totals,
+            "status_labels": [STATUS_CHOICES[i][1] for i in shown],
+            "totals": [totals[i] for i in shown],
             "grand_total": sum(totals),
-            "progress": _recent(benchmark, "progress", submission_progress),
+            "cards": summary_cards(benchmark, rows, totals, progress),
+            "progress": progress,
             "review": _recent(benchmark, "review", review_overview),
             "qc": qc_overview(benchmark),
         },
