@@ -5,14 +5,10 @@ The demo is a list of steps (DEMO_STEPS). Each step takes the demo benchmark and
 through the apps' real services, and returns one line for the console. Every step is safe to
 re-run: it finds what an earlier run made and adds only what is missing.
 
-Later stages add their step to the list, with the same signature, e.g.
-    DemoStep("rewrite batch", rewrite.demo.add_demo),
-    DemoStep("QC run", qc.demo.add_demo),
-    DemoStep("release", exports.demo.add_demo),
-(each `add_demo(benchmark, users) -> str`). The steps run in order, so a later one can use what
-the earlier ones made: the accepted multi-turn item, the reviewer's open round. Freezing a
-release moves accepted items to released: to keep an accepted item on show, accept one more
-after the release step.
+Each app's step is its `demo.add_demo(benchmark, users) -> str`. The steps run in order, so a
+later one can use what the earlier ones made: the accepted multi-turn item, the reviewer's open
+round. The release is built but not frozen: freezing moves accepted items to released, and is
+the user's to try.
 """
 
 import hashlib
@@ -31,8 +27,10 @@ from annotation.workflow import ANSWERED, DRAFT
 from benchforge.roles import ANNOTATOR, RESEARCHER
 from curation.models import Benchmark, Image, KnownImageSet
 from curation.services import import_known_set, ingest_image, screen_images
+from exports import demo as exports_demo
 from jobs import services as jobs
 from jobs.models import Job
+from qc import demo as qc_demo
 from review.models import Review, ReviewRound
 from review.services import open_round, submit_review
 
@@ -259,6 +257,8 @@ DEMO_STEPS: list[DemoStep] = [
     DemoStep("queue work", add_queue_work),
     DemoStep("items", add_items),
     DemoStep("review rounds", add_review_rounds),
+    DemoStep("QC run", qc_demo.add_demo),
+    DemoStep("release", exports_demo.add_demo),
 ]
 
 

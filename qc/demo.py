@@ -24,11 +24,11 @@ QUESTIONS = [
 ]
 
 
-def add_demo(benchmark, users) -> str:
-    """Add (once) six multiple-choice items and a finished text-only run over them, three flagged."""
+def add_demo(benchmark, users: dict) -> str:
+    """users: the demo users by username, as every demo step takes them. Add (once) six multiple-choice items and a finished text-only run over them, three flagged."""
     if QCRun.objects.filter(benchmark=benchmark, scope__demo=True).exists():
         return "QC demo run already there."
-    researcher = next((u for u in users if permissions.is_researcher(u)), None)
+    researcher = next((u for u in users.values() if permissions.is_researcher(u)), None)
     if researcher is None:
         return "QC demo skipped: no researcher among the demo users."
     task = benchmark.tasks.order_by("pk").first() or _Taxonomy(benchmark).task("QC demo", "Text-only check")

@@ -238,7 +238,7 @@ def test_released_items_carry_their_qc_runs_and_the_card_counts_qc_removals(benc
     from qc.models import QCItem
     from qc.services import decide
 
-    add_demo(benchmark, [researcher])
+    add_demo(benchmark, {"researcher": researcher})
     flagged = list(QCItem.objects.filter(flagged=True).select_related("item").order_by("pk"))
     decide(flagged[0], user=researcher, decision="remove", note="the options give it away")
     decide(flagged[1], user=researcher, decision="keep", note="needs the chart after all")

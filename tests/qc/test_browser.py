@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_flagged_item_is_adjudicated_with_the_keyboard(login_as, benchmark, researcher):
-    add_demo(benchmark, [researcher])
+    add_demo(benchmark, {"researcher": researcher})
     run = QCRun.objects.get(benchmark=benchmark)
     first, second, third = QCItem.objects.filter(run=run, flagged=True).order_by("item_id")
     page = login_as(researcher)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def demo_run(benchmark, researcher):
-    message = add_demo(benchmark, [researcher])
+    message = add_demo(benchmark, {"researcher": researcher})
     assert "3 flagged" in message
     return QCRun.objects.get(benchmark=benchmark)
 
@@ -31,7 +31,7 @@ def entry_of(run, n) -> QCItem:
 
 
 def test_the_demo_is_idempotent_and_explains_its_flags(benchmark, researcher, demo_run):
-    assert add_demo(benchmark, [researcher]) == "QC demo run already there."
+    assert add_demo(benchmark, {"researcher": researcher}) == "QC demo run already there."
     assert QCRun.objects.filter(benchmark=benchmark).count() == 1
     flagged = {e.item.external_id for e in QCItem.objects.filter(run=demo_run, flagged=True).select_related("item")}
     assert flagged == {"qc-demo-0", "qc-demo-1", "qc-demo-4"}
