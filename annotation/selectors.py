@@ -4,7 +4,7 @@ import datetime
 import difflib
 import re
 
-from django.db.models import Count, Prefetch, prefetch_related_objects
+from django.db.models import Count, Prefetch, Q, prefetch_related_objects
 from django.db.models.functions import TruncDate
 from django.http import Http404
 from django.utils import timezone
@@ -19,9 +19,10 @@ ITEM_FILTERS = ("task", "status", "author", "assignee", "kind")
 
 
 def item_counts_by_task_and_status(benchmark) -> dict[int, dict[str, int]]:
-    """{task_id: {status: count}} in one grouped query."""
+    """{task_id: {status: count}} in one grouped query. COUNT(*), not COUNT(id): Postgres then
+    answers from the (benchmark, task, status) index alone instead of reading every item row."""
     counts: dict[int, dict[str, int]] = {}
-    rows = Item.objects.filter(benchmark=benchmark).values("task_id", "status").annotate(n=Count("id")).order_by()
+    rows = Item.objects.filter(benchmark=benchmark).values("task_id", "status").annotate(n=Count("*")).order_by()
     for row in rows:
         counts.setdefault(row["task_id"], {})[row["status"]] = row["n"]
     return counts
@@ -172,6 +173,25 @@ def assignable_images(benchmark: Benchmark, task: Task):
         .exclude(pk__in=written)
         .order_by("id")
     )
+
+
+def picker_images(benchmark: Benchmark, *, query: str = "", task: str = ""):
+    """The image picker's choices: exactly the images an item of the benchmark may use (the rule
+    services.image_refusals applies on save: accepted in screening, not contaminated), newest
+    first, searched by id ("42" or "#42") or file name, optionally those tagged with a task."""
+    from curation.models import Image
+
+    images = Image.objects.filter(benchmark=benchmark, status=Image.Status.ACCEPTED, contaminated=False)
+    if task:
+        images = images.filter(tasks__slug=task)
+    query = query.strip()
+    if query:
+        bare = query.lstrip("#")
+        match = Q(original_name__icontains=query)
+        if bare.isdigit() and len(bare) < 19:
+            match |= Q(pk=int(bare))
+        images = images.filter(match)
+    return images.distinct().prefetch_related("tasks").order_by("-id")
 
 
 # ---- history ---------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ urlpatterns = [
     path("b/<slug:slug>/items/new/", views.item_new, name="item-new"),
     path("b/<slug:slug>/items/import/", views.import_page, name="item-import"),
     path("b/<slug:slug>/items/image-chip/", views.image_chip, name="item-image-chip"),
+    path("b/<slug:slug>/items/image-picker/", views.image_picker, name="item-image-picker"),
     path("b/<slug:slug>/items/<id:item_id>/", views.item_edit, name="item-edit"),
     path("b/<slug:slug>/items/<id:item_id>/save/", views.item_save, name="item-save"),
     path("b/<slug:slug>/items/<id:item_id>/submit/", views.item_submit, name="item-submit"),

@@ -37,6 +37,7 @@ from .selectors import (
     items_of,
     latest_assignment_for_item,
     open_assignments_of,
+    picker_images,
     queue_for,
     queue_rows,
     revisions_of,
@@ -46,6 +47,10 @@ from .selectors import (
 from .workflow import ANSWERED, STATUS_CHOICES, STATUS_LABELS
 
 ITEMS_PAGE_SIZE = 50
+ITEM_LIST_COLUMNS = (
+    "id", "seed_id", "kind", "status", "question", "version", "updated_at",
+    "task", "task__name", "author", "author__username", "assignee", "assignee__username",
+)  # fmt: skip
 QUEUE_PAGE_SIZE = 25
 
 
@@ -57,8 +62,9 @@ def _filters(request, names) -> dict:
 def item_list(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     filters = _filters(request, ITEM_FILTERS)
-    # The list shows no long texts besides the question: leave them in the database.
-    rows = items_of(benchmark, **filters).defer("history", "reference_answer", "description", "hint", "choices")
+    # Only the columns the list shows: no long texts besides the question, none of the task's
+    # guideline or the people's other columns (at 50 rows a page, building them cost more than the query).
+    rows = items_of(benchmark, **filters).only(*ITEM_LIST_COLUMNS)
     page = Paginator(rows, ITEMS_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -66,6 +72,7 @@ def item_list(request, slug):
         {
             "benchmark": benchmark,
             "page": page,
+            "edit_url": reverse("item-list", args=[benchmark.slug]),  # + "<id>/": no URL reversing per row
             "filters": filters,
             "tasks": benchmark.tasks.all(),
             "statuses": STATUS_CHOICES,
@@ -88,8 +95,9 @@ def item_new(request, slug):
 
 
 def _next_url(item) -> str:
-    """Next in the queue after this item's assignment; resolved on click, not on every editor view."""
-    return f"{reverse('queue-next', args=[item.benchmark.slug])}?item={item.pk}"
+    """Next in the queue after this item's assignment; resolved on click (a POST, which may start
+    it), not on every editor view."""
+    return reverse("queue-next", args=[item.benchmark.slug])
 
 
 @role_required(ANNOTATOR)
@@ -205,8 +213,24 @@ def item_submit(request, slug, item_id):
         return error
     messages.success(request, f"Item #{item.pk} submitted for review.")
     response = HttpResponse(status=204)
-    response["HX-Redirect"] = _next_url(item)
+    response["HX-Redirect"] = _start_next(request, item)
     return response
+
+
+def _start_next(request, item) -> str:
+    """Where to go after submitting: the next assignment, started now (this is a POST), or the
+    queue page when nothing is left or the next one cannot be started."""
+    after = latest_assignment_for_item(request.user, item.pk)
+    following = services.next_assignment(request.user, item.benchmark, after=after)
+    if following is None:
+        messages.success(request, "Your queue is empty: nothing left to do here.")
+        return reverse("queue", args=[item.benchmark.slug])
+    try:
+        started = services.start_assignment(following, user=request.user)
+    except DomainError as exc:
+        messages.error(request, f"Assignment #{following.pk} cannot be started: {exc.message} Ask a researcher to cancel it.")
+        return reverse("queue", args=[item.benchmark.slug])
+    return reverse("item-edit", args=[item.benchmark.slug, started.pk])
 
 
 @role_required(ANNOTATOR)
@@ -254,6 +278,31 @@ def image_chip(request, slug):
     return render(request, "annotation/_image_chip.html", {"image": image})
 
 
+PICKER_PAGE_SIZE = 24
+
+
+@role_required(ANNOTATOR)
+def image_picker(request, slug):
+    """The "Browse images" dialog (htmx): search and filter, 24 thumbnails a page. Lists only
+    images an item may use, so whatever is picked passes the save's image check."""
+    benchmark = get_benchmark_for(request.user, slug)
+    query, task = request.GET.get("q", "")[:100], request.GET.get("task", "")[:100]
+    page = Paginator(picker_images(benchmark, query=query, task=task), PICKER_PAGE_SIZE).get_page(request.GET.get("page"))
+    template = "annotation/_image_picker_results.html" if request.GET.get("results") else "annotation/_image_picker.html"
+    return render(
+        request,
+        template,
+        {
+            "benchmark": benchmark,
+            "page": page,
+            "query": query,
+            "task": task,
+            "tasks": benchmark.tasks.order_by("name").values_list("slug", "name"),
+            "picker_url": reverse("item-image-picker", args=[benchmark.slug]),
+        },
+    )
+
+
 # ---- queue -------------------------------------------------------------------------------------------
 
 
@@ -277,26 +326,44 @@ def queue(request, slug):
     )
 
 
+def _after(request):
+    """The assignment of `?item=<id>` (or a posted `item`): "next" means after it in queue order."""
+    item_id = optional_id(request.POST.get("item") or request.GET.get("item"))
+    return latest_assignment_for_item(request.user, item_id) if item_id else None
+
+
 @role_required(ANNOTATOR)
 def queue_next(request, slug):
-    """Open the next piece of work (after the assignment of `?item=<id>`, if given)."""
+    """The next piece of work (after the assignment of `?item=<id>`, if given). A GET never creates
+    anything (a link crawler or a browser prefetch would make drafts): it opens work already
+    started, or shows a page whose button POSTs here to start it."""
     benchmark = get_benchmark_for(request.user, slug)
-    after = None
-    item_id = optional_id(request.GET.get("item"))
-    if item_id:
-        after = latest_assignment_for_item(request.user, item_id)
-    assignment = services.next_assignment(request.user, benchmark, after=after)
+    assignment = services.next_assignment(request.user, benchmark, after=_after(request))
     if assignment is None:
         messages.success(request, "Your queue is empty: nothing left to do here.")
         return redirect("queue", slug=slug)
-    return _open(request, benchmark, assignment)
+    return _open_or_offer(request, benchmark, assignment)
 
 
 @role_required(ANNOTATOR)
 def queue_open(request, slug, assignment_id):
     benchmark = get_benchmark_for(request.user, slug)
     assignment = get_object_or_404(Assignment, pk=assignment_id, benchmark=benchmark, assignee=request.user)
-    return _open(request, benchmark, assignment)
+    return _open_or_offer(request, benchmark, assignment)
+
+
+def _open_or_offer(request, benchmark, assignment):
+    if request.method == "POST" or assignment.item_id:
+        return _open(request, benchmark, assignment)
+    return render(
+        request,
+        "annotation/queue_start.html",
+        {
+            "benchmark": benchmark,
+            "assignment": assignment,
+            "start_url": reverse("queue-open", args=[benchmark.slug, assignment.pk]),
+        },
+    )
 
 
 def _open(request, benchmark, assignment):

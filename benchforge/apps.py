@@ -1,4 +1,30 @@
+import os
+import sys
+
 from django.apps import AppConfig
+from django.conf import settings
+
+DEV_KEY_WARNING = "benchforge: SECRET_KEY is not set, using the insecure development key; set it for any shared deployment.\n"
+
+
+def starting_a_server(argv: list[str], environ) -> bool:
+    """True in the process that will serve requests. `runserver` with the autoreloader runs twice
+    (a watcher, and a child with RUN_MAIN=true that serves): only the child counts. migrate,
+    seed_demo, shell and the rest start no server."""
+    if len(argv) < 2 or argv[1] != "runserver":
+        return False
+    return "--noreload" in argv or environ.get("RUN_MAIN") == "true"
+
+
+_warned = False
+
+
+def warn_about_dev_key(stream=None) -> None:
+    """Once per process: runserver's serving process reaches both ready() and the WSGI module."""
+    global _warned
+    if settings.SECRET_KEY == settings.DEV_SECRET_KEY and not _warned:
+        _warned = True
+        (stream or sys.stderr).write(DEV_KEY_WARNING)
 
 
 class BenchforgeConfig(AppConfig):
@@ -11,3 +37,5 @@ class BenchforgeConfig(AppConfig):
 
         # Before any URLconf is imported: app routes use <id:...>.
         register_converter(IdConverter, "id")
+        if starting_a_server(sys.argv, os.environ):
+            warn_about_dev_key()

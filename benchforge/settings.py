@@ -2,7 +2,6 @@
 (SQLite file, eager Celery, media on local disk) so `make run` needs nothing else."""
 
 import os
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,8 +22,8 @@ def env_bool(name: str, default: bool) -> bool:
 
 DEV_SECRET_KEY = "benchforge-dev-only-insecure-key-do-not-use-in-production"
 SECRET_KEY = os.environ.get("SECRET_KEY") or DEV_SECRET_KEY
-if SECRET_KEY == DEV_SECRET_KEY:
-    sys.stderr.write("benchforge: SECRET_KEY is not set, using the insecure development key; set it for any shared deployment.\n")
+# The warning about the development key is printed once, when a server starts
+# (benchforge.apps.warn_about_dev_key), not by every management command.
 
 DEBUG = env_bool("DEBUG", True)
 if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
@@ -46,6 +45,7 @@ INSTALLED_APPS = [
     "knox",
     "axes",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "benchforge",
     "jobs",
@@ -190,6 +190,9 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = 1000
 MB = 1024 * 1024
+# A benchmark's dashboard counts whole tables (items per task and stage, submissions per day,
+# review rounds): its numbers are kept this long in the cache; 0 recounts on every view.
+BENCHFORGE_DASHBOARD_CACHE_SECONDS = int(os.environ.get("BENCHFORGE_DASHBOARD_CACHE_SECONDS", "30"))
 BENCHFORGE_MAX_UPLOAD_BYTES = int(os.environ.get("BENCHFORGE_MAX_UPLOAD_BYTES", 50 * MB))  # one image
 BENCHFORGE_MAX_REQUEST_BYTES = int(os.environ.get("BENCHFORGE_MAX_REQUEST_BYTES", 200 * MB))  # one batch of images
 BENCHFORGE_MAX_ARCHIVE_BYTES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_BYTES", 2048 * MB))  # a zip or URL list
@@ -267,6 +270,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON only: the browsable API is gone (the docs pages at /api/docs/ replace it).
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "benchforge.negotiation.JsonUnlessAsked",
     "EXCEPTION_HANDLER": "benchforge.api.exception_handler",
 }
 
@@ -276,12 +282,20 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI and ReDoc come from the drf-spectacular-sidecar package's static files: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "ItemKindEnum": "annotation.models.Item.Kind",
         "CriterionKindEnum": "annotation.models.Criterion.Kind",
         "RoundKindEnum": "review.models.ReviewRound.Kind",
         "RoundRuleEnum": "review.models.ReviewRound.Rule",
         "VerdictEnum": "review.models.Review.Verdict",
+        "ItemStatusEnum": "annotation.workflow.STATUS_CHOICES",
+        "ReleaseStatusEnum": "exports.models.Release.Status",
+        "ScoreStatusEnum": "exports.models.Score.Status",
+        "ScoreMethodEnum": "exports.models.Score.Method",
     },
 }
 
@@ -291,5 +305,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # One line per login otherwise; failures and lockouts are still logged.
-    "loggers": {"axes": {"level": "WARNING"}},
+    "loggers": {
+        "axes": {"level": "WARNING"},
+        # Django's default config gives its logger a console handler of its own, and the record
+        # then reaches the root handler too: every line twice. Here it only propagates to root.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+    },
 }

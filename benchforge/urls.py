@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from . import views
+from . import apidocs, views
 
 handler400 = views.bad_request
 handler403 = views.permission_denied
@@ -20,6 +20,8 @@ api_patterns = [
     path("", include("annotation.api")),
     path("", include("review.api")),
     path("", include("rewrite.api")),
+    path("", include("exports.api")),
+    path("", include("qc.api")),
 ]
 
 urlpatterns = [
@@ -34,6 +36,12 @@ urlpatterns = [
     path("", include("labelstudio.urls")),
     path("", include("review.urls")),
     path("", include("rewrite.urls")),
+    path("", include("exports.urls")),
+    path("", include("qc.urls")),
     path("api/v1/", include(api_patterns)),
+    # YAML by default; JSON with ?format=json or Accept: application/json.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", apidocs.swagger_ui, name="api-docs"),
+    path("api/docs/redoc/", apidocs.redoc, name="api-redoc"),
+    path("favicon.ico", views.favicon),
 ]

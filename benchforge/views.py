@@ -1,12 +1,23 @@
+from django.apps import apps
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import loader
+from django.templatetags.static import static
 from django.utils import timezone
 
+from . import permissions
 from .auth import active_lockouts, lift_lockout
 from .roles import RESEARCHER, role_required
+
+
+@login_not_required
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page says: point them at the static file."""
+    return redirect(static("benchforge/favicon.ico"), permanent=True)
+
 
 # ---- login lockouts ------------------------------------------------------------------------------
 
@@ -35,14 +46,26 @@ def lockouts(request):
 ERROR_TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found"}
 
 
+def _benchmark_of(request):
+    """The benchmark of a /b/<slug>/ page, when the user may see it: a refused page keeps that
+    benchmark's navigation. Looked up by model name, since the project package imports no app."""
+    match = getattr(request, "resolver_match", None)
+    slug = match.kwargs.get("slug") if match else None
+    if not slug or not request.user.is_authenticated:
+        return None
+    benchmarks = apps.get_model("curation", "Benchmark").objects.all()
+    return permissions.visible(benchmarks, request.user).filter(slug=slug).first()
+
+
 def _error(request, status: int, reason: str):
     if request.path_info.startswith("/api/"):
         return JsonResponse(
             {"detail": reason, "code": {400: "bad_request", 403: "forbidden", 404: "not_found"}[status]}, status=status
         )
-    return render(
-        request, "errors/error.html", {"status": status, "title": ERROR_TITLES[status], "reason": reason}, status=status
-    )
+    context = {"status": status, "title": ERROR_TITLES[status], "reason": reason}
+    if status == 403:
+        context["benchmark"] = _benchmark_of(request)
+    return render(request, "errors/error.html", context, status=status)
 
 
 def bad_request(request, exception=None):

@@ -32,12 +32,18 @@ class KeywordsField(forms.CharField):
 
 
 class TaskForm(forms.ModelForm):
-    collection_keywords = KeywordsField(required=False, help_text="Comma-separated search terms for collecting images.")
+    # Full width: keyword lists run to dozens of terms, names to a long phrase.
+    collection_keywords = KeywordsField(
+        required=False,
+        help_text="Comma-separated search terms for collecting images.",
+        widget=forms.TextInput(attrs={"class": "wide"}),
+    )
 
     class Meta:
         model = Task
         fields = ["name", "description", "collection_keywords", "guideline", "judge_rules", "quota"]
         widgets = {
+            "name": forms.TextInput(attrs={"class": "wide"}),
             "description": forms.Textarea(attrs={"rows": 2}),
             "guideline": forms.Textarea(attrs={"rows": 5}),
             "judge_rules": forms.Textarea(attrs={"rows": 3}),

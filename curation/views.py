@@ -26,6 +26,7 @@ from .imaging import hamming
 from .models import Image, KnownImageSet
 from .selectors import (
     IMAGE_FLAGS,
+    benchmarks_for,
     contamination_report,
     get_benchmark_for,
     get_image_for,
@@ -251,9 +252,22 @@ def contamination(request, slug):
     return render(request, "curation/images_contamination.html", {"benchmark": benchmark, "page": page})
 
 
+def _opened_from(request):
+    """Known sets belong to no benchmark: `?from=<slug>` (or a posted `from`) names the benchmark
+    the page was opened from, so its navigation stays (only a benchmark the user may see)."""
+    slug = request.POST.get("from") or request.GET.get("from") or ""
+    return benchmarks_for(request.user).filter(slug=slug).first() if slug else None
+
+
+def _known_sets_url(benchmark) -> str:
+    url = reverse("known-sets")
+    return f"{url}?from={benchmark.slug}" if benchmark else url
+
+
 @accepts_uploads("data_file")
 @role_required(RESEARCHER)
 def known_sets_page(request):
+    benchmark = _opened_from(request)
     form = KnownSetForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -271,9 +285,9 @@ def known_sets_page(request):
                 f"({len(rows) - result.hashes_added} were already in the set); "
                 f"{result.images_flagged} stored images newly flagged.",
             )
-            return redirect("known-sets")
+            return redirect(_known_sets_url(benchmark))
     page = Paginator(known_sets(), 50).get_page(request.GET.get("page"))
-    return render(request, "curation/known_sets.html", {"form": form, "page": page})
+    return render(request, "curation/known_sets.html", {"form": form, "page": page, "benchmark": benchmark})
 
 
 @role_required(RESEARCHER)
@@ -282,7 +296,7 @@ def known_set_delete(request, pk):
     known_set = get_object_or_404(KnownImageSet, pk=pk)
     services.delete_known_set(known_set)
     messages.success(request, f"Deleted '{known_set.name}'; images only it had flagged are no longer marked contaminated.")
-    return redirect("known-sets")
+    return redirect(_known_sets_url(_opened_from(request)))
 
 
 # ---- media: stored images and thumbnails, only for those who may see them ------------------------

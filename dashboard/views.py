@@ -1,12 +1,16 @@
 """The list of benchmarks and a benchmark's dashboard: reads from every stage, writes nothing."""
 
+from django.conf import settings
+from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.shortcuts import render
+from django.utils import timezone
 
 from annotation.selectors import item_counts_by_task_and_status, submission_progress
 from annotation.workflow import STATUS_CHOICES
 from benchforge.roles import ANNOTATOR, role_required
-from curation.selectors import benchmarks_for, get_benchmark_for, tasks_of
+from curation.selectors import benchmarks_for, get_benchmark_for, status_counts, tasks_of
+from qc.selectors import qc_overview
 from review.selectors import review_overview
 from rewrite.selectors import rewrite_panel
 
@@ -18,10 +22,47 @@ def home(request):
     return render(request, "dashboard/home.html", {"page": page})
 
 
+def _recent(benchmark, part: str, compute):
+    """A part of the dashboard as counted at most BENCHFORGE_DASHBOARD_CACHE_SECONDS ago: each part
+    reads a whole table of the benchmark (at 100,000 items, the parts together took a second of
+    database and Python time), and everyone who opens the dashboard needs no recount of their own."""
+    seconds = settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS
+    if seconds <= 0:
+        return compute(benchmark)
+    key = f"dashboard:{benchmark.pk}:{part}:{timezone.localdate().isoformat()}"
+    value = cache.get(key)
+    if value is None:
+        value = compute(benchmark)
+        cache.set(key, value, seconds)
+    return value
+
+
+def summary_cards(benchmark, rows, totals, progress) -> dict:
+    """The numbers a dashboard opens with: images collected and accepted against the tasks'
+    quota, items per stage (stages with items only), and the pace of the last days."""
+    images = status_counts(benchmark)
+    quota = sum(row["task"].quota or 0 for row in rows)
+    submitted = sum(row["total"] for row in progress["tasks"])
+    days = len(progress["days"]) or 1
+    return {
+        "images_collected": sum(images.values()),
+        "images_accepted": images.get("accepted", 0),
+        "images_pending": images.get("pending", 0),
+        "quota": quota,
+        "accepted_percent": min(100, round(100 * images.get("accepted", 0) / quota)) if quota else 0,
+        "stages": [(label, n) for (_, label), n in zip(STATUS_CHOICES, totals) if n],
+        "items": sum(totals),
+        "submitted": submitted,
+        "days": days,
+        "per_day": round(submitted / days, 1),
+        "active_people": sum(1 for person in progress["people"] if person["total"]),
+    }
+
+
 @role_required(ANNOTATOR)
 def dashboard(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    counts = item_counts_by_task_and_status(benchmark)
+    counts = _recent(benchmark, "counts", item_counts_by_task_and_status)
     rows = []
     for task in tasks_of(benchmark):
         per_status = counts.get(task.pk, {})
@@ -35,17 +76,26 @@ def dashboard(request, slug):
             }
         )
     totals = [sum(r["statuses"][i] for r in rows) for i in range(len(STATUS_CHOICES))]
+    # The per-task table shows only stages some item is in: a new benchmark is not 13 x 12 zeros.
+    shown = [i for i, n in enumerate(totals) if n]
+    for row in rows:
+        row["statuses"] = [row["statuses"][i] for i in shown]
+    progress = _recent(benchmark, "progress", submission_progress)
+    # The pace per task lists the tasks with submissions in the period.
+    progress = {**progress, "tasks": [row for row in progress["tasks"] if row["total"]]}
     return render(
         request,
         "dashboard/dashboard.html",
         {
             "benchmark": benchmark,
             "rows": rows,
-            "status_labels": [label for _, label in STATUS_CHOICES],
-            "totals": totals,
+            "status_labels": [STATUS_CHOICES[i][1] for i in shown],
+            "totals": [totals[i] for i in shown],
             "grand_total": sum(totals),
-            "progress": submission_progress(benchmark),
-            "review": review_overview(benchmark),
-            "rewrite": rewrite_panel(benchmark),
+            "cards": summary_cards(benchmark, rows, totals, progress),
+            "progress": progress,
+            "review": _recent(benchmark, "review", review_overview),
+            "rewrite": _recent(benchmark, "rewrite", rewrite_panel),
+            "qc": qc_overview(benchmark),
         },
     )

@@ -35,8 +35,23 @@ def job_detail(request, job_id):
         entries = entries.filter(outcome=outcome)
     page = Paginator(entries, 100).get_page(request.GET.get("page"))
     return render(
-        request, "jobs/job_detail.html", {"job": job, "page": page, "outcome": outcome, "kind_label": registry.label(job.kind)}
+        request,
+        "jobs/job_detail.html",
+        {
+            "job": job,
+            "page": page,
+            "outcome": outcome,
+            "kind_label": registry.label(job.kind),
+            # Pairs, not the dict: a result key named like a dict method ("items") would shadow it in the template.
+            "result_rows": sorted((job.result or {}).items()),
+            "benchmark": _member_benchmark(request.user, job.benchmark),
+        },
     )
+
+
+def _member_benchmark(user, benchmark):
+    """The benchmark whose navigation a job page keeps: only for its members."""
+    return benchmark if benchmark is not None and permissions.is_member(user, benchmark) else None
 
 
 @role_required(ANNOTATOR)
@@ -56,10 +71,15 @@ def job_list(request):
     if filters["state"] == "interrupted":
         rows = [job for job in rows[:2000] if job.is_interrupted]
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    for job in page.object_list:
+        job.kind_label = registry.label(job.kind)
+    benchmarks = Job._meta.get_field("benchmark").related_model.objects  # jobs sits below curation: no import
+    listed = benchmarks.filter(slug=filters["benchmark"]).first() if filters["benchmark"] else None
     return render(
         request,
         "jobs/job_list.html",
         {
+            "benchmark": _member_benchmark(request.user, listed),
             "page": page,
             "filters": filters,
             "kinds": [(name, registry.label(name)) for name in registry.names()],

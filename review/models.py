@@ -3,6 +3,7 @@ the round decided. Item statuses change only through annotation's transition tab
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 # Reason codes of a review, by what they are about (the protocol of docs/methods.md sections 4-5).
 REASONS = {
@@ -118,7 +119,13 @@ class Review(models.Model):
     class Meta:
         ordering = ["assigned_at", "id"]
         constraints = [models.UniqueConstraint(fields=["entry", "reviewer"], name="one_review_per_reviewer_and_item")]
-        indexes = [models.Index(fields=["reviewer", "submitted_at"]), models.Index(fields=["round", "submitted_at"])]
+        indexes = [
+            models.Index(fields=["reviewer", "submitted_at"]),
+            models.Index(fields=["round", "submitted_at"]),
+            # A reviewer's queue (pending_reviews), counted and paged from the index alone: without it
+            # Postgres read all of the reviewer's reviews, given ones included (40 ms at 6,000 each).
+            models.Index(fields=["reviewer", "assigned_at", "id"], condition=Q(verdict=""), name="review_pending_by_reviewer"),
+        ]
 
     @property
     def is_done(self) -> bool:

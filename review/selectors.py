@@ -8,7 +8,8 @@ from itertools import combinations
 
 import krippendorff
 import numpy as np
-from django.db.models import Count, Q
+from django.core.cache import cache
+from django.db.models import Count, Max, Q
 from django.http import Http404
 from sklearn.metrics import cohen_kappa_score
 
@@ -40,6 +41,14 @@ def pending_reviews(user, benchmark):
         Review.objects.filter(reviewer=user, round__benchmark=benchmark, round__status=ReviewRound.Status.OPEN, verdict="")
         .select_related("round", "item__task")
         .order_by("assigned_at", "id")
+    )
+
+
+def review_queue_rows(user, benchmark):
+    """The review queue page's rows: pending_reviews with only the columns the page shows (not the
+    items' texts nor the tasks' guidelines: the page is opened between every few reviews)."""
+    return pending_reviews(user, benchmark).only(
+        "id", "assigned_at", "item", "round", "round__number", "round__kind", "item__task", "item__task__name"
     )
 
 
@@ -135,10 +144,18 @@ def agreement(reviews: list[tuple[int, int, str]]) -> dict:
     overlapping = {item: votes for item, votes in by_item.items() if len(votes) >= 2}
     pairs = [(a == b) for votes in overlapping.values() for a, b in combinations(votes.values(), 2)]
     reviewers = sorted({r for votes in overlapping.values() for r in votes})
+    # Each pair's shared verdicts in one pass over the items (not one pass per pair: a round of
+    # 20 reviewers has 190 pairs, and scanning every item for each took most of a second at 20,000 items).
+    shared: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
+    for votes in overlapping.values():
+        for first, second in combinations(sorted(votes), 2):
+            mine, theirs = shared.setdefault((first, second), ([], []))
+            mine.append(votes[first])
+            theirs.append(votes[second])
     kappas = {}
-    for first, second in combinations(reviewers, 2):
-        shared = [votes for votes in overlapping.values() if first in votes and second in votes]
-        kappas[(first, second)] = {"items": len(shared), "kappa": _kappa([v[first] for v in shared], [v[second] for v in shared])}
+    for pair in combinations(reviewers, 2):
+        mine, theirs = shared.get(pair, ([], []))
+        kappas[pair] = {"items": len(mine), "kappa": _kappa(mine, theirs)}
     alpha = None
     if overlapping:
         items = sorted(overlapping)
@@ -164,9 +181,33 @@ def agreement(reviews: list[tuple[int, int, str]]) -> dict:
     }
 
 
+ROUND_STATS_SECONDS = 24 * 3600
+
+
 def round_stats(review_round: ReviewRound) -> dict:
-    """Everything the round page, the dashboard and the API report about one round."""
-    outcomes = Counter(dict(review_round.entries.values_list("outcome").annotate(n=Count("id")).order_by()))
+    """Everything the round page, the dashboard and the API report about one round. Computing it
+    reads every review of the round (most of a second at 40,000 reviews), so it is kept in the
+    cache under the round's state: a new verdict, a close or a reopening changes the key, so the
+    numbers are never stale; an unchanged round costs one aggregate over an index."""
+    state = review_round.reviews.aggregate(n=Count("*"), done=Count("submitted_at"), last=Max("submitted_at"))
+    key = "review:round-stats:{}:{}:{}:{}:{}:{}:{}".format(
+        review_round.pk,
+        review_round.created_at.timestamp() if review_round.created_at else "",
+        review_round.status,
+        review_round.closed_at.timestamp() if review_round.closed_at else "",
+        state["n"],
+        state["done"],
+        state["last"].timestamp() if state["last"] else "",
+    )
+    stats = cache.get(key)
+    if stats is None:
+        stats = compute_round_stats(review_round)
+        cache.set(key, stats, ROUND_STATS_SECONDS)
+    return stats
+
+
+def compute_round_stats(review_round: ReviewRound) -> dict:
+    outcomes = Counter(dict(review_round.entries.values_list("outcome").annotate(n=Count("*")).order_by()))
     reviews = list(
         review_round.reviews.values_list(
             "entry__item_id", "reviewer_id", "reviewer__username", "verdict", "reasons", "assigned_at", "submitted_at"
@@ -239,7 +280,7 @@ def rounds_summary(benchmark) -> list[dict]:
     counts = (
         RoundItem.objects.filter(round__benchmark=benchmark)
         .values("round__number", "round__kind", "outcome")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))  # from the (round, outcome) index alone
         .order_by("round__number")
     )
     rows: dict[int, dict] = {}

@@ -105,8 +105,10 @@ def round_csv(request, slug, number):
 @role_required(REVIEWER)
 def review_queue(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    page = Paginator(selectors.pending_reviews(request.user, benchmark), 50).get_page(request.GET.get("page"))
-    return render(request, "review/queue.html", {"benchmark": benchmark, "page": page})
+    page = Paginator(selectors.review_queue_rows(request.user, benchmark), 50).get_page(request.GET.get("page"))
+    # + "<id>/": no URL reversing per row
+    review_url = reverse("review-item", args=[slug, 0]).removesuffix("0/")
+    return render(request, "review/queue.html", {"benchmark": benchmark, "page": page, "review_url": review_url})
 
 
 @role_required(REVIEWER)

@@ -31,6 +31,9 @@ def require(available: bool, what: str) -> None:
 def shared_fixture(*parts: str) -> Path:
     path = SHARED_FIXTURES.joinpath(*parts)
     if not path.exists():
+        # CI clones main with shared/ beside it: a missing fixture there is a broken setup, not a skip.
+        if IN_CI:
+            pytest.fail(f"CI=true but the shared fixture {path} is absent: CI must provide ../shared.")
         pytest.skip(f"shared fixture {path} is absent (this clone has no ../shared)")
     return path
 

@@ -58,8 +58,11 @@ def media_files(settings):
 
 
 def stored_files_match_rows(settings):
-    """Every stored file belongs to an image row and every row's files exist: no orphans."""
-    expected = set()
+    """Every stored file belongs to an image row (or is a release's built file) and every row's
+    files exist: no orphans."""
+    from exports.models import ReleaseFile
+
+    expected = set(ReleaseFile.objects.values_list("storage_name", flat=True))
     for file, thumb in Image.objects.values_list("file", "thumbnail"):
         expected |= {file, thumb}
     return set(media_files(settings)) == expected

@@ -3,6 +3,7 @@
 import csv
 import io
 import zipfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
@@ -23,15 +24,17 @@ from .ingest import check_tasks
 _JUNK_NAMES = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 
 
-def _ingest_unit(run, key: str, func) -> None:
-    """Run one unit of an import and record what happened to it. The image row and the unit's
-    entry commit together, so a killed worker leaves neither and the unit is redone on resume."""
+def _ingest_unit(run, key: str, func, warning: str = "") -> None:
+    """Run one unit of an import and record what happened to it (with `warning` appended). The
+    image row and the unit's entry commit together, so a killed worker leaves neither and the
+    unit is redone on resume."""
+    note = f" Warning: {warning}" if warning else ""
     try:
         with transaction.atomic():
             outcome = func()
-            run.record(key, "ok" if outcome.created else "skipped", outcome.message, outcome.as_dict())
+            run.record(key, "ok" if outcome.created else "skipped", outcome.message + note, outcome.as_dict())
     except (ImageRejected, DomainError) as exc:
-        run.record(key, "error", exc.message)
+        run.record(key, "error", exc.message + note)
 
 
 IMPORT_KINDS = ("ingest_zip", "ingest_folder", "ingest_url_list")
@@ -63,10 +66,15 @@ def _job_context(job):
     return tasks, common
 
 
-def _summary(run) -> dict:
-    """Counts over every run of the job (a resumed import reports all it did, not its last run)."""
+def _summary(run, unmatched: dict[str, int] | None = None) -> dict:
+    """Counts over every run of the job (a resumed import reports all it did, not its last run),
+    and the files whose folder named no task (counted over the whole input, so also on resume)."""
     counts = run.outcome_counts()
-    return {"added": counts.get("ok", 0), "skipped": counts.get("skipped", 0), "errors": counts.get("error", 0)}
+    summary = {"added": counts.get("ok", 0), "skipped": counts.get("skipped", 0), "errors": counts.get("error", 0)}
+    if unmatched:
+        summary["files_in_no_task_folder"] = sum(unmatched.values())
+        summary["no_task_folders"] = ", ".join(f"{name} ({n})" for name, n in sorted(unmatched.items()))
+    return summary
 
 
 def _open_source(job):
@@ -79,6 +87,24 @@ def _open_source(job):
 def _task_from_folder(name: str, by_slug: dict[str, Task]) -> list[Task]:
     parts = PurePosixPath(name).parts
     return [by_slug[parts[0]]] if len(parts) > 1 and parts[0] in by_slug else []
+
+
+def _unmatched_folder(name: str, by_slug: dict[str, Task]) -> str:
+    """The top folder of a file when it names no task of the benchmark ('' when it does, or
+    when the file is at the top): such a file would silently import without a task from it."""
+    if _unsafe_member_name(name):
+        return ""  # refused anyway (absolute path or '..')
+    parts = PurePosixPath(name).parts
+    return parts[0] if len(parts) > 1 and parts[0] not in by_slug else ""
+
+
+def _folder_warning(folder: str, by_slug: dict[str, Task]) -> str:
+    if not folder:
+        return ""
+    return (
+        f"folder '{folder}' matches no task slug of this benchmark, so it gave this image no task "
+        f"(task folders: {', '.join(sorted(by_slug)) or 'none'})."
+    )
 
 
 def _unsafe_member_name(name: str) -> bool:
@@ -120,6 +146,7 @@ def run_zip_import(run):
         members = _zip_members(archive)
         check_zip_members(members)
         run.set_total(len(members))
+        unmatched = Counter(f for f in (_unmatched_folder(m.filename, by_slug) for m in members) if f)
         seen: dict[str, int] = {}
         for member in members:
             # Keys must be stable across runs (resume) and unique even for repeated names.
@@ -150,8 +177,8 @@ def run_zip_import(run):
                     **common,
                 )
 
-            _ingest_unit(run, key, one)
-    return _summary(run)
+            _ingest_unit(run, key, one, _folder_warning(_unmatched_folder(member.filename, by_slug), by_slug))
+    return _summary(run, unmatched)
 
 
 def run_folder_import(run):
@@ -164,6 +191,7 @@ def run_folder_import(run):
         raise DomainError(f"{root} is not a folder on this server.")
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and p.name not in _JUNK_NAMES)
     run.set_total(len(files))
+    unmatched = Counter(f for f in (_unmatched_folder(p.relative_to(root).as_posix(), by_slug) for p in files) if f)
     for path in files:
         key = path.relative_to(root).as_posix()
         if key in done:
@@ -176,8 +204,8 @@ def run_folder_import(run):
                 job.benchmark, path.read_bytes(), original_name=path.name, tasks=tasks + _task_from_folder(key, by_slug), **common
             )
 
-        _ingest_unit(run, key, one)
-    return _summary(run)
+        _ingest_unit(run, key, one, _folder_warning(_unmatched_folder(key, by_slug), by_slug))
+    return _summary(run, unmatched)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from benchforge.errors import DomainError
 
-from ..imaging import ImageLimits, ImageRejected, analyse_image
+from ..imaging import ImageLimits, ImageRejected, analyse_image, hamming
 from ..models import Benchmark, Image, Task
 from . import contamination, dedup
 
@@ -46,6 +46,20 @@ def _remove_if_unreferenced(names: list[str], sha256: str) -> None:
             default_storage.delete(name)
 
 
+def _bits(n: int) -> str:
+    return f"{n} bit{'' if n == 1 else 's'} apart"
+
+
+def near_duplicate_match(image: Image) -> str:
+    """Which hash made `image` a near duplicate, and by how much ("dHash 2 bits apart"): a match
+    can come from either hash, and quoting the pHash distance of a dHash match misleads."""
+    other = image.near_duplicate_of
+    radius = image.benchmark.near_dup_threshold - 1
+    distances = (("pHash", hamming(image.phash, other.phash)), ("dHash", hamming(image.dhash, other.dhash)))
+    matched = [f"{name} {_bits(d)}" for name, d in distances if d <= radius]
+    return ", ".join(matched) or f"pHash {_bits(distances[0][1])}"
+
+
 @dataclass
 class IngestOutcome:
     image: Image
@@ -59,7 +73,7 @@ class IngestOutcome:
         if self.image.low_resolution:
             notes.append(f"low resolution ({self.image.width}x{self.image.height})")
         if self.image.near_duplicate_of_id:
-            notes.append(f"near duplicate of #{self.image.near_duplicate_of_id} ({self.image.near_duplicate_distance} bits)")
+            notes.append(f"near duplicate of #{self.image.near_duplicate_of_id} ({near_duplicate_match(self.image)})")
         if self.image.contaminated:
             sets = ", ".join(m.known_set.name for m in self.image.contamination_matches.select_related("known_set"))
             notes.append(f"matches known set(s): {sets}")

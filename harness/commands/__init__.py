@@ -5,9 +5,9 @@ commands also have build_report(results) -> Report, which `report` uses to rebui
 COMMANDS is the one registry both cli.py and `report` read.
 """
 
-from harness.commands import agreement, hallucination, infer, judge, mcq, pairwise, report, touchstone
+from harness.commands import agreement, hallucination, infer, judge, mcq, pairwise, report, touchstone, verify
 
-COMMANDS = {module.NAME: module for module in (infer, mcq, judge, pairwise, touchstone, hallucination, agreement, report)}
+COMMANDS = {module.NAME: module for module in (infer, mcq, judge, pairwise, touchstone, hallucination, agreement, report, verify)}
 
 
 def report_builders() -> dict:

@@ -105,7 +105,9 @@ def test_annotator_writes_a_multi_turn_and_an_mcq_item_with_the_keyboard(login_a
 
 def test_a_stale_save_shows_both_versions_and_keeps_the_users_text(login_as, world):
     page = login_as(world["annotator"])
-    page.goto("/b/demo/queue/next/")
+    page.goto("/b/demo/queue/next/")  # a GET offers the work; the button starts it
+    page.click("#start-writing")
+    page.wait_for_url(re.compile(r"/b/demo/items/\d+/$"))
     item = Item.objects.get(item_images__image=world["images"][0])
     # Someone else saves while the page is open.
     services.update_item(item, {"question": "Their question"}, expected_version=1, user=world["researcher"])

@@ -3,6 +3,7 @@ import) and the items API, with their permissions."""
 
 import datetime
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -120,19 +121,52 @@ def test_submit_from_the_queue_moves_to_the_next_piece_of_work(client_for, annot
     images = [make_image(benchmark, tasks=[counting]) for _ in range(2)]
     services.assign_images(benchmark, task=counting, image_ids=[i.pk for i in images], assignee=annotator, user=researcher)
     c = client_for(annotator)
-    opened = c.get("/b/demo/queue/next/")
+    opened = c.post("/b/demo/queue/next/")
     item = Item.objects.get()
     assert opened.status_code == 302 and opened["Location"] == url(item)
     first = Assignment.objects.get(image=images[0])
     resp = c.post(url(item, "submit/"), form_data(item, 1, images[0]), **HTMX)
-    assert resp.status_code == 204 and resp["HX-Redirect"] == f"/b/demo/queue/next/?item={item.pk}"
+    # Submitting (a POST) starts the next assignment and opens its draft.
+    second_item = Item.objects.exclude(pk=item.pk).get()
+    assert resp.status_code == 204 and resp["HX-Redirect"] == url(second_item)
     item.refresh_from_db()
     first.refresh_from_db()
     assert item.status == ANSWERED and first.status == "done"
-    following = c.get(resp["HX-Redirect"])
-    second_item = Item.objects.exclude(pk=item.pk).get()
-    assert following["Location"] == url(second_item)
     assert [link.image_id for link in second_item.item_images.all()] == [images[1].pk]
+    # The last one submitted: back to the (empty) queue.
+    resp = c.post(url(second_item, "submit/"), form_data(second_item, 1, images[1]), **HTMX)
+    assert resp["HX-Redirect"] == "/b/demo/queue/"
+
+
+def test_a_get_never_starts_work_it_offers_a_button_that_posts(client_for, annotator, researcher, benchmark, counting):
+    images = [make_image(benchmark, tasks=[counting]) for _ in range(2)]
+    services.assign_images(benchmark, task=counting, image_ids=[i.pk for i in images], assignee=annotator, user=researcher)
+    c = client_for(annotator)
+    first, second = Assignment.objects.order_by("pk")
+    for address in ("/b/demo/queue/next/", f"/b/demo/queue/{first.pk}/", f"/b/demo/queue/{second.pk}/"):
+        page = c.get(address)
+        html = page.content.decode()
+        assert page.status_code == 200 and "Start writing" in html
+        assert (
+            'method="post"' in html
+            and f'action="/b/demo/queue/{first.pk if "next" in address else address.split("/")[-2]}/"' in html
+        )
+    assert not Item.objects.exists()
+    started = c.post(f"/b/demo/queue/{second.pk}/")
+    item = Item.objects.get()
+    assert started["Location"] == url(item)
+    # Work already started opens on a GET (still nothing new created).
+    assert c.get(f"/b/demo/queue/{second.pk}/")["Location"] == url(item)
+    assert Item.objects.count() == 1
+    # The queue page and the editor offer forms, not links, for starting work.
+    queue = c.get("/b/demo/queue/").content.decode()
+    assert not re.search(r'href="/b/demo/queue/(next|\d+)/', queue)
+    assert queue.count('method="post" action="/b/demo/queue/') == 3
+    editor = c.get(url(item)).content.decode()
+    assert 'id="next-form" method="post" action="/b/demo/queue/next/"' in editor and f'name="item" value="{item.pk}"' in editor
+    # "Next" after this item is the other assignment, started by the editor's POST.
+    nxt = c.post("/b/demo/queue/next/", {"item": item.pk})
+    assert nxt["Location"] == url(Item.objects.exclude(pk=item.pk).get())
 
 
 def test_kind_switch_keeps_only_the_sections_of_the_chosen_kind(client_for, annotator, draft, image):
@@ -260,7 +294,7 @@ def test_researcher_assigns_by_hand_evenly_and_moves_work(client_for, researcher
 def test_queue_page_lists_open_work_with_a_next_shortcut(client_for, annotator, researcher, benchmark, counting):
     empty = client_for(annotator).get("/b/demo/queue/")
     assert "Nothing to do" in empty.content.decode()
-    assert client_for(annotator).get("/b/demo/queue/next/", follow=True).redirect_chain[-1][0] == "/b/demo/queue/"
+    assert client_for(annotator).post("/b/demo/queue/next/", follow=True).redirect_chain[-1][0] == "/b/demo/queue/"
     images = [make_image(benchmark, tasks=[counting]) for _ in range(3)]
     services.assign_images(benchmark, task=counting, image_ids=[i.pk for i in images], assignee=annotator, user=researcher)
     page = client_for(annotator).get("/b/demo/queue/")
@@ -431,3 +465,13 @@ def test_openapi_schema_generates_without_warnings(tmp_path):
 
     call_command("spectacular", "--fail-on-warn", "--validate", "--file", str(tmp_path / "schema.yml"))
     assert "/api/v1/benchmarks/{slug}/items/{id}/submit/" in (tmp_path / "schema.yml").read_text()
+
+
+def test_the_editor_header_history_count_follows_each_save(client_for, annotator, draft, image):
+    c = client_for(annotator)
+    assert ">history (1 version)</a>" in c.get(url(draft)).content.decode()
+    for version in (2, 3):
+        saved = c.post(url(draft, "save/"), form_data(draft, version - 1, image, question=f"Question {version}?"), **HTMX)
+        html = saved.content.decode()
+        assert f"Saved · version {version}" in html
+        assert f'id="history-link" href="{url(draft, "history/")}" hx-swap-oob="true">history ({version} versions)</a>' in html

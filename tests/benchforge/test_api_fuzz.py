@@ -37,6 +37,8 @@ def api_schema(settings):
         request_finished.connect(close_old_connections)
 
 
+# Every operation of every app, twice 25 examples each: minutes, and more as the API grows.
+@pytest.mark.timeout(1500)
 def test_no_api_operation_answers_a_server_error(api_schema, researcher, benchmark, draft, annotator):
     from curation import services
 

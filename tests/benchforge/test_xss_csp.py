@@ -68,11 +68,13 @@ def filled_routes(benchmark, draft, researcher, annotator):
         "number": 1,
         "review_id": 1,
         "task_slug": "counting",
+        "version": "1.0.0",
+        "kind": "public.zip",
     }
     routes = []
     for route in _routes():
         for name, value in values.items():
-            for converter in ("slug", "id"):
+            for converter in ("slug", "id", "str"):
                 route = route.replace(f"<{converter}:{name}>", str(value))
         assert "<" not in route, f"no test value for a parameter of {route}: add it to this test"
         routes.append("/" + route)

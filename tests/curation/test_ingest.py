@@ -189,7 +189,13 @@ def test_zip_import_reports_every_entry_and_reimport_adds_nothing(benchmark, ann
     assert report["broken.jpg"][0] == "error" and "truncated" in report["broken.jpg"][1]
     assert all(report[name][0] == "ok" for name in good)
     assert not any("__MACOSX" in key for key in report)
-    assert job.result == {"added": 7, "skipped": 0, "errors": 7}
+    assert job.result == {
+        "added": 7,
+        "skipped": 0,
+        "errors": 7,
+        "files_in_no_task_folder": 2,  # same/: not a task slug (the unsafe names are refused, not counted)
+        "no_task_folders": "same (2)",
+    }
     assert job.done == job.total == 14
 
     images = {i.original_name: i for i in Image.objects.all()}
@@ -203,7 +209,7 @@ def test_zip_import_reports_every_entry_and_reimport_adds_nothing(benchmark, ann
     files = media_files(settings)
 
     again = run_zip(benchmark, annotator, make_zip(zip_entries), tmp_path)
-    assert again.result == {"added": 0, "skipped": 7, "errors": 7}
+    assert again.result == {"added": 0, "skipped": 7, "errors": 7, "files_in_no_task_folder": 2, "no_task_folders": "same (2)"}
     assert Image.objects.count() == 7 and media_files(settings) == files
 
 

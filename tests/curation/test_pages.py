@@ -265,8 +265,8 @@ def test_contamination_report_names_the_set_the_match_kind_and_distance(client_f
     assert "t/1.jpg" in rows[str(exact.pk)] and '<td class="num distance">0</td>' in rows[str(exact.pk)]
     assert "MMBench dev" in rows[str(visual.pk)] and '<td class="kind">phash</td>' in rows[str(visual.pk)]
     assert '<td class="num distance">2</td>' in rows[str(visual.pk)]
-    assert 'href="/known-sets/"' not in page  # annotators are not sent to a page they cannot open
-    assert 'href="/known-sets/"' in html(client_for(researcher).get(CONTAMINATION))
+    assert 'href="/known-sets/?from=demo"' not in page  # annotators are not sent to a page they cannot open
+    assert 'href="/known-sets/?from=demo"' in html(client_for(researcher).get(CONTAMINATION))
 
 
 def test_known_sets_page_imports_lists_and_deletes(client_for, researcher, benchmark):
@@ -333,3 +333,9 @@ def test_media_file_missing_from_storage_is_a_404(client_for, researcher, benchm
     image = add_images(benchmark, 1)[0]
     (Path(settings.MEDIA_ROOT) / image.thumbnail.name).unlink()
     assert client_for(researcher).get(f"/media/{image.thumbnail.name}").status_code == 404
+
+
+def test_the_task_form_gives_name_and_keywords_the_full_width(client_for, researcher, benchmark):
+    html = client_for(researcher).get("/b/demo/taxonomy/counting/").content.decode()
+    for name in ("name", "collection_keywords"):
+        assert re.search(rf'<input type="text" name="{name}"[^>]* class="wide"', html), name

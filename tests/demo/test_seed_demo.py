@@ -25,7 +25,7 @@ def _development_runtime(settings):
 def test_seed_demo_ingests_tagged_generated_images_once(settings, fresh_image_indexes):
     out = io.StringIO()
     call_command("seed_demo", stdout=out)
-    assert "36 images (36 added now)" in out.getvalue()
+    assert "Images: 36 (36 added now), 1 flagged by the known set." in out.getvalue()
     benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
     images = list(benchmark.images.prefetch_related("tasks"))
     assert len(images) == 36 and stored_files_match_rows(settings)
@@ -34,6 +34,7 @@ def test_seed_demo_ingests_tagged_generated_images_once(settings, fresh_image_in
     assert len({t.slug for i in images for t in i.tasks.all()}) >= 9
     # Varied pictures: exactly the deliberate flaws are flagged.
     assert [i.original_name for i in images if i.low_resolution] == ["flowchart-4.jpg"]
+    assert [i.original_name for i in images if i.contaminated] == ["emblem-3.jpg"]
     (copy,) = [i for i in images if i.near_duplicate_of_id]
     assert copy.original_name == "scenery-1-copy.jpg" and copy.near_duplicate_of.original_name == "scenery-1.jpg"
     others = [i for i in images if i != copy]
@@ -43,16 +44,21 @@ def test_seed_demo_ingests_tagged_generated_images_once(settings, fresh_image_in
 
     # Two thirds of the clean pictures come accepted, so the annotators' queues have work.
     accepted = [i for i in images if i.status == Image.Status.ACCEPTED]
-    assert len(accepted) == 22 and not any(i.low_resolution or i.near_duplicate_of_id for i in accepted)
+    assert len(accepted) == 22 and not any(i.low_resolution or i.near_duplicate_of_id or i.contaminated for i in accepted)
     queued = dict(Assignment.objects.filter(benchmark=benchmark).values_list("assignee__username").annotate(n=Count("id")))
     assert queued == {"annotator": 3, "annotator2": 3}
     assert "6 new image assignment(s)" in out.getvalue()
+    assert (
+        out.getvalue()
+        .rstrip()
+        .endswith("Ready: open http://127.0.0.1:8000 and log in as researcher (password bf-demo-researcher-2026).")
+    )
 
     files = sorted(p for p in settings.MEDIA_ROOT.rglob("*") if p.is_file())
     Image.objects.filter(pk=accepted[0].pk).update(status=Image.Status.REJECTED, reject_reason="other", reject_note="mine")
     out = io.StringIO()
     call_command("seed_demo", stdout=out)
-    assert "36 images (0 added now)" in out.getvalue() and "0 new image assignment(s)" in out.getvalue()
+    assert "Images: 36 (0 added now)" in out.getvalue() and "0 new image assignment(s)" in out.getvalue()
     assert Image.objects.count() == 36 and sorted(p for p in settings.MEDIA_ROOT.rglob("*") if p.is_file()) == files
     # A re-run leaves people's screening decisions alone.
     assert Image.objects.get(pk=accepted[0].pk).status == Image.Status.REJECTED
@@ -86,3 +92,52 @@ def test_demo_work_tops_each_annotator_up_to_a_few_image_assignments(benchmark, 
     Assignment.objects.filter(assignee=annotator).first().delete()
     assert seed_demo_work(benchmark) == 1  # ...and refills what was taken away
     assert Assignment.objects.values("task", "image").distinct().count() == 6
+
+
+def test_the_demo_has_an_item_at_every_stage_and_a_review_waiting(fresh_image_indexes, django_capture_on_commit_callbacks):
+    from annotation.models import Item
+    from curation.models import KnownImageSet
+    from review.models import Review, ReviewRound
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo", stdout=io.StringIO())
+    benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
+    items = {item.status: item for item in Item.objects.filter(benchmark=benchmark, is_external=False)}
+    # The QC step's imported multiple-choice items, half of them flagged by its text-only run.
+    assert set(Item.objects.filter(benchmark=benchmark, is_external=True).values_list("status", flat=True)) >= {"qc_flagged"}
+    assert benchmark.releases.get().status == "built"
+    assert sorted(items) == ["accepted", "answered", "draft", "in_review"]
+    assert items["accepted"].kind == "multi_turn" and len(items["accepted"].history) == 2
+    assert items["in_review"].kind == "mcq" and items["in_review"].answer == "C"
+    assert items["answered"].author.username == "annotator2" and items["draft"].author.username == "annotator"
+    rounds = list(benchmark.review_rounds.order_by("number").values_list("status", flat=True))
+    assert rounds == [ReviewRound.Status.CLOSED, ReviewRound.Status.OPEN]
+    waiting = Review.objects.get(verdict="")
+    assert waiting.reviewer.username == "reviewer" and waiting.item == items["in_review"]
+    assert KnownImageSet.objects.get().hashes.count() == 12
+
+    # A re-run changes nothing.
+    before = sorted(Item.objects.values_list("pk", "status", "version"))
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo", stdout=io.StringIO())
+    assert sorted(Item.objects.values_list("pk", "status", "version")) == before
+    assert benchmark.review_rounds.count() == 2 and Review.objects.count() == 2
+
+
+def test_later_stages_append_a_step_with_the_same_signature(fresh_image_indexes, monkeypatch):
+    from demo import services
+
+    seen = []
+
+    def add_demo(benchmark, users):
+        seen.append((benchmark.slug, sorted(users)))
+        return "Later stage: done."
+
+    monkeypatch.setattr(services, "DEMO_STEPS", [*services.DEMO_STEPS[:1], services.DemoStep("later stage", add_demo)])
+    from demo.management.commands import seed_demo
+
+    monkeypatch.setattr(seed_demo, "DEMO_STEPS", services.DEMO_STEPS)
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    assert seen == [(DEMO_SLUG, ["annotator", "annotator2", "researcher", "reviewer"])]
+    assert "  Later stage: done." in out.getvalue()

@@ -708,6 +708,20 @@ def test_failed_calls_are_never_counted_as_cached_and_fail_the_run(env, capsys, 
     assert "6 x endpoint 'vlm'" in err and "image too large" in err  # the reason, once, with its count
 
 
+def test_a_repeated_no_cache_run_sends_every_call_again_and_reports_no_cache_hit(env, capsys):
+    env.server.script("vlm", "B")
+    for run in (1, 2):
+        assert env.run("infer", "--model", "vlm", "--out", str(env.root / f"p{run}.jsonl"), cache=False) == 0
+        err = capsys.readouterr().err
+        assert "6 asked this run (0 answered from the cache)" in err, err
+        assert len(env.server.requests("vlm")) == 6 * run  # every call sent again
+    # With the cache, the second run is answered from it: the numbers above are not a fixed string.
+    assert env.run("infer", "--model", "vlm", "--out", str(env.root / "c1.jsonl")) == 0
+    assert env.run("infer", "--model", "vlm", "--out", str(env.root / "c2.jsonl")) == 0
+    assert "6 asked this run (6 answered from the cache)" in capsys.readouterr().err
+    assert len(env.server.requests("vlm")) == 18
+
+
 def test_judge_run_with_every_call_failing_exits_non_zero_and_says_why(env, capsys):
     env.server.script("judge", Completion(None, "content_filter"))
     preds = env.predictions("m", {"w1": "x", "c1": "y"})
@@ -803,6 +817,6 @@ def test_one_registry_feeds_the_cli_and_the_report_command():
     assert (
         set(commands)
         == set(COMMANDS)
-        == {"infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement", "report"}
+        == {"infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement", "report", "verify"}
     )
     assert set(report_builders()) == {"mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement"}

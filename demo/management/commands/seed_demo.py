@@ -1,13 +1,13 @@
+import time
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from benchforge.services import create_or_update_user
-from curation.services import ingest_image, load_preset, screen_images
-from demo.images import demo_pictures
-from demo.services import seed_demo_work
+from curation.services import load_preset
+from demo.services import DEMO_STEPS, run_demo_steps
 
 DEMO_SLUG = "alignmmbench-demo"
-DEMO_SOURCE = "benchforge demo generator (drawn in code)"
 # Development-only accounts, printed by `make run`; never used outside the embedded runtime.
 # Their passwords are public, so the command refuses to run with DEBUG off.
 DEMO_USERS = [
@@ -19,7 +19,7 @@ DEMO_USERS = [
 
 
 class Command(BaseCommand):
-    help = "Load the demo benchmark (AlignMMBench preset, generated images) and demo users. Safe to re-run."
+    help = "Load the demo benchmark (AlignMMBench preset, generated images, items at every stage) and demo users. Safe to re-run."
 
     def handle(self, **options):
         if not settings.DEBUG:
@@ -27,41 +27,19 @@ class Command(BaseCommand):
                 "The demo creates accounts with published passwords, so it only runs with DEBUG on "
                 "(the development default). Create real users with `manage.py create_user`."
             )
+        started = time.monotonic()
         benchmark = load_preset("alignmmbench", slug=DEMO_SLUG)
         users = {
             username: create_or_update_user(username, role, password=password, benchmarks=[benchmark])[0]
             for username, role, password in DEMO_USERS
         }
-        tasks = {task.slug: task for task in benchmark.tasks.all()}
-        added = []
-        # Through the real ingest: same checks, hashes and flags as any upload. The pictures
-        # are drawn deterministically, so a re-run finds every one already stored (same MD5).
-        for picture in demo_pictures():
-            outcome = ingest_image(
-                benchmark,
-                picture.data,
-                original_name=picture.name,
-                source=DEMO_SOURCE,
-                license="CC0-1.0",
-                collected_by=users["annotator"],
-                tasks=[tasks[picture.task_slug]],
-            )
-            if outcome.created:
-                added.append(outcome.image)
-        # So the authoring queues have work, the first run accepts two thirds of the clean new
-        # pictures; the rest (and the flagged ones) wait on the screening grid. Re-runs never
-        # touch screening decisions.
-        clean = [image.pk for image in added if not (image.low_resolution or image.near_duplicate_of_id or image.contaminated)]
-        if clean:
-            screen_images(benchmark, clean[: len(clean) * 2 // 3], action="accept", user=users["researcher"])
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Demo benchmark '{benchmark.name}' ({DEMO_SLUG}): {benchmark.tasks.count()} tasks, "
-                f"{benchmark.images.count()} images ({len(added)} added now)"
-            )
-        )
+        self.stdout.write(self.style.SUCCESS(f"Demo benchmark '{benchmark.name}' ({DEMO_SLUG}): {benchmark.tasks.count()} tasks"))
+        run_demo_steps(benchmark, users, DEMO_STEPS, report=lambda line: self.stdout.write(f"  {line}"))
         self.stdout.write("Demo logins (development only):")
         for username, role, password in DEMO_USERS:
-            self.stdout.write(f"  {username:<11} {password:<20} ({role})")
-        assigned = seed_demo_work(benchmark)
-        self.stdout.write(f"Demo work: {assigned} new image assignment(s) in the annotators' queues.")
+            self.stdout.write(f"  {username:<11} {password:<24} ({role})")
+        self.stdout.write(f"Seeded in {time.monotonic() - started:.1f} s.")
+        password = dict((u, p) for u, _, p in DEMO_USERS)["researcher"]
+        self.stdout.write(
+            self.style.SUCCESS(f"Ready: open http://127.0.0.1:8000 and log in as researcher (password {password}).")
+        )

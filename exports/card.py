@@ -1,0 +1,125 @@
+"""The dataset card (README.md of a bundle), its chart and the license file: text made from the
+release's own rows only, so a rebuild writes the same bytes."""
+
+from xml.sax.saxutils import escape
+
+from .models import PRIVATE_PARTS, Release
+
+
+def dataset_card(release: Release, variant: str) -> str:
+    counts, made = release.counts, release.construction
+    lines = [
+        f"# {release.benchmark.name} {release.version}",
+        "",
+        release.benchmark.description or "",
+        "",
+        f"A multimodal (image + question) evaluation benchmark built with benchforge. {counts['items']} questions "
+        f"({counts['seeds']} seed questions and their rewrites) on {counts['images']} images; dev {counts['dev']}, "
+        f"test {counts['test']}. This is the **{variant}** bundle.",
+        "",
+    ]
+    if release.notes:
+        lines += ["## Notes", "", release.notes, ""]
+    if variant == "public" and release.private:
+        lines += ["This bundle withholds: " + ", ".join(PRIVATE_PARTS[p] for p in release.private) + ".", ""]
+    lines += ["## Questions per task and split", "", "| task | dev | test | total |", "| --- | ---: | ---: | ---: |"]
+    for task, split in counts["tasks"].items():
+        lines.append(f"| {task} | {split.get('dev', 0)} | {split.get('test', 0)} | {sum(split.values())} |")
+    lines += ["", "![questions per task](charts/items_per_task.svg)", "", "## How it was built", ""]
+    lines.append(
+        f"- Images collected: {made.get('images_collected', 0)}; accepted after screening: "
+        f"{made.get('images_accepted', 0)} (rejected: {made.get('images_rejected', 0)})."
+    )
+    lines.append(
+        f"- Seed questions: {made.get('seeds', 0)}; approved rewrites: {made.get('rewrites', 0)} "
+        f"({made.get('rewrites_per_seed', 0)} per seed)."
+    )
+    for r in made.get("review_rounds", []):
+        kind = "expert verification" if r["kind"] == "expert" else "cross-review"
+        lines.append(
+            f"- Review round {r['round']} ({kind}): {r.get('accepted', 0)} accepted, {r.get('revision', 0)} sent "
+            f"back for revision, {r.get('rejected', 0)} rejected."
+        )
+    for key, label in (("qc_removed", "Removed by the quality filters"),):
+        if key in made:
+            lines.append(f"- {label}: {made[key]}.")
+    lines += [
+        "",
+        "## Files",
+        "",
+        "- `items.jsonl`: one question per line (the schema is in `harness/release.py`).",
+        "- `images/`: the images, named by their sha256.",
+        "- `taxonomy.json`: categories and tasks, with each task's judging rule.",
+        "- `mcq.tsv`: multiple-choice questions in MMBench's columns (when there are any).",
+        "- `harness/`: the scoring harness; `manifest.json`: the sha256 of every file.",
+        "",
+        "## Scoring",
+        "",
+        "```",
+        "python -m harness verify .                      # every file matches manifest.json",
+        "python -m harness infer --model my-vlm          # answers -> predictions/my-vlm.jsonl",
+        "python -m harness judge --judge my-judge --predictions predictions/my-vlm.jsonl",
+        "```",
+        "",
+        "See `harness/README.md` for the models file and every command.",
+        "",
+        "## License",
+        "",
+        f"{release.license}. Each image keeps its own source and license (see `LICENSE`).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def license_text(release: Release) -> str:
+    sources = sorted({(i.source, i.license) for i in release.images.all()})
+    lines = [
+        f"The questions, answers and annotations of {release.benchmark.name} {release.version} are released under "
+        f"{release.license}.",
+        "",
+        "Images keep the license of their source:",
+        "",
+    ]
+    lines += [f"- {source or 'unknown source'}: {license or 'license not recorded'}" for source, license in sources]
+    return "\n".join(lines) + "\n"
+
+
+def task_chart(counts: dict) -> str:
+    """Questions per task, dev and test stacked, as an SVG (no script, no external reference)."""
+    tasks = list(counts.get("tasks", {}).items())
+    peak = max((sum(s.values()) for _, s in tasks), default=1) or 1
+    row, width = 22, 360
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{220 + width + 60}" height="{row * len(tasks) + 30}" font-family="sans-serif" font-size="12">'
+    ]
+    for n, (task, split) in enumerate(tasks):
+        y = 10 + n * row
+        dev = round(width * split.get("dev", 0) / peak)
+        test = round(width * split.get("test", 0) / peak)
+        parts.append(f'<text x="212" y="{y + 13}" text-anchor="end">{escape(task)}</text>')
+        parts.append(
+            f'<rect x="220" y="{y}" width="{dev}" height="16" fill="#5b8def"><title>dev {split.get("dev", 0)}</title></rect>'
+        )
+        parts.append(
+            f'<rect x="{220 + dev}" y="{y}" width="{test}" height="16" fill="#f0a24b"><title>test {split.get("test", 0)}</title></rect>'
+        )
+        parts.append(f'<text x="{226 + dev + test}" y="{y + 13}">{sum(split.values())}</text>')
+    parts.append(f'<text x="220" y="{row * len(tasks) + 24}">blue: dev · orange: test</text></svg>')
+    return "\n".join(parts) + "\n"
+
+
+def score_chart(rows, label: str) -> str:
+    """A score card's bars: one per task (or category), value on a 0-1 scale, as an SVG."""
+    row, width = 22, 360
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{220 + width + 80}" height="{row * len(rows) + 30}" font-family="sans-serif" font-size="12">'
+    ]
+    for n, (name, value, count) in enumerate(rows):
+        y = 10 + n * row
+        bar = round(width * (value or 0))
+        shown = "—" if value is None else f"{100 * value:.0f}%"
+        parts.append(f'<text x="212" y="{y + 13}" text-anchor="end">{escape(name)}</text>')
+        parts.append(f'<rect x="220" y="{y}" width="{bar}" height="16" fill="#5b8def"><title>{shown} of {count}</title></rect>')
+        parts.append(f'<text x="{226 + bar}" y="{y + 13}">{shown} (n={count})</text>')
+    parts.append(f'<text x="220" y="{row * len(rows) + 24}">{escape(label)}</text></svg>')
+    return "\n".join(parts) + "\n"

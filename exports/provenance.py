@@ -1,0 +1,75 @@
+"""Where a released item came from, read from the apps that made it (exports reads every app;
+nothing imports exports): its images' sources and licenses, its author, its reviewers per round,
+the QC runs that judged it, and the numbers of how the benchmark was built (for the dataset card)."""
+
+from collections import Counter, defaultdict
+
+from curation.models import Image
+from qc import selectors as qc
+from review.models import Review, ReviewRound, RoundItem
+
+
+def for_items(items) -> dict[int, dict]:
+    """{item id: provenance} for items loaded with annotation.selectors.with_payload_data."""
+    ids = [item.pk for item in items]
+    reviews: dict[int, list] = defaultdict(list)
+    rows = (
+        Review.objects.filter(item_id__in=ids)
+        .exclude(verdict="")
+        .values_list("item_id", "round__number", "round__kind", "reviewer__username", "verdict")
+        .order_by("round__number", "id")
+    )
+    for item_id, number, kind, reviewer, verdict in rows:
+        reviews[item_id].append({"round": number, "kind": kind, "reviewer": reviewer, "verdict": verdict})
+    checked = qc.provenance(ids)
+    out = {}
+    for item in items:
+        source = item.seed if item.seed_id else item
+        out[item.pk] = {
+            "author": item.author.username if item.author_id else None,
+            "images": [
+                {
+                    "sha256": link.image.sha256,
+                    "source": link.image.source,
+                    "license": link.image.license,
+                    "collected_at": link.image.collected_at.date().isoformat() if link.image.collected_at else None,
+                }
+                for link in source.item_images.all()
+            ],
+            "reviews": reviews.get(item.pk, []),
+            "qc": checked.get(item.pk, {}).get("runs", []),
+            "external_id": item.external_id or None,
+        }
+    return out
+
+
+def construction(benchmark, items) -> dict:
+    """How the benchmark was built, for the dataset card: images collected vs kept, rewrites
+    approved per seed, review rounds and what each decided."""
+    images = Counter(Image.objects.filter(benchmark=benchmark).values_list("status", flat=True))
+    seeds = [i for i in items if i.seed_id is None]
+    rewrites = Counter(i.seed_id for i in items if i.seed_id)
+    rounds = []
+    for review_round in ReviewRound.objects.filter(benchmark=benchmark, status=ReviewRound.Status.CLOSED).order_by("number"):
+        outcomes = Counter(RoundItem.objects.filter(round=review_round).values_list("outcome", flat=True))
+        rounds.append(
+            {"round": review_round.number, "kind": review_round.kind, **{k or "pending": n for k, n in outcomes.items()}}
+        )
+    return {
+        "images_collected": sum(images.values()),
+        "images_accepted": images.get("accepted", 0),
+        "images_rejected": images.get("rejected", 0),
+        "seeds": len(seeds),
+        "rewrites": sum(rewrites.values()),
+        "rewrites_per_seed": round(sum(rewrites.values()) / len(seeds), 2) if seeds else 0,
+        "review_rounds": rounds,
+        "qc_removed": _removals(benchmark),
+    }
+
+
+def _removals(benchmark) -> str:
+    """ "N (reason: n, …)" for the card; items a QC decision took out of the benchmark."""
+    removed = Counter(row["reason"] for row in qc.removed_items(benchmark=benchmark))
+    if not removed:
+        return "none"
+    return f"{sum(removed.values())} (" + "; ".join(f"{reason}: {n}" for reason, n in sorted(removed.items())) + ")"

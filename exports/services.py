@@ -1,0 +1,453 @@
+"""Releases: define one, build it (a job: snapshot the items, images and taxonomy, then write the
+bundles), freeze it for good, compare two.
+
+A build reads the benchmark once, into the release's own rows (ReleaseItem, ReleaseImage, the
+taxonomy); every file is then written from those rows alone, so building the same release twice
+gives byte-identical archives, and a frozen release never depends on items that change later.
+"""
+
+import base64
+import csv
+import io
+import json
+import random
+import shutil
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+import harness
+from annotation.contract import MMBENCH_COLUMNS, image_name, release_row
+from annotation.models import Item
+from annotation.selectors import with_payload_data
+from annotation.services import change_status_many
+from annotation.workflow import ACCEPTED, QC_PASSED, RELEASED, REWRITTEN
+from benchforge import permissions
+from benchforge.errors import DomainError
+from harness.bundle import sha256_file, write_manifest, write_tar_gz, write_zip
+from harness.release import SCHEMA_VERSION
+from jobs import services as jobs
+
+from . import card, parquet, provenance
+from .models import PRIVATE_PARTS, SEMVER, FrozenRelease, Release, ReleaseFile, ReleaseImage, ReleaseItem
+
+BUILD_JOB = "release_build"
+# Released items stay in the next version unless a researcher narrows the scope.
+DEFAULT_STATUSES = [ACCEPTED, REWRITTEN, QC_PASSED, RELEASED]
+VARIANTS = ("public", "private")
+HARNESS_ROOT = Path(harness.__file__).resolve().parent
+
+
+# ---- defining -----------------------------------------------------------------------------------
+
+
+def create_release(
+    benchmark,
+    *,
+    user,
+    version: str,
+    notes: str = "",
+    statuses=None,
+    tasks=(),
+    dev_ratio: float = 0.4,
+    split_seed: int = 0,
+    private=("test_answers",),
+    license: str = "CC BY-NC-SA 4.0",
+) -> Release:
+    permissions.require_researcher(user, "Building a release")
+    try:
+        SEMVER(version)
+    except ValidationError:
+        raise DomainError(f"'{version}' is not a semantic version: use MAJOR.MINOR.PATCH, e.g. 1.0.0.") from None
+    if Release.objects.filter(benchmark=benchmark, version=version).exists():
+        raise DomainError(f"{benchmark.name} already has a release {version}: choose another version.", code="duplicate")
+    unknown = set(private) - set(PRIVATE_PARTS)
+    if unknown:
+        raise DomainError(f"Unknown private part(s): {', '.join(sorted(unknown))}; choose among {', '.join(PRIVATE_PARTS)}.")
+    if not 0 <= dev_ratio <= 1:
+        raise DomainError("The dev share is between 0 and 1 (0.4 gives the usual 4:6 dev/test split).")
+    task_ids = [getattr(t, "pk", t) for t in tasks]
+    if benchmark.tasks.filter(pk__in=task_ids).count() != len(set(task_ids)):
+        raise DomainError("Some tasks are not tasks of this benchmark.")
+    source = Release.objects.filter(benchmark=benchmark, status=Release.Status.FROZEN).order_by("-frozen_at").first()
+    return Release.objects.create(
+        benchmark=benchmark,
+        version=version,
+        notes=notes,
+        statuses=list(statuses or DEFAULT_STATUSES),
+        tasks=task_ids,
+        dev_ratio=dev_ratio,
+        split_seed=split_seed,
+        private=sorted(set(private)),
+        license=license,
+        created_by=user,
+        source=source,
+    )
+
+
+def start_build(release: Release, *, user, here: bool = False) -> Release:
+    """Build (or rebuild, while not frozen) the release as a job; `here`: run it in this process
+    now (management commands) instead of handing it to the job runner."""
+    permissions.require_researcher(user, "Building a release")
+    if release.is_frozen:
+        raise FrozenRelease(f"Release {release.version} is frozen: it is built for good.")
+    if release.status == Release.Status.BUILDING:
+        raise DomainError(f"Release {release.version} is being built (job #{release.job_id}).")
+    with transaction.atomic():
+        job = jobs.create_job(
+            BUILD_JOB, user=user, benchmark=release.benchmark, total=1 + 2 * len(VARIANTS) + 1, params={"release": release.pk}
+        )
+        Release.objects.filter(pk=release.pk).update(status=Release.Status.BUILDING, job=job)
+        if not here:
+            jobs.enqueue(job)
+    if here:
+        jobs.run_now(job)
+    release.refresh_from_db()
+    return release
+
+
+def run_build(run) -> dict:
+    """The build job: the snapshot, then each file; a resumed build redoes only what is missing."""
+    release = Release.objects.select_related("benchmark").get(pk=run.params["release"])
+    done = run.done_keys()
+    try:
+        if "snapshot" not in done:
+            with run.unit("snapshot") as unit:
+                counts = snapshot(release)
+                unit.ok(f"{counts['items']} items, {counts['images']} images")
+        release.refresh_from_db()
+        with tempfile.TemporaryDirectory(prefix="benchforge-release-") as tmp:
+            for variant in VARIANTS:
+                folder = Path(tmp) / variant
+                write_bundle(release, variant, folder)
+                for kind, writer in ((f"{variant}.tar.gz", write_tar_gz), (f"{variant}.zip", write_zip)):
+                    if kind in done:
+                        continue
+                    with run.unit(kind) as unit:
+                        archive = Path(tmp) / f"{release.top}-{kind}"
+                        writer(folder, archive, top=release.top)
+                        unit.ok(_store_file(release, kind, archive))
+            if "parquet" not in done:
+                with run.unit("parquet") as unit:
+                    archive = Path(tmp) / f"{release.top}-parquet.zip"
+                    parquet.write_dataset_zip(release, public_rows(release), archive)
+                    unit.ok(_store_file(release, ReleaseFile.Kind.PARQUET, archive))
+    except Exception:
+        Release.objects.filter(pk=release.pk, status=Release.Status.BUILDING).update(status=Release.Status.DRAFT)
+        raise
+    Release.objects.filter(pk=release.pk).update(status=Release.Status.BUILT)
+    return release.counts
+
+
+def _store_file(release: Release, kind: str, path: Path) -> str:
+    suffix = "parquet.zip" if kind == ReleaseFile.Kind.PARQUET else kind
+    name = f"releases/{release.benchmark.slug}/{release.version}/{release.top}-{suffix}"
+    default_storage.delete(name)  # a rebuild of a draft replaces its files
+    with path.open("rb") as handle:
+        stored = default_storage.save(name, File(handle))
+    digest, size = sha256_file(path), path.stat().st_size
+    ReleaseFile.objects.update_or_create(
+        release=release, kind=kind, defaults={"storage_name": stored, "sha256": digest, "size": size}
+    )
+    return f"{Path(stored).name}: {size:,} bytes, sha256 {digest[:12]}…"
+
+
+# ---- the snapshot ---------------------------------------------------------------------------------
+
+
+def _in_scope(release: Release):
+    items = Item.objects.filter(benchmark=release.benchmark, status__in=release.statuses)
+    if release.tasks:
+        items = items.filter(task__in=release.tasks)
+    items = list(with_payload_data(items.select_related("task__category__parent")).order_by("pk"))
+    seeds = {i.pk for i in items if i.seed_id is None}
+    # A rewrite goes with its seed: one whose seed is not in the release would name a missing group.
+    return [i for i in items if i.seed_id is None or i.seed_id in seeds]
+
+
+def assign_splits(units, *, dev_ratio: float, seed: int, previous=None) -> dict:
+    """units: (unit key, group key, task); previous: {unit key: split} of the release this one
+    follows. A group (a seed and its rewrites) is never split across dev and test. Groups already
+    released keep their split, so an item does not change sides between versions; the new groups
+    of a task then go, in an order drawn from `seed` (reproducible), to dev while that brings the
+    task's dev count closer to its share. Returns {unit key: "dev" | "test"}."""
+    previous = previous or {}
+    by_task: dict = defaultdict(lambda: defaultdict(list))
+    for key, group, task in units:
+        by_task[task][group].append(key)
+    splits = {}
+    for task in sorted(by_task, key=str):
+        groups = sorted(by_task[task].items(), key=lambda g: str(g[0]))
+        target = dev_ratio * sum(len(keys) for _, keys in groups)
+        fresh, in_dev = [], 0
+        for group in groups:
+            kept = [previous[k] for k in group[1] if k in previous]
+            if kept:
+                split = Counter(kept).most_common(1)[0][0]
+                splits.update(dict.fromkeys(group[1], split))
+                in_dev += len(group[1]) if split == "dev" else 0
+            else:
+                fresh.append(group)
+        random.Random(f"{seed}:{task}").shuffle(fresh)
+        for _, keys in fresh:
+            closer = abs(in_dev + len(keys) - target) < abs(in_dev - target)
+            split = "dev" if closer else "test"
+            in_dev += len(keys) if closer else 0
+            splits.update(dict.fromkeys(keys, split))
+    return splits
+
+
+@transaction.atomic
+def snapshot(release: Release) -> dict:
+    """Copy what the release holds into its own rows; replaces an earlier snapshot of a draft."""
+    ReleaseItem.objects.filter(release=release).delete()
+    ReleaseImage.objects.filter(release=release).delete()
+    items = _in_scope(release)
+    if not items:
+        raise DomainError(
+            f"No item of {release.benchmark.name} is {', '.join(release.statuses)} in this scope: nothing to release."
+        )
+    previous = dict(release.source.items.values_list("item_id", "split")) if release.source_id else {}
+    splits = assign_splits(
+        [(i.pk, i.seed_id or i.pk, i.task_id) for i in items],
+        dev_ratio=release.dev_ratio,
+        seed=release.split_seed,
+        previous=previous,
+    )
+    origins = provenance.for_items(items)
+    rows, images = [], {}
+    for order, item in enumerate(items):
+        row = release_row(item, split=splits[item.pk])
+        rows.append(
+            ReleaseItem(
+                release=release,
+                key=row["id"],
+                item_id=item.pk,
+                task=item.task.name,
+                split=row["split"],
+                row=row,
+                provenance=origins.get(item.pk, {}),
+                order=order,
+            )
+        )
+        for link in (item.seed or item).item_images.all():
+            image = link.image
+            images[image_name(image)] = ReleaseImage(
+                release=release,
+                name=image_name(image),
+                sha256=image.sha256,
+                storage_name=image.file.name,
+                size=image.file_size,
+                source=image.source,
+                license=image.license,
+            )
+    ReleaseItem.objects.bulk_create(rows, batch_size=1000)
+    ReleaseImage.objects.bulk_create(sorted(images.values(), key=lambda i: i.name), batch_size=1000)
+    counts = _counts(rows)
+    counts["images"] = len(images)
+    Release.objects.filter(pk=release.pk).update(
+        built_at=timezone.now().replace(microsecond=0),
+        taxonomy=taxonomy_of(release.benchmark),
+        counts=counts,
+        construction=provenance.construction(release.benchmark, items),
+    )
+    return counts
+
+
+def _counts(rows) -> dict:
+    per_task: dict = defaultdict(Counter)
+    for r in rows:
+        per_task[r.task][r.split] += 1
+    return {
+        "items": len(rows),
+        "seeds": sum(1 for r in rows if r.row["seed_id"] is None),
+        "dev": sum(1 for r in rows if r.split == "dev"),
+        "test": sum(1 for r in rows if r.split == "test"),
+        "tasks": {task: dict(sorted(c.items())) for task, c in sorted(per_task.items())},
+    }
+
+
+def taxonomy_of(benchmark) -> dict:
+    tasks = benchmark.tasks.select_related("category__parent").order_by("order", "name")
+    categories = benchmark.categories.select_related("parent").order_by("order", "name")
+    return {
+        "name": benchmark.name,
+        "categories": [{"name": c.name, "parent": c.parent.name if c.parent_id else None} for c in categories],
+        "tasks": [
+            {
+                "name": t.name,
+                "category": (t.category.parent or t.category).name,
+                "subcategory": t.category.name if t.category.parent_id else None,
+                "description": t.description,
+                "judge_rule": t.judge_rules or None,
+            }
+            for t in tasks
+        ],
+    }
+
+
+# ---- bundles ------------------------------------------------------------------------------------
+
+
+def withheld(row: dict, private) -> dict:
+    """A row without the `private` parts (the public bundle's view of it)."""
+    out = json.loads(json.dumps(row))
+    if "reference_answers" in private:
+        out["reference_answer"] = None
+    if "criteria" in private:
+        out["criteria"], out["meta"]["criteria_kinds"] = [], []
+    if "test_answers" in private and out["split"] == "test":
+        out["answer"] = None
+    return out
+
+
+def public_rows(release: Release) -> list[dict]:
+    return [withheld(r, release.private) for r in release.items.order_by("order").values_list("row", flat=True)]
+
+
+def bundle_rows(release: Release, variant: str) -> list[dict]:
+    rows = list(release.items.order_by("order").values_list("row", flat=True))
+    return [withheld(r, release.private) for r in rows] if variant == "public" else rows
+
+
+def write_bundle(release: Release, variant: str, folder: Path) -> None:
+    """The bundle folder of one variant, from the release's rows only (same rows, same bytes)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "images").mkdir(parents=True)
+    rows = bundle_rows(release, variant)
+    _write_text(folder / "items.jsonl", "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows))
+    for image in release.images.order_by("name"):
+        with default_storage.open(image.storage_name, "rb") as source, open(folder / image.name, "wb") as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+    _write_text(folder / "taxonomy.json", json.dumps(release.taxonomy, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    mcq = _mcq_tsv(release, rows, folder)
+    if mcq:
+        _write_text(folder / "mcq.tsv", mcq)
+    _copy_harness(folder / "harness")
+    (folder / "charts").mkdir()
+    _write_text(folder / "charts" / "items_per_task.svg", card.task_chart(release.counts))
+    _write_text(folder / "README.md", card.dataset_card(release, variant))
+    _write_text(folder / "LICENSE", card.license_text(release))
+    write_manifest(
+        folder,
+        name=release.benchmark.slug,
+        title=release.benchmark.name,
+        version=release.version,
+        variant=variant,
+        # The release's own date, not the build's: a rebuild of the same release writes the same bytes.
+        created_at=release.created_at.replace(microsecond=0).isoformat(),
+        schema_version=SCHEMA_VERSION,
+        harness_version=harness.__version__,
+        counts=release.counts,
+        withheld=[] if variant == "private" else release.private,
+        source_release=release.source.version if release.source_id else None,
+    )
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.write_bytes(text.encode("utf-8"))
+
+
+def _copy_harness(target: Path) -> None:
+    for path in sorted(HARNESS_ROOT.rglob("*")):
+        relative = path.relative_to(HARNESS_ROOT)
+        if path.is_file() and "__pycache__" not in relative.parts and path.suffix in (".py", ".md", ".txt"):
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target / relative)
+
+
+def _mcq_tsv(release: Release, rows: list[dict], folder: Path) -> str:
+    """Multiple-choice rows in MMBench's columns: an image once as base64, then by the index of the
+    first row that carried it."""
+    mcq = [r for r in rows if r["choices"]]
+    if not mcq:
+        return ""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=MMBENCH_COLUMNS, delimiter="\t", lineterminator="\n")
+    writer.writeheader()
+    first_row: dict[str, int] = {}
+    for index, row in enumerate(mcq):
+        image = row["images"][0] if row["images"] else ""
+        if image and image in first_row:
+            image_value = str(first_row[image])
+        elif image:
+            first_row[image] = index
+            image_value = base64.b64encode((folder / image).read_bytes()).decode("ascii")
+        else:
+            image_value = ""
+        choices = list(row["choices"].values()) + [""] * (4 - len(row["choices"]))
+        writer.writerow(
+            {
+                "index": index,
+                "question": row["question"],
+                "hint": row["hint"] or "",
+                "A": choices[0],
+                "B": choices[1],
+                "C": choices[2],
+                "D": choices[3],
+                "answer": row["answer"] or "",
+                "category": row["task"] or "",
+                "l2-category": row["subcategory"] or row["category"] or "",
+                "split": row["split"] or "",
+                "image": image_value,
+            }
+        )
+    return out.getvalue()
+
+
+# ---- freezing -----------------------------------------------------------------------------------
+
+
+def freeze(release: Release, *, user) -> Release:
+    """Freeze a built release: from now on it refuses every change. Its items become released."""
+    permissions.require_researcher(user, "Freezing a release")
+    with transaction.atomic():
+        release = Release.objects.select_for_update().get(pk=release.pk)
+        if release.is_frozen:
+            raise FrozenRelease(f"Release {release.version} is already frozen.")
+        if release.status != Release.Status.BUILT or not release.files.exists():
+            raise DomainError(f"Release {release.version} is {release.get_status_display().lower()}: build it before freezing.")
+        items = Item.objects.filter(pk__in=release.items.values("item_id")).exclude(status=RELEASED)
+        change_status_many(list(items), RELEASED, user=user, action="released", note=f"In release {release.version}.")
+        Release.objects.filter(pk=release.pk).update(status=Release.Status.FROZEN, frozen_at=timezone.now(), frozen_by=user)
+    release.refresh_from_db()
+    return release
+
+
+# ---- comparing ------------------------------------------------------------------------------------
+
+
+def diff(old: Release, new: Release, *, hide=()) -> dict:
+    """Items added, removed and changed from `old` to `new` (by release id), with the fields that
+    changed and both values; `hide`: private parts to leave out (for people who may not see them)."""
+    if old.benchmark_id != new.benchmark_id:
+        raise DomainError("Releases of different benchmarks cannot be compared.")
+    before = {key: withheld(row, hide) for key, row in old.items.values_list("key", "row")}
+    after = {key: withheld(row, hide) for key, row in new.items.values_list("key", "row")}
+    changed = []
+    for key in sorted(set(before) & set(after), key=_natural):
+        fields = [
+            {"field": name, "old": before[key].get(name), "new": after[key].get(name)}
+            for name in sorted(set(before[key]) | set(after[key]))
+            if name != "meta" and before[key].get(name) != after[key].get(name)
+        ]
+        if fields:
+            changed.append({"id": key, "fields": fields})
+    return {
+        "from": old.version,
+        "to": new.version,
+        "added": sorted(set(after) - set(before), key=_natural),
+        "removed": sorted(set(before) - set(after), key=_natural),
+        "changed": changed,
+    }
+
+
+def _natural(key: str):
+    return (0, int(key), "") if key.isdigit() else (1, 0, key)

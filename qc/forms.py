@@ -1,0 +1,80 @@
+"""Shapes of the QC forms; the rules are in qc.services."""
+
+from django import forms
+
+from curation.models import Benchmark, Task
+
+from .models import QCItem, QCRun
+from .services.imports import FORMATS
+from .services.runs import MAX_PARTS
+
+
+class RunForm(forms.Form):
+    filter = forms.ChoiceField(choices=QCRun.Filter.choices, initial=QCRun.Filter.TEXT_ONLY)
+    models = forms.MultipleChoiceField(
+        choices=[], help_text="Asked in this order; a later model is skipped once an item's verdict is settled."
+    )
+    extractor = forms.ChoiceField(
+        choices=[], required=False, help_text="Reads the chosen letter when the rules cannot (optional)."
+    )
+    judge = forms.ChoiceField(choices=[], required=False, help_text="Grades open answers 1-10 (judged filter only).")
+    tasks = forms.ModelMultipleChoiceField(queryset=Task.objects.none(), required=False, help_text="None: every task.")
+    items = forms.CharField(
+        required=False, label="Item ids", help_text="Only these items (ids separated by spaces or commas); empty: all."
+    )
+    threshold = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=0.99,
+        help_text="Share of the models. Text-only and judged flag above it (default 0.5: more than half); "
+        "all-fail flags at or below it (default 0: none solves it).",
+    )
+    min_score = forms.IntegerField(
+        min_value=1, max_value=10, initial=7, help_text="Judged filter: the grade that counts as solved."
+    )
+    early_stop = forms.BooleanField(
+        initial=True, required=False, label="Stop early", help_text="Skip calls that cannot change a verdict."
+    )
+    parts = forms.IntegerField(
+        min_value=1, max_value=MAX_PARTS, initial=1, help_text="Jobs sharing the items, for several workers."
+    )
+
+    def __init__(self, *args, benchmark, endpoints, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = [(name, f"{name} ({e.model}{', vision' if e.vision else ''})") for name, e in sorted(endpoints.items())]
+        self.fields["models"].choices = names
+        self.fields["extractor"].choices = [("", "none: rules only")] + names
+        self.fields["judge"].choices = [("", "none")] + names
+        self.fields["tasks"].queryset = benchmark.tasks.order_by("order", "name")
+
+    def clean_items(self):
+        text = self.cleaned_data["items"].replace(",", " ").split()
+        if not text:
+            return None
+        if not all(t.isdigit() for t in text):
+            raise forms.ValidationError("Item ids are whole numbers.")
+        return sorted({int(t) for t in text})
+
+
+class DecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=QCItem.Decision.choices)
+    note = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ImportForm(forms.Form):
+    format = forms.ChoiceField(choices=list(FORMATS.items()))
+    file = forms.FileField()
+    name = forms.CharField(required=False, max_length=200, help_text="A new external benchmark with this name.")
+    benchmark = forms.ModelChoiceField(
+        queryset=Benchmark.objects.none(), required=False, to_field_name="slug", help_text="Or add to this benchmark."
+    )
+
+    def __init__(self, *args, benchmarks, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["benchmark"].queryset = benchmarks
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("name", "").strip() and not data.get("benchmark"):
+            raise forms.ValidationError("Name a new benchmark, or choose one to add the items to.")
+        return data

@@ -1,0 +1,245 @@
+"""Reads of the qc app: runs, a run's report (flag rates per category, per-model vanilla and circular
+accuracy, extractor use, calls made vs without stopping), flagged items to adjudicate, each
+model's answers per pass, and what other apps ask: `provenance` and `removed_items` (exports)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Count, Q
+from django.http import Http404
+
+from annotation.models import Item
+from harness.scoring.circular import EXTRACTOR_METHODS
+
+from .models import QCAnswer, QCItem, QCRun
+from .services.imports import IMPORT_JOB
+from .services.runs import calls_made
+
+
+def runs_of(benchmark):
+    return (
+        QCRun.objects.filter(benchmark=benchmark)
+        .select_related("created_by")
+        .annotate(
+            n_items=Count("entries", distinct=True),
+            n_flagged=Count("entries", filter=Q(entries__flagged=True, entries__done=True), distinct=True),
+            n_decided=Count("entries", filter=Q(entries__flagged=True) & ~Q(entries__decision=""), distinct=True),
+        )
+        .order_by("-number")
+    )
+
+
+def get_run(benchmark, number: int) -> QCRun:
+    run = QCRun.objects.filter(benchmark=benchmark, number=number).select_related("benchmark", "created_by").first()
+    if run is None:
+        raise Http404(f"No QC run {number} in this benchmark.")
+    return run
+
+
+def run_jobs(run: QCRun):
+    return run.jobs.order_by("pk")
+
+
+def flagged_entries(run: QCRun, *, undecided_only: bool = False):
+    entries = QCItem.objects.filter(run=run, flagged=True, done=True).select_related("item", "item__task", "decided_by")
+    if undecided_only:
+        entries = entries.filter(decision="")
+    return entries.order_by("item_id")
+
+
+def get_entry(run: QCRun, item_id: int) -> QCItem:
+    entry = QCItem.objects.filter(run=run, item_id=item_id).select_related("item", "decided_by").first()
+    if entry is None:
+        raise Http404(f"Item #{item_id} is not in QC run {run.number}.")
+    return entry
+
+
+def neighbours(run: QCRun, entry: QCItem) -> tuple[int | None, int | None]:
+    """The flagged items before and after this one (J/K move between them)."""
+    flagged = QCItem.objects.filter(run=run, flagged=True, done=True)
+    before = flagged.filter(item_id__lt=entry.item_id).order_by("-item_id").values_list("item_id", flat=True).first()
+    after = flagged.filter(item_id__gt=entry.item_id).order_by("item_id").values_list("item_id", flat=True).first()
+    return before, after
+
+
+def next_undecided(run: QCRun, after_item: int | None = None) -> int | None:
+    entries = QCItem.objects.filter(run=run, flagged=True, done=True, decision="").order_by("item_id")
+    if after_item is not None:
+        later = entries.filter(item_id__gt=after_item).values_list("item_id", flat=True).first()
+        if later is not None:
+            return later
+    return entries.values_list("item_id", flat=True).first()
+
+
+def answers_by_model(run: QCRun, item_id: int) -> list[dict]:
+    """Each model's answers to the item, pass by pass, in the run's model order."""
+    rows = defaultdict(list)
+    for answer in QCAnswer.objects.filter(run=run, item_id=item_id).order_by("shift"):
+        rows[answer.model].append(answer)
+    return [{"model": m, "answers": rows.get(m, [])} for m in run.model_names]
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def report(run: QCRun) -> dict:
+    answers = QCAnswer.objects.filter(run=run)
+    entries = QCItem.objects.filter(run=run)
+    made = calls_made(answers)
+    without = run.estimate.get("calls_without_stopping", 0)
+    models = {}
+    for model in run.model_names:
+        mine = answers.filter(model=model)
+        asked = mine.values("item_id").distinct().count()
+        first_right = mine.filter(shift=0, correct=True).count()
+        solved = _count_solved(entries, model)
+        models[model] = {
+            "asked": asked,
+            "vanilla": _share(first_right, asked),
+            "circular": _share(solved, asked),
+            "answers": mine.count(),
+            "needed_extractor": mine.filter(method__in=EXTRACTOR_METHODS).count(),
+        }
+    categories = defaultdict(lambda: {"items": 0, "flagged": 0})
+    for name, task, flagged, done in entries.values_list("item__task__category__name", "item__task__name", "flagged", "done"):
+        row = categories[f"{name} / {task}" if name != task else name]
+        row["items"] += 1
+        row["flagged"] += bool(flagged and done)
+    by_category = [
+        {"category": key, **row, "rate": _share(row["flagged"], row["items"])} for key, row in sorted(categories.items())
+    ]
+    n_items, n_flagged = entries.count(), entries.filter(flagged=True, done=True).count()
+    return {
+        "run": run.number,
+        "filter": run.filter,
+        "items": n_items,
+        "flagged": n_flagged,
+        "flag_rate": _share(n_flagged, n_items),
+        "undecided_items": entries.filter(done=False).count(),
+        "decisions": dict(entries.exclude(decision="").values_list("decision").annotate(n=Count("id")).order_by()),
+        "calls": {
+            "made": made,
+            "without_stopping": without,
+            "saved": max(0, without - made),
+            "extractor": answers.filter(method__in=EXTRACTOR_METHODS).count(),
+        },
+        "models": models,
+        "categories": by_category,
+        "chart": chart(by_category),
+    }
+
+
+def _count_solved(entries, model: str) -> int:
+    return sum(1 for solved in entries.values_list("solved_by", flat=True) if model in solved)
+
+
+CHART_WIDTH, BAR_HEIGHT, LABEL_WIDTH = 600, 22, 260
+
+
+def chart(categories: list[dict]) -> dict:
+    """Bars of the flag rate per category, sized for an SVG drawn with attributes only (no inline style)."""
+    bars = []
+    span = CHART_WIDTH - LABEL_WIDTH - 60
+    for n, row in enumerate(categories):
+        rate = row["rate"] or 0.0
+        bars.append(
+            {
+                **row,
+                "y": n * (BAR_HEIGHT + 6),
+                "text_y": n * (BAR_HEIGHT + 6) + BAR_HEIGHT - 6,
+                "width": round(span * rate, 1),
+                "label_x": LABEL_WIDTH + round(span * rate, 1) + 6,
+                "percent": round(100 * rate),
+            }
+        )
+    return {
+        "bars": bars,
+        "width": CHART_WIDTH,
+        "height": max(1, len(bars)) * (BAR_HEIGHT + 6),
+        "label_width": LABEL_WIDTH,
+        "bar_height": BAR_HEIGHT,
+    }
+
+
+# ---------------------------------------------------------------- what other apps read
+
+
+def provenance(item_ids) -> dict[int, dict]:
+    """Per item: every QC run that looked at it, what it found and what was decided.
+    {item_id: {"runs": [{"run", "number", "benchmark", "filter", "flagged", "decision", "note",
+    "models", "solved_by"}]}} (items no run looked at are absent)."""
+    result: dict[int, dict] = {}
+    entries = (
+        QCItem.objects.filter(item_id__in=list(item_ids))
+        .select_related("run", "run__benchmark")
+        .order_by("item_id", "run__number")
+    )
+    for entry in entries:
+        result.setdefault(entry.item_id, {"runs": []})["runs"].append(
+            {
+                "run": entry.run_id,
+                "number": entry.run.number,
+                "benchmark": entry.run.benchmark.slug,
+                "filter": entry.run.filter,
+                "flagged": entry.flagged and entry.done,
+                "decision": entry.decision,
+                "note": entry.note,
+                "models": list(entry.run.model_names),
+                "solved_by": list(entry.solved_by),
+            }
+        )
+    return result
+
+
+REASONS = {
+    "text_only": "answerable without the image (text-only filter)",
+    "all_fail": "no model solved it with the image (all-fail filter)",
+    "judged_text_only": "answered well without the image (judged text-only filter)",
+}
+
+
+def removed_items(benchmark=None, item_ids=None) -> list[dict]:
+    """Items a QC decision removed, and why: [{"item", "external_id", "run", "number", "filter",
+    "reason", "note", "decided_by", "decided_at"}], oldest decision first."""
+    entries = QCItem.objects.filter(decision=QCItem.Decision.REMOVE).select_related("run", "item", "decided_by")
+    if benchmark is not None:
+        entries = entries.filter(run__benchmark=benchmark)
+    if item_ids is not None:
+        entries = entries.filter(item_id__in=list(item_ids))
+    return [
+        {
+            "item": e.item_id,
+            "external_id": e.item.external_id,
+            "run": e.run_id,
+            "number": e.run.number,
+            "filter": e.run.filter,
+            "reason": REASONS.get(e.run.filter, e.run.filter),
+            "note": e.note,
+            "decided_by": e.decided_by.username if e.decided_by_id else None,
+            "decided_at": e.decided_at.isoformat() if e.decided_at else None,
+        }
+        for e in entries.order_by("decided_at", "pk")
+    ]
+
+
+# ---------------------------------------------------------------- imports
+
+
+def import_jobs(benchmark):
+    return benchmark.jobs.filter(kind__in=[IMPORT_JOB, "import_alignmmbench"]).order_by("-created_at")
+
+
+def import_errors(job):
+    return job.entries.filter(outcome="error").order_by("id")
+
+
+def qc_overview(benchmark) -> dict:
+    """The dashboard's panel: the latest run and its numbers."""
+    latest = runs_of(benchmark).first()
+    return {
+        "latest": latest,
+        "runs": QCRun.objects.filter(benchmark=benchmark).count(),
+        "external_items": Item.objects.filter(benchmark=benchmark, is_external=True).count(),
+    }

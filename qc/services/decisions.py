@@ -1,0 +1,46 @@
+"""Deciding a flagged item: remove it, keep it, or fix it. Who decided, when and why is kept on the
+run's entry; the item's status moves only through annotation's transition table:
+  remove  stays qc_flagged (out of every release; `selectors.removed_items` lists it and why)
+  keep    qc_flagged -> qc_passed (the flag was wrong)
+  fix     qc_flagged -> qc_passed, and the editor opens so a researcher corrects it
+"""
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Item
+from annotation.services import change_status
+from annotation.workflow import QC_FLAGGED, QC_PASSED
+from benchforge import permissions
+from benchforge.errors import DomainError
+
+from ..models import QCItem
+
+Decision = QCItem.Decision
+DECISION_ACTION = "qc_decided"
+
+
+def decide(entry: QCItem, *, user, decision: str, note: str = "") -> QCItem:
+    """Record a decision on a flagged item of a run and move the item's status to match."""
+    permissions.require_researcher(user, "Deciding on a QC flag")
+    if decision not in Decision.values:
+        raise DomainError(f"Unknown decision '{decision}'; use one of: {', '.join(Decision.values)}.")
+    note = (note or "").strip()
+    if decision == Decision.REMOVE and not note and not entry.flagged:
+        raise DomainError("Removing an item the filter did not flag needs a note saying why.")
+    with transaction.atomic():
+        entry = QCItem.objects.select_for_update(of=("self",)).select_related("run", "item").get(pk=entry.pk)
+        item = entry.item
+        if item.status not in (QC_FLAGGED, QC_PASSED):
+            raise DomainError(
+                f"Item #{item.pk} is '{item.status_label}' now: only items in QC (flagged or passed) can be decided here."
+            )
+        why = f"QC run {entry.run.number}: {Decision(decision).label.lower()}" + (f" ({note})" if note else "")
+        if decision == Decision.REMOVE and item.status != QC_FLAGGED:
+            change_status(item, QC_FLAGGED, user=user, action=DECISION_ACTION, note=why)
+        elif decision in (Decision.KEEP, Decision.FIX) and item.status != QC_PASSED:
+            change_status(item, QC_PASSED, user=user, action=DECISION_ACTION, note=why)
+        entry.decision, entry.note, entry.decided_by, entry.decided_at = decision, note, user, timezone.now()
+        entry.save(update_fields=["decision", "note", "decided_by", "decided_at"])
+    entry.item = Item.objects.get(pk=entry.item_id)
+    return entry

@@ -1,0 +1,601 @@
+"""External benchmarks imported as a Benchmark of external items, so QC (and review, and exports)
+treat them like our own. One job kind, `qc_import`, per file:
+
+  mmbench_tsv   MMBench-style TSV (METHODS section 6): index, question, hint, A-D, answer,
+                category, l2-category, split, image. Streamed with a csv reader, one row at a time
+                (a 1 GB file is never held in memory). The image is base64, or a short number: the
+                index of another row whose image it shares, or a list of either for several images.
+                Rows with index i + k*1,000,000 are circular copies of row i: collapsed into it.
+                Test rows may lack the answer.
+  mllm_bench    MLLM-Bench questions, JSON (a list) or JSONL: id, question, level, capability,
+                question_type, criteria (numbered lines), optional reference_answer.
+  alignmmbench  AlignMMBench metadata.jsonl: annotation's importer (annotation/alignmmbench.py).
+
+Each row is a unit of the job keyed by its line: a malformed row is an error entry saying what is
+wrong with it ("line 7: answer 'E' is not among the non-empty options (A-C)"), the valid rows
+import. Images go through curation's pipeline (hashes, dedup, contamination flags) and are
+accepted (their publisher screened them). Resuming skips the rows already done.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import csv
+import io
+import json
+import os
+import re
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.core.files.storage import default_storage
+from django.db import transaction
+
+from annotation.models import Item
+from annotation.services import import_external_items, start_alignmmbench_import
+from benchforge import permissions
+from benchforge.errors import DomainError
+from curation.imaging import ImageRejected
+from curation.models import Benchmark, Category, Image, Task
+from curation.services import create_benchmark, ingest_image, screen_images, unique_task_slug
+from jobs import services as jobs
+from jobs.runner import JobRun
+from jobs.staging import open_staged, stage_upload
+
+from ..models import ExternalSource
+
+IMPORT_JOB = "qc_import"
+MMBENCH_TSV, MLLM_BENCH, ALIGNMMBENCH = "mmbench_tsv", "mllm_bench", "alignmmbench"
+FORMATS = {
+    MMBENCH_TSV: "MMBench-style TSV",
+    MLLM_BENCH: "MLLM-Bench questions (JSON or JSONL)",
+    ALIGNMMBENCH: "AlignMMBench metadata.jsonl",
+}
+REQUIRED_COLUMNS = ("index", "question", "A", "B", "image")
+LETTERS = "ABCD"
+CIRCULAR_STEP = 1_000_000
+MAX_REFERENCE_DIGITS = 8  # a shared-image reference is a short number; base64 of an image never is
+CHUNK = 200
+PROGRESS_SECONDS = 2.0
+QUESTION_TYPES = {
+    "open-ended": Item.QuestionType.OPEN,
+    "open": Item.QuestionType.OPEN,
+    "close-ended": Item.QuestionType.CLOSED,
+    "closed-ended": Item.QuestionType.CLOSED,
+    "closed": Item.QuestionType.CLOSED,
+    "compound": Item.QuestionType.COMPOUND,
+}
+
+# A base64 image can be megabytes long: one field may be as long as the upload limit.
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+
+class RowProblem(ValueError):
+    """What is wrong with one row (its message completes "line N: ...")."""
+
+
+# ---------------------------------------------------------------- starting an import
+
+
+def start_import(*, user, file, format: str, name: str = "", benchmark: Benchmark | None = None):
+    """Stage an uploaded file and import it as a job into `benchmark`, or into a new external
+    benchmark called `name`. Returns the job."""
+    permissions.require_researcher(user, "Importing a benchmark")
+    if format not in FORMATS:
+        raise DomainError(f"Unknown format '{format}'; use one of: {', '.join(FORMATS)}.")
+    if benchmark is None:
+        if not name.strip():
+            raise DomainError("Give the imported benchmark a name.")
+        benchmark = create_benchmark(
+            name=name.strip(), user=user, preset="alignmmbench" if format == ALIGNMMBENCH else "", description="Imported."
+        )
+        Benchmark.objects.filter(pk=benchmark.pk).update(is_external=True)
+        benchmark.is_external = True
+    if format == ALIGNMMBENCH:
+        return start_alignmmbench_import(benchmark, user=user, file=file)
+    suffix = ".tsv" if format == MMBENCH_TSV else Path(getattr(file, "name", "") or "q.jsonl").suffix[:10] or ".jsonl"
+    staged = stage_upload(file, suffix)
+    return jobs.start_job(
+        IMPORT_JOB,
+        user=user,
+        benchmark=benchmark,
+        params={"staged": staged, "filename": Path(getattr(file, "name", "") or f"upload{suffix}").name, "format": format},
+    )
+
+
+def import_path(benchmark: Benchmark, path, *, user, format: str = MMBENCH_TSV):
+    """Import a file on this server now (management commands, benches); returns the finished job."""
+    permissions.require_researcher(user, "Importing a benchmark")
+    job = jobs.create_job(
+        IMPORT_JOB, user=user, benchmark=benchmark, params={"path": str(path), "filename": Path(path).name, "format": format}
+    )
+    return jobs.run_now(job)
+
+
+# ---------------------------------------------------------------- reading the file
+
+
+@contextmanager
+def _open(job):
+    """The job's file as a binary stream, and its size (for progress)."""
+    staged = job.params.get("staged")
+    if staged:
+        size = default_storage.size(staged)
+        with open_staged(staged) as handle:
+            yield handle, size
+        return
+    path = Path(job.params["path"])
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise DomainError(f"{path.name} cannot be read ({exc.strerror}).") from None
+    with handle:
+        yield handle, os.path.getsize(path)
+
+
+class _Taxonomy:
+    """Categories and tasks named by the file, made on first use (matched by name)."""
+
+    def __init__(self, benchmark: Benchmark):
+        self.benchmark = benchmark
+        self.categories = {c.name.lower(): c for c in Category.objects.filter(benchmark=benchmark)}
+        self.tasks = {t.name.lower(): t for t in Task.objects.filter(benchmark=benchmark).select_related("category")}
+        self.slugs = set(Task.objects.filter(benchmark=benchmark).values_list("slug", flat=True))
+
+    def task(self, category_name: str, task_name: str) -> Task:
+        category_name = (category_name or "").strip() or "General"
+        task_name = (task_name or "").strip() or category_name
+        task = self.tasks.get(task_name.lower())
+        if task is not None:
+            return task
+        category = self.categories.get(category_name.lower())
+        if category is None:
+            category = Category.objects.create(benchmark=self.benchmark, name=category_name[:200], order=len(self.categories))
+            self.categories[category_name.lower()] = category
+        slug, n = unique_task_slug(task_name), 1
+        while slug in self.slugs:
+            n += 1
+            slug = f"{unique_task_slug(task_name)[:75]}-{n}"
+        self.slugs.add(slug)
+        task = Task.objects.create(benchmark=self.benchmark, category=category, name=task_name[:200], slug=slug)
+        self.tasks[task_name.lower()] = task
+        return task
+
+
+class _Batch:
+    """Rows ready to become items, created a chunk at a time with their entries and sources."""
+
+    def __init__(self, run: JobRun, fmt: str):
+        self.run, self.fmt = run, fmt
+        self.rows: list[tuple[str, int, dict, dict]] = []  # (key, line, spec, source fields)
+        self.imported: set[str] = set()
+
+    def add(self, key: str, line: int, spec: dict, source: dict) -> None:
+        self.rows.append((key, line, spec, source))
+        if len(self.rows) >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        rows, self.rows = self.rows, []
+        if not rows:
+            return
+        job = self.run.job
+        images = {i for _k, _l, spec, _s in rows for i in spec.get("images", [])}
+        pending = list(Image.objects.filter(pk__in=images, status=Image.Status.PENDING).values_list("pk", flat=True))
+        with transaction.atomic():
+            if pending:  # screened by their publisher
+                screen_images(job.benchmark, pending, action="accept", user=job.created_by)
+            items, problems = import_external_items(job.benchmark, [spec for _k, _l, spec, _s in rows], user=job.created_by)
+            made = {item.external_id: item for item in items}
+            entries, sources = [], []
+            for n, (key, line, spec, source) in enumerate(rows):
+                if n in problems:
+                    entries.append((key, "error", f"line {line}: {' '.join(problems[n])}", {"row": True}))
+                    continue
+                item = made[spec["external_id"]]
+                self.imported.add(spec["external_id"])
+                sources.append(ExternalSource(item=item, job=job, format=self.fmt, line=line, **source))
+                entries.append(
+                    (
+                        key,
+                        "ok",
+                        f"line {line}: item #{item.pk}",
+                        {"row": True, "item": item.pk, "line": line, **source, "images": spec.get("images", [])},
+                    )
+                )
+            ExternalSource.objects.bulk_create(sources)
+            self.run.record_many(entries)
+
+
+class _Progress:
+    def __init__(self, run: JobRun, handle, size: int, name: str):
+        self.run, self.handle, self.size, self.name = run, handle, size, name
+        self.last = 0.0
+
+    def tick(self, rows: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < PROGRESS_SECONDS:
+            return
+        self.last = now
+        try:
+            share = f"{min(100, round(100 * self.handle.tell() / self.size))}% of " if self.size else ""
+        except (OSError, ValueError):
+            share = ""
+        self.run.say(f"Reading {share}{self.name}: {rows} row(s) so far.")
+
+
+# ---------------------------------------------------------------- MMBench TSV
+
+
+def _image_values(value: str) -> list[str]:
+    value = value.strip()
+    if value.startswith("["):
+        try:
+            entries = json.loads(value)
+        except ValueError:
+            try:
+                entries = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise RowProblem("the image column starts a list that cannot be read") from None
+        if not isinstance(entries, list) or not entries or not all(isinstance(e, (str, int)) for e in entries):
+            raise RowProblem("the image list must hold base64 images or row indexes")
+        return [str(e).strip() for e in entries]
+    return [value]
+
+
+def _is_reference(value: str) -> bool:
+    return value.isdigit() and len(value) <= MAX_REFERENCE_DIGITS
+
+
+def _decode(value: str) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise RowProblem("the image is not valid base64") from None
+
+
+def _mcq_fields(row: dict) -> tuple[list[str], str, str]:
+    """Options (2-4, consecutive from A), answer letter ('' when absent), split."""
+    values = [(row.get(letter) or "").strip() for letter in LETTERS]
+    while values and not values[-1]:
+        values.pop()
+    gaps = [LETTERS[n] for n, v in enumerate(values) if not v]
+    if gaps:
+        raise RowProblem(f"option {gaps[0]} is empty but a later option is not; options must run from A without gaps")
+    if len(values) < 2:
+        raise RowProblem(f"fewer than 2 options ({len(values)}): a multiple-choice item needs at least A and B")
+    seen: dict[str, str] = {}
+    for letter, text in zip(LETTERS, values):
+        folded = " ".join(text.casefold().split())
+        if folded in seen:
+            raise RowProblem(f"repeated options: {seen[folded]} and {letter} are both '{text[:60]}'")
+        seen[folded] = letter
+    split = (row.get("split") or "").strip()
+    answer = (row.get("answer") or "").strip().upper()
+    letters = LETTERS[: len(values)]
+    if answer and answer not in letters:
+        raise RowProblem(f"answer '{answer[:10]}' is not among the non-empty options (A-{letters[-1]})")
+    if not answer and split.lower() != "test":
+        raise RowProblem(f"no answer key (only test rows may lack one; this row's split is '{split or 'empty'}')")
+    return values, answer, split
+
+
+def run_import(run: JobRun) -> dict:
+    fmt = run.params.get("format", MMBENCH_TSV)
+    if fmt == MLLM_BENCH:
+        return _run_mllm(run)
+    return _run_tsv(run)
+
+
+def _run_tsv(run: JobRun) -> dict:
+    job = run.job
+    benchmark, user = job.benchmark, job.created_by
+    name = job.params.get("filename") or "file.tsv"
+    done = run.done_keys()
+    first_line: dict[int, int] = {}  # index -> the line it was first seen on
+    images_of: dict[int, list[int]] = {}  # index -> image ids of an imported (or skipped) row
+    for data in job.entries.exclude(outcome="error").values_list("data", flat=True):
+        if data.get("index") is not None and data.get("line"):
+            first_line.setdefault(int(data["index"]), int(data["line"]))
+            if data.get("images"):
+                images_of[int(data["index"])] = data["images"]
+    existing = set(Item.objects.filter(benchmark=benchmark).exclude(external_id="").values_list("external_id", flat=True))
+    taxonomy = _Taxonomy(benchmark)
+    batch = _Batch(run, MMBENCH_TSV)
+    waiting: list[tuple[int, dict, list[str], Task]] = []  # rows sharing an image of a row not read yet
+    copies: list[tuple[int, int]] = []  # (line, index) of circular copies
+    rows_read = 0
+
+    def finish_row(line: int, index: int, row: dict, task: Task, image_ids: list[int]) -> None:
+        options, answer, split = _mcq_fields(row)
+        spec = {
+            "task": task,
+            "external_id": str(index),
+            "kind": Item.Kind.MCQ,
+            "question_type": Item.QuestionType.CLOSED,
+            "question": row["question"].strip(),
+            "hint": (row.get("hint") or "").strip(),
+            "choices": options,
+            "answer": answer,
+            "images": image_ids,
+        }
+        images_of[index] = image_ids
+        batch.add(f"line {line}", line, spec, {"index": str(index), "split": split})
+
+    with _open(job) as (handle, size):
+        progress = _Progress(run, handle, size, name)
+        text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+        reader = csv.reader(text, delimiter="\t")
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise DomainError(f"{name} is empty.") from None
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise DomainError(f"{name} cannot be read as a UTF-8 TSV ({exc}).") from None
+        missing = [c for c in REQUIRED_COLUMNS if c not in header]
+        if missing:
+            raise DomainError(
+                f"{name}: the header lacks the column(s) {', '.join(missing)}; an MMBench TSV has "
+                "index, question, hint, A, B, C, D, answer, category, l2-category, split, image."
+            )
+        previous = reader.line_num
+        while True:
+            try:
+                fields = next(reader)
+            except StopIteration:
+                break
+            except (UnicodeDecodeError, csv.Error) as exc:
+                raise DomainError(f"{name}: line {previous + 1} cannot be read ({exc}); nothing after it was imported.") from None
+            line, previous = previous + 1, reader.line_num
+            if not any(f.strip() for f in fields):
+                continue
+            rows_read += 1
+            progress.tick(rows_read)
+            key = f"line {line}"
+            if key in done:
+                continue
+            try:
+                if len(fields) < len(header):
+                    raise RowProblem(
+                        f"missing columns: {', '.join(header[len(fields) :])} (the row has {len(fields)} of {len(header)})"
+                    )
+                row = dict(zip(header, fields))
+                raw_index = row["index"].strip()
+                if not re.fullmatch(r"\d+", raw_index):
+                    raise RowProblem(f"index '{raw_index[:20]}' is not a whole number")
+                index = int(raw_index)
+                if index >= CIRCULAR_STEP:
+                    copies.append((line, index))
+                    continue
+                if index in first_line:
+                    raise RowProblem(f"duplicate index {index} (first on line {first_line[index]})")
+                first_line[index] = line
+                if not row["question"].strip():
+                    raise RowProblem("missing columns: the question is empty")
+                _mcq_fields(row)
+                if str(index) in existing:
+                    run.record(
+                        key,
+                        "skipped",
+                        f"line {line}: index {index} is already in the benchmark",
+                        {"row": True, "index": index, "line": line, "already": True},
+                    )
+                    continue
+                task = taxonomy.task(row.get("l2-category", ""), row.get("category", ""))
+                values = _image_values(row["image"])
+                if not values or not all(values):
+                    raise RowProblem("missing columns: the image is empty")
+                if any(_is_reference(v) for v in values):
+                    if all(_is_reference(v) and int(v) in images_of for v in values):
+                        finish_row(line, index, {**row, "image": ""}, task, [i for v in values for i in images_of[int(v)]])
+                    elif not all(_is_reference(v) for v in values):
+                        raise RowProblem("the image list mixes base64 images and row indexes")
+                    else:
+                        waiting.append((line, {**row, "image": ""}, values, task))
+                    continue
+                image_ids = []
+                for value in values:
+                    data = _decode(value)
+                    try:
+                        outcome = ingest_image(
+                            benchmark,
+                            data,
+                            original_name=f"{name}#{index}",
+                            source=name,
+                            collected_by=user,
+                            tasks=[task],
+                            job=job,
+                        )
+                    except ImageRejected as exc:
+                        raise RowProblem(f"the image is not a usable image ({exc.message})") from None
+                    image_ids.append(outcome.image.pk)
+                finish_row(line, index, row, task, image_ids)
+            except RowProblem as exc:
+                run.record(key, "error", f"line {line}: {exc}", {"row": True})
+        progress.tick(rows_read, force=True)
+
+    for line, row, values, task in waiting:  # their rows are all read now
+        key = f"line {line}"
+        index = int(row["index"])
+        absent = [v for v in values if int(v) not in first_line]
+        failed = [v for v in values if int(v) in first_line and int(v) not in images_of]
+        if absent:
+            run.record(
+                key, "error", f"line {line}: the image refers to index {absent[0]}, which no row of the file has", {"row": True}
+            )
+        elif failed:
+            run.record(
+                key,
+                "error",
+                f"line {line}: the image is that of index {failed[0]}, which was not imported (see its line)",
+                {"row": True},
+            )
+        else:
+            try:
+                finish_row(line, index, row, task, [i for v in values for i in images_of[int(v)]])
+            except RowProblem as exc:
+                run.record(key, "error", f"line {line}: {exc}", {"row": True})
+    batch.flush()
+
+    collapsed: dict[str, list[str]] = {}
+    entries = []
+    for line, index in copies:
+        key = f"line {line}"
+        if key in done:
+            continue
+        base, k = index % CIRCULAR_STEP, index // CIRCULAR_STEP
+        if base not in first_line:
+            entries.append(
+                (key, "error", f"line {line}: circular copy {k} of index {base}, whose own row is not in the file", {"row": True})
+            )
+        elif str(base) in batch.imported or str(base) in existing or base in images_of:
+            collapsed.setdefault(str(base), []).append(str(index))
+            entries.append(
+                (
+                    key,
+                    "skipped",
+                    f"line {line}: circular copy {k} of index {base}, collapsed into it",
+                    {"row": True, "copy_of": base},
+                )
+            )
+        else:
+            entries.append(
+                (
+                    key,
+                    "skipped",
+                    f"line {line}: circular copy {k} of index {base}, which was not imported",
+                    {"row": True, "copy_of": base},
+                )
+            )
+    for start in range(0, len(entries), 500):
+        run.record_many(entries[start : start + 500])
+    for source in ExternalSource.objects.filter(item__benchmark=benchmark, item__external_id__in=list(collapsed)).select_related(
+        "item"
+    ):
+        source.copies = sorted(set(source.copies) | set(collapsed[source.item.external_id]), key=int)
+        source.save(update_fields=["copies"])
+    return _summary(run, name)
+
+
+def _summary(run: JobRun, name: str) -> dict:
+    counts = {"imported": 0, "errors": 0, "circular_copies": 0, "already_imported": 0, "without_answer": 0}
+    for outcome, data in run.job.entries.values_list("outcome", "data"):
+        if outcome == "error":
+            counts["errors"] += 1
+        elif data.get("copy_of") is not None:
+            counts["circular_copies"] += 1
+        elif data.get("already"):
+            counts["already_imported"] += 1
+        elif outcome == "ok":
+            counts["imported"] += 1
+    counts["without_answer"] = Item.objects.filter(benchmark=run.job.benchmark, external_source__job=run.job, answer="").count()
+    counts["images"] = Image.objects.filter(job=run.job).count()
+    run.set_total(run.job.entries.count())
+    run.say(
+        f"{name}: {counts['imported']} item(s) imported ({counts['without_answer']} test row(s) without an answer), "
+        f"{counts['circular_copies']} circular cop{'y' if counts['circular_copies'] == 1 else 'ies'} collapsed, "
+        f"{counts['already_imported']} already there, {counts['errors']} row(s) with errors."
+    )
+    return counts
+
+
+# ---------------------------------------------------------------- MLLM-Bench questions
+
+
+def _criteria(value) -> list[dict]:
+    if value in (None, ""):
+        return []
+    if isinstance(value, list):
+        texts = [str(v).strip() for v in value if str(v).strip()]
+    elif isinstance(value, str):
+        texts = [re.sub(r"^\s*\d+[.)]\s*", "", line).strip() for line in value.splitlines() if line.strip()]
+    else:
+        raise RowProblem("'criteria' must be text or a list of texts")
+    if len(texts) > 3:  # an item keeps at most three: the rest stay in the third
+        texts = texts[:2] + ["\n".join(texts[2:])]
+    return [{"kind": "guideline", "text": text} for text in texts]
+
+
+def _mllm_rows(handle, name: str):
+    """(line, object) pairs: a JSON list (read whole: MLLM-Bench files are small) or JSON Lines."""
+    text = io.TextIOWrapper(handle, encoding="utf-8-sig")
+    first = text.read(1)
+    while first and first.isspace():
+        first = text.read(1)
+    if first == "[":
+        try:
+            rows = json.loads(first + text.read())
+        except ValueError as exc:
+            raise DomainError(f"{name} is not valid JSON ({exc}).") from None
+        for n, obj in enumerate(rows, 1):
+            yield n, obj
+        return
+    for n, line in enumerate(_prepend(first, text), 1):
+        if line.strip():
+            try:
+                yield n, json.loads(line)
+            except ValueError as exc:
+                yield n, RowProblem(f"not valid JSON ({exc})")
+
+
+def _prepend(first: str, text):
+    head = text.readline()
+    yield first + head
+    yield from text
+
+
+def _run_mllm(run: JobRun) -> dict:
+    job = run.job
+    name = job.params.get("filename") or "questions.jsonl"
+    done = run.done_keys()
+    existing = set(Item.objects.filter(benchmark=job.benchmark).exclude(external_id="").values_list("external_id", flat=True))
+    taxonomy = _Taxonomy(job.benchmark)
+    batch = _Batch(run, MLLM_BENCH)
+    seen: dict[str, int] = {}
+    rows = 0
+    with _open(job) as (handle, size):
+        progress = _Progress(run, handle, size, name)
+        for line, obj in _mllm_rows(handle, name):
+            rows += 1
+            progress.tick(rows)
+            key = f"line {line}"
+            if key in done:
+                continue
+            try:
+                if isinstance(obj, RowProblem):
+                    raise obj
+                if not isinstance(obj, dict):
+                    raise RowProblem("a question must be a JSON object")
+                missing = [f for f in ("id", "question") if obj.get(f) in (None, "")]
+                if missing:
+                    raise RowProblem(f"missing fields: {', '.join(missing)}")
+                qid = str(obj["id"]).strip()
+                if qid in seen:
+                    raise RowProblem(f"duplicate id {qid} (first on line {seen[qid]})")
+                seen[qid] = line
+                qtype = str(obj.get("question_type") or "open-ended").strip().lower()
+                if qtype not in QUESTION_TYPES:
+                    raise RowProblem(f"question_type '{qtype[:40]}' is not open-ended, close-ended or compound")
+                if qid in existing:
+                    run.record(
+                        key, "skipped", f"line {line}: id {qid} is already in the benchmark", {"row": True, "already": True}
+                    )
+                    continue
+                spec = {
+                    "task": taxonomy.task(str(obj.get("level") or ""), str(obj.get("capability") or "")),
+                    "external_id": qid,
+                    "kind": Item.Kind.SINGLE_TURN,
+                    "question_type": QUESTION_TYPES[qtype],
+                    "question": str(obj["question"]).strip(),
+                    "reference_answer": str(obj.get("reference_answer") or obj.get("answer") or "").strip(),
+                    "criteria": _criteria(obj.get("criteria")),
+                }
+                batch.add(key, line, spec, {"index": qid})
+            except RowProblem as exc:
+                run.record(key, "error", f"line {line}: {exc}", {"row": True})
+    batch.flush()
+    return _summary(run, name)

@@ -1,0 +1,477 @@
+"""QC runs: which items (scope), what a run would cost (estimate), starting one (start_run) and the
+`qc_run` job that asks the models (run_qc_part), one job per part of the items.
+
+Multiple choice (text-only, all-fail): the harness's CircularEval, one model at a time. Once a
+pass fails, that model's remaining passes on the item are skipped (harness); once the item's
+verdict cannot change, further models are not asked (here, with the run's threshold). Open items
+(judged text-only): each model answers without the image and the pointwise judge grades it.
+Every call is a unit of the job (sink.JobSink): a killed or failed part resumes without asking
+again what was answered. Every answer is kept as a QCAnswer row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotation.contract import release_row
+from annotation.models import Item
+from annotation.selectors import with_payload_data
+from annotation.services import change_status_many
+from annotation.workflow import ACCEPTED, QC_FLAGGED, QC_PASSED, REWRITTEN
+from benchforge import permissions
+from benchforge.errors import DomainError
+from harness.llm import IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
+from harness.llm.cost import DEFAULT_COMPLETION_TOKENS
+from harness.mcq import format_options
+from harness.prompts import Prompts
+from harness.scoring import CALL_ERROR, FAILED, SOLVED, answer_questions, circular_eval, pointwise_judge
+from harness.scoring.circular import EXTRACTOR_METHODS
+from jobs import services as jobs
+from jobs.runner import JobRun
+from llm.client import check_endpoints, get_client, get_endpoint
+
+from ..models import QCAnswer, QCItem, QCRun
+from . import rules
+from .sink import JobSink
+
+QC_RUN_JOB = "qc_run"
+MAX_PARTS = 8
+# Items past review and rewriting are what QC looks at; a flagged item may be checked again.
+QC_STATUSES = (ACCEPTED, REWRITTEN, QC_PASSED, QC_FLAGGED)
+FLAGGABLE = (ACCEPTED, REWRITTEN, QC_PASSED)
+FLAG_ACTION = "qc_flagged"
+JUDGE_COMPLETION_TOKENS = 200
+MCQ_COMPLETION_TOKENS = 8
+
+Filter = QCRun.Filter
+
+
+# ---------------------------------------------------------------- scope
+
+
+def scope(benchmark, *, filter: str, tasks: Iterable = (), item_ids: Iterable[int] | None = None) -> list[Item]:
+    """The items a run of `filter` would ask about: past review, in the tasks (all when none) and
+    the selection (all when None); multiple choice with 2-4 options and an answer key for the
+    circular filters, open items with a reference answer for the judged one."""
+    if filter not in Filter.values:
+        raise DomainError(f"Unknown QC filter '{filter}'; use one of: {', '.join(Filter.values)}.")
+    queryset = Item.objects.filter(benchmark=benchmark, status__in=QC_STATUSES)
+    tasks = list(tasks)
+    if tasks:
+        queryset = queryset.filter(task__in=tasks)
+    if item_ids is not None:
+        queryset = queryset.filter(pk__in=list(item_ids))
+    if filter == Filter.JUDGED_TEXT_ONLY:
+        queryset = queryset.exclude(kind=Item.Kind.MCQ)
+        items = list(with_payload_data(queryset.order_by("pk")))
+        return [item for item in items if (item.seed.reference_answer if item.seed_id else item.reference_answer).strip()]
+    items = queryset.filter(kind=Item.Kind.MCQ).exclude(answer="").order_by("pk")
+    return [item for item in with_payload_data(items) if 2 <= len(item.choices or []) <= 4]
+
+
+def _image_names(item: Item) -> list[str]:
+    source = item.seed if item.seed_id else item
+    return [link.image.file.name for link in source.item_images.all()]
+
+
+def harness_item(item: Item, *, with_images: bool) -> dict:
+    """The item as the harness scores it (its release row), keyed by our id, with its images as
+    storage names (load_image reads them) when the filter sends them."""
+    row = release_row(item)
+    row["id"] = str(item.pk)
+    row["images"] = _image_names(item) if with_images else []
+    return row
+
+
+def load_image(name: str) -> bytes:
+    with default_storage.open(name, "rb") as handle:
+        return handle.read()
+
+
+def passes_of(item: Item, filter: str) -> int:
+    """Model calls per model without any stopping: one per circular pass, or answer + judge."""
+    return 2 if filter == Filter.JUDGED_TEXT_ONLY else len(item.choices)
+
+
+# ---------------------------------------------------------------- estimate
+
+
+def _check_models(filter: str, models: list[str], extractor: str, judge: str) -> None:
+    if not models:
+        raise DomainError("Choose at least one model.")
+    if len(set(models)) != len(models):
+        raise DomainError("A model is listed twice; each model counts once in the verdict.")
+    if filter == Filter.JUDGED_TEXT_ONLY and not judge:
+        raise DomainError("The judged text-only filter needs a judge endpoint.")
+    for name in [*models, *([extractor] if extractor else []), *([judge] if judge else [])]:
+        get_endpoint(name)  # an unknown name is a DomainError naming the models file
+    if filter == Filter.ALL_FAIL:
+        blind = [name for name in models if not get_endpoint(name).vision]
+        if blind:
+            raise DomainError(
+                f"The all-fail filter shows the image: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} "
+                "declared vision = false in the models file."
+            )
+
+
+def estimate(
+    benchmark, *, filter: str, models: list[str], tasks=(), item_ids=None, extractor: str = "", judge: str = "", items=None
+) -> dict:
+    """What a run would ask if nothing stopped early: {"items", "calls_without_stopping",
+    "prompt_tokens", "completion_tokens", "cost" (None when a model has no prices), "per_model"}.
+    Early stopping only ever asks fewer; extractor calls (when the rules cannot read a letter)
+    come on top and are not counted."""
+    _check_models(filter, models, extractor, judge)
+    items = scope(benchmark, filter=filter, tasks=tasks, item_ids=item_ids) if items is None else items
+    prompts = Prompts()
+    template = prompts.get("mcq_question")
+    prompt_tokens = calls = 0
+    judge_tokens = 0
+    for item in items:
+        n = len(item.choices) if filter != Filter.JUDGED_TEXT_ONLY else 1
+        if filter == Filter.JUDGED_TEXT_ONLY:
+            text = item.question
+            judge_tokens += estimate_prompt_tokens([text_message("user", item.question)]) + 400
+        else:
+            options = dict(zip("ABCD", item.choices))
+            text = template.render(hint=item.hint or "", question=item.question, options=format_options(options))
+        history = [text_message(t["role"], t["content"]) for t in item.history]
+        tokens = estimate_prompt_tokens([*history, text_message("user", text)])
+        if filter == Filter.ALL_FAIL:
+            tokens += IMAGE_TOKENS * len(_image_names(item))
+        prompt_tokens += tokens * n
+        calls += n
+    completion = JUDGE_COMPLETION_TOKENS if filter == Filter.JUDGED_TEXT_ONLY else MCQ_COMPLETION_TOKENS
+    per_model, total_cost = {}, 0.0
+    for name in models:
+        usage = {"calls": calls, "prompt_tokens": prompt_tokens, "completion_tokens": calls * completion}
+        price = cost(get_endpoint(name), usage)
+        per_model[name] = {**usage, "cost": round(price, 6) if price is not None else None}
+        total_cost = None if price is None or total_cost is None else total_cost + price
+    if filter == Filter.JUDGED_TEXT_ONLY:
+        usage = {
+            "calls": len(items) * len(models),
+            "prompt_tokens": judge_tokens * len(models),
+            "completion_tokens": len(items) * len(models) * DEFAULT_COMPLETION_TOKENS,
+        }
+        price = cost(get_endpoint(judge), usage)
+        per_model[f"{judge} (judge)"] = {**usage, "cost": round(price, 6) if price is not None else None}
+        total_cost = None if price is None or total_cost is None else total_cost + price
+    return {
+        "items": len(items),
+        "calls_without_stopping": sum(m["calls"] for m in per_model.values()),
+        "prompt_tokens": sum(m["prompt_tokens"] for m in per_model.values()),
+        "completion_tokens": sum(m["completion_tokens"] for m in per_model.values()),
+        "cost": round(total_cost, 6) if total_cost is not None else None,
+        "per_model": per_model,
+    }
+
+
+# ---------------------------------------------------------------- start
+
+
+def start_run(
+    benchmark,
+    *,
+    user,
+    filter: str,
+    models: list[str],
+    tasks=(),
+    item_ids=None,
+    extractor: str = "",
+    judge: str = "",
+    threshold: float | None = None,
+    min_score: int = 7,
+    early_stop: bool = True,
+    parts: int = 1,
+) -> QCRun:
+    """Create the run over its scope and queue one `qc_run` job per part (parts > 1: shares of
+    the items that several workers ask at once). Returns the run."""
+    permissions.require_researcher(user, "Starting a QC run")
+    models = [m.strip() for m in models if m and m.strip()]
+    threshold = rules.DEFAULT_THRESHOLD.get(filter, 0.5) if threshold is None else float(threshold)
+    if not 0 <= threshold < 1:
+        raise DomainError("The threshold is a share of the models, from 0 up to (not including) 1.")
+    if not 1 <= min_score <= 10:
+        raise DomainError("The minimum score is a grade from 1 to 10.")
+    if not 1 <= parts <= MAX_PARTS:
+        raise DomainError(f"A run is split into 1 to {MAX_PARTS} parts.")
+    tasks = list(tasks)
+    if filter not in Filter.values:
+        raise DomainError(f"Unknown QC filter '{filter}'; use one of: {', '.join(Filter.values)}.")
+    _check_models(filter, models, extractor, judge)
+    items = scope(benchmark, filter=filter, tasks=tasks, item_ids=item_ids)
+    if not items:
+        what = (
+            "open items with a reference answer"
+            if filter == Filter.JUDGED_TEXT_ONLY
+            else "multiple-choice items with an answer key"
+        )
+        raise DomainError(f"No {what} past review in this selection: nothing to check.")
+    summary = estimate(benchmark, filter=filter, models=models, extractor=extractor, judge=judge, items=items)
+    with get_client() as client:
+        check_endpoints(client, [*models, *([extractor] if extractor else []), *([judge] if judge else [])])
+    parts = min(parts, len(items))
+    with transaction.atomic():
+        number = (QCRun.objects.filter(benchmark=benchmark).aggregate(n=Max("number"))["n"] or 0) + 1
+        run = QCRun.objects.create(
+            benchmark=benchmark,
+            number=number,
+            filter=filter,
+            model_names=models,
+            extractor=extractor,
+            judge=judge,
+            threshold=threshold,
+            min_score=min_score,
+            early_stop=early_stop,
+            parts=parts,
+            scope={"tasks": [t.pk for t in tasks], "items": sorted(item_ids) if item_ids is not None else None},
+            estimate=summary,
+            created_by=user,
+        )
+        QCItem.objects.bulk_create([QCItem(run=run, item=item, part=n % parts) for n, item in enumerate(items)])
+        totals = [0] * parts
+        for n, item in enumerate(items):
+            totals[n % parts] += passes_of(item, filter) * len(models)
+        for part in range(parts):
+            job = jobs.create_job(
+                QC_RUN_JOB, user=user, benchmark=benchmark, total=totals[part], params={"run": run.pk, "part": part}
+            )
+            run.jobs.add(job)
+            jobs.enqueue(job)
+    return run
+
+
+# ---------------------------------------------------------------- the job
+
+
+class _Verdicts:
+    """Per item: which models solved it, failed it, whose calls failed, who was not asked."""
+
+    def __init__(self, run: QCRun, ids: list[str]):
+        self.run = run
+        self.n = len(run.model_names)
+        self.by_id = {i: {"solved_by": [], "failed_by": [], "errors": [], "not_asked": []} for i in ids}
+
+    def decided(self, item_id: str) -> bool:
+        v = self.by_id[item_id]
+        return rules.decided(self.run.threshold, len(v["solved_by"]), len(v["failed_by"]), self.n)
+
+    def flagged(self, item_id: str) -> bool:
+        return rules.flagged(self.run.filter, self.run.threshold, len(self.by_id[item_id]["solved_by"]), self.n)
+
+    def add(self, item_id: str, model: str, outcome: str) -> None:
+        field = {SOLVED: "solved_by", FAILED: "failed_by", CALL_ERROR: "errors"}.get(outcome, "not_asked")
+        self.by_id[item_id][field].append(model)
+
+
+def _skip(run: JobRun, sink: JobSink, keys: list[str], model: str) -> None:
+    """Calls a stop saved are units too (skipped), so the progress bar ends full."""
+    message = f"not asked: {model}'s verdict was settled or an earlier pass failed"
+    rows = [(key, "skipped", message, {}) for key in keys if key not in sink.rows]
+    for start in range(0, len(rows), 1000):
+        run.record_many(rows[start : start + 1000])
+
+
+def _save_answers(run: QCRun, rows: list[dict]) -> None:
+    QCAnswer.objects.bulk_create(
+        [QCAnswer(run=run, **row) for row in rows],
+        update_conflicts=True,
+        unique_fields=["run", "item", "model", "shift"],
+        update_fields=["options", "shown_answer", "output", "letter", "method", "correct", "score", "reason", "error"],
+    )
+
+
+def _circular(qc: QCRun, run: JobRun, client, sink: JobSink, items: list[dict], verdicts: _Verdicts) -> None:
+    text_only = not qc.with_images
+    for model in qc.model_names:
+        alive = [i for i in items if not (qc.early_stop and verdicts.decided(i["id"]))]
+        alive_ids = {i["id"] for i in alive}
+        stopped = []
+        for item in items:
+            if item["id"] not in alive_ids:
+                verdicts.add(item["id"], model, "not_asked")
+                stopped += [f"answer\t{model}\t{item['id']}\t{k}" for k in range(len(item["choices"]))]
+        _skip(run, sink, stopped, model)
+        if not alive:
+            continue
+        run.say(f"{model}: asking {len(alive)} item(s) under CircularEval{' without images' if text_only else ''}")
+        result = circular_eval(
+            client,
+            alive,
+            [model],
+            sink=sink,
+            extractor=qc.extractor or None,
+            text_only=text_only,
+            all_passes=not qc.early_stop,
+            image_loader=load_image,
+        )
+        answers = []
+        for verdict in result.verdicts.values():
+            answers.append(
+                {
+                    "item_id": int(verdict["id"]),
+                    "model": model,
+                    "shift": verdict["pass"],
+                    "options": verdict["options"],
+                    "shown_answer": verdict["shown_answer"] or "",
+                    "output": verdict["output"] or "",
+                    "letter": verdict["letter"] or "",
+                    "method": verdict["method"] or "",
+                    "correct": bool(verdict["correct"]),
+                    "score": None,
+                    "reason": "",
+                    "error": verdict.get("error") or "",
+                }
+            )
+        _save_answers(qc, answers)
+        skipped = []
+        for item in alive:
+            verdicts.add(item["id"], model, result.outcomes[model][item["id"]])
+            asked = {k for k in range(len(item["choices"])) if f"{model}\t{item['id']}\t{k}" in result.verdicts}
+            skipped += [f"answer\t{model}\t{item['id']}\t{k}" for k in range(len(item["choices"])) if k not in asked]
+        _skip(run, sink, skipped, model)
+
+
+def _judged(qc: QCRun, run: JobRun, client, sink: JobSink, items: list[dict], verdicts: _Verdicts) -> None:
+    for model in qc.model_names:
+        alive = [i for i in items if not (qc.early_stop and verdicts.decided(i["id"]))]
+        alive_ids = {i["id"] for i in alive}
+        stopped = []
+        for item in items:
+            if item["id"] not in alive_ids:
+                verdicts.add(item["id"], model, "not_asked")
+                stopped += [f"answer\t{model}\t{item['id']}", f"judge\t{model}\t{item['id']}"]
+        _skip(run, sink, stopped, model)
+        if not alive:
+            continue
+        run.say(f"{model}: answering {len(alive)} open item(s) without images, then the judge grades them")
+        answers, _stats = answer_questions(client, model, alive, sink=sink.scoped(f"answer\t{model}\t"), text_only=True)
+        rows = {}
+        if answers:
+            scored = pointwise_judge(
+                client, qc.judge, [i for i in alive if i["id"] in answers], {model: answers}, sink=sink.scoped("judge\t")
+            )
+            rows = scored.rows
+        saved = []
+        for item in alive:
+            answer, row = answers.get(item["id"]), rows.get(f"{model}\t{item['id']}")
+            if answer is None or row is None or row["status"] == "error":
+                outcome, error = CALL_ERROR, (row or {}).get("error") or "the model's answer call failed"
+                score = None
+            elif row["status"] != "ok":
+                outcome, error, score = FAILED, row.get("parse_error", "the judge's grade could not be read"), None
+            else:
+                score = int(row["rating"])
+                outcome, error = (SOLVED if score >= qc.min_score else FAILED), ""
+            verdicts.add(item["id"], model, outcome)
+            saved.append(
+                {
+                    "item_id": int(item["id"]),
+                    "model": model,
+                    "shift": 0,
+                    "options": {},
+                    "shown_answer": "",
+                    "output": answer or "",
+                    "letter": "",
+                    "method": "judged" if score is not None else ("model_error" if answer is None else "judge_error"),
+                    "correct": outcome == SOLVED,
+                    "score": score,
+                    "reason": (row or {}).get("reason") or "",
+                    "error": error,
+                }
+            )
+        _save_answers(qc, saved)
+
+
+def run_qc_part(run: JobRun) -> dict:
+    """The `qc_run` job: ask the models about the part's items not yet settled, then store each
+    item's verdict and flag what the filter flags (status qc_flagged)."""
+    qc = QCRun.objects.select_related("benchmark", "created_by").get(pk=run.params["run"])
+    part = run.params.get("part", 0)
+    entries = {e.item_id: e for e in QCItem.objects.filter(run=qc, part=part, done=False)}
+    items = [
+        harness_item(item, with_images=qc.with_images) for item in with_payload_data(Item.objects.filter(pk__in=list(entries)))
+    ]
+    items.sort(key=lambda i: int(i["id"]))
+    verdicts = _Verdicts(qc, [i["id"] for i in items])
+    client = get_client(payer=(run.job.pk, run.job.runs))
+    sink = JobSink(run)
+    try:
+        if items:
+            (_judged if qc.filter == Filter.JUDGED_TEXT_ONLY else _circular)(qc, run, client, sink, items, verdicts)
+    finally:
+        sink.close()
+        usage = {name: counts for name, counts in client.usage.items() if any(counts.values())}
+        costs = {name: price for name, price in client.costs.items() if name in usage}
+        client.close()
+        with transaction.atomic():
+            locked = QCRun.objects.select_for_update().get(pk=qc.pk)
+            locked.usage[f"job {run.job.pk} run {run.job.runs}"] = {"usage": usage, "cost": costs}
+            locked.save(update_fields=["usage"])
+    without = sum(passes_of(e.item, qc.filter) for e in QCItem.objects.filter(run=qc, part=part).select_related("item"))
+    return _finish_part(qc, run, entries, verdicts, without * len(qc.model_names))
+
+
+def calls_made(answers) -> int:
+    """Model calls behind these answers: one per pass asked; an open item's answer was also judged."""
+    return answers.count() + answers.filter(method__in=["judged", "judge_error"]).count()
+
+
+def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], verdicts: _Verdicts, without: int) -> dict:
+    changed, to_flag = [], []
+    for item_id, state in verdicts.by_id.items():
+        entry = entries[int(item_id)]
+        for field, models in state.items():
+            setattr(entry, field, models)
+        entry.flagged = verdicts.flagged(item_id)
+        entry.done = verdicts.decided(item_id)
+        changed.append(entry)
+        if entry.flagged and entry.done:
+            to_flag.append(entry.item_id)
+    # Items share a handful of verdicts (which models solved, failed...): one UPDATE per verdict is
+    # far cheaper than bulk_update's CASE over every row.
+    groups: dict[str, list[int]] = {}
+    for entry in changed:
+        fields = {f: getattr(entry, f) for f in ("solved_by", "failed_by", "errors", "not_asked", "flagged", "done")}
+        groups.setdefault(json.dumps(fields, sort_keys=True), []).append(entry.pk)
+    with transaction.atomic():
+        for fields, pks in groups.items():
+            for start in range(0, len(pks), 1000):
+                QCItem.objects.filter(pk__in=pks[start : start + 1000]).update(**json.loads(fields))
+        movable = Item.objects.filter(pk__in=to_flag, status__in=FLAGGABLE)
+        change_status_many(
+            list(movable),
+            QC_FLAGGED,
+            user=qc.created_by,
+            action=FLAG_ACTION,
+            note=f"QC run {qc.number}: {qc.get_filter_display()}",
+        )
+        if not QCItem.objects.filter(run=qc, done=False).exists():
+            QCRun.objects.filter(pk=qc.pk).update(status=QCRun.Status.FINISHED, finished_at=timezone.now())
+    open_items = [e for e in changed if not e.done]
+    part_items = QCItem.objects.filter(run=qc, part=run.params.get("part", 0)).values("item_id")
+    asked = calls_made(QCAnswer.objects.filter(run=qc, item_id__in=part_items))
+    result = {
+        "items": part_items.count(),
+        "flagged": QCItem.objects.filter(run=qc, item_id__in=part_items, flagged=True, done=True).count(),
+        "calls_made": asked,
+        "calls_without_stopping": without,
+        "extractor_needed": QCAnswer.objects.filter(run=qc, item_id__in=part_items, method__in=EXTRACTOR_METHODS).count(),
+    }
+    if open_items:
+        raise DomainError(
+            f"{len(open_items)} item(s) still undecided because model calls failed "
+            f"({', '.join(sorted({m for e in open_items for m in e.errors}))}); resume the job to ask them again."
+        )
+    run.say(
+        f"{result['flagged']} of {result['items']} item(s) flagged; {result['calls_made']} model calls made "
+        f"of {result['calls_without_stopping']} without early stopping."
+    )
+    return result

@@ -1,0 +1,82 @@
+"""Where the harness writes the rows of a QC run: the job's entries (harness.runner's Sink protocol).
+
+Each finished call is one unit of the job, keyed by the harness's row key, its row kept in the
+entry's data: a row recorded ok is never asked again when the job resumes (done_rows), a failed
+call is. Rows are written in batches (a call's reply is in the shared response cache the moment
+it arrives, so a row lost to a killed worker costs no request on resume, only a cache read).
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.runner import ERROR, FINAL
+from jobs.runner import JobRun
+from llm.context import serial_db
+
+FLUSH_ROWS = 200
+FLUSH_SECONDS = 0.5
+
+
+class JobSink:
+    def __init__(self, run: JobRun):
+        self.run = run
+        self.rows: dict[str, dict] = {}
+        for key, data in run.job.entries.filter(outcome="ok").values_list("key", "data"):
+            if isinstance(data, dict) and data.get("status") in FINAL:
+                self.rows[key] = data
+        self.pending: list[dict] = []
+        self.flushed = time.monotonic()
+        self.written = 0  # rows written by this run
+        # Extractor calls are units on top of the calls the run planned.
+        self.extra = 0
+
+    def done_rows(self) -> dict[str, dict]:
+        return {key: row for key, row in self.rows.items() if row.get("status") in FINAL}
+
+    def write(self, row: dict) -> None:
+        if row["key"] not in self.rows and row["key"].startswith("extract\t"):
+            self.extra += 1
+        self.rows[row["key"]] = row
+        self.pending.append(row)
+        if len(self.pending) >= FLUSH_ROWS or time.monotonic() - self.flushed >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        rows, self.pending = self.pending, []
+        self.flushed = time.monotonic()
+        if not rows:
+            return
+        with serial_db():
+            if self.extra:
+                self.run.set_total(self.run.job.total + self.extra)
+                self.extra = 0
+            self.run.record_many(
+                [(row["key"], "error" if row["status"] == ERROR else "ok", str(row.get("error", ""))[:2000], row) for row in rows]
+            )
+        self.written += len(rows)
+
+    def close(self) -> None:
+        self.flush()
+
+    def scoped(self, prefix: str) -> ScopedSink:
+        return ScopedSink(self, prefix)
+
+
+class ScopedSink:
+    """A view of the sink whose keys carry a prefix: harness functions that key rows by item id
+    alone (answer_questions) can share one job with every model."""
+
+    def __init__(self, sink: JobSink, prefix: str):
+        self.sink = sink
+        self.prefix = prefix
+
+    def done_rows(self) -> dict[str, dict]:
+        n = len(self.prefix)
+        return {key[n:]: {**row, "key": key[n:]} for key, row in self.sink.done_rows().items() if key.startswith(self.prefix)}
+
+    def write(self, row: dict) -> None:
+        self.sink.write({**row, "key": self.prefix + row["key"]})
+
+    def close(self) -> None:
+        self.sink.close()

@@ -1,0 +1,42 @@
+"""The dashboard opens with summary cards; the per-task tables are folded and leave out empty
+stages and tasks without submissions."""
+
+import re
+
+import pytest
+
+from annotation import services
+from tests.factories import complete_fields, make_image
+
+pytestmark = pytest.mark.django_db
+
+
+def headers(html: str, table_id: str) -> list[str]:
+    table = html.split(f'id="{table_id}"', 1)[1].split("</thead>", 1)[0]
+    return re.findall(r"<th>([^<]*)</th>", table)
+
+
+def test_a_new_benchmark_shows_cards_and_no_table_of_zeros(client_for, annotator, benchmark):
+    html = client_for(annotator).get("/b/demo/").content.decode()
+    quota = sum(t.quota or 0 for t in benchmark.tasks.all())
+    assert html.index('id="summary-cards"') < html.index('id="stage-counts"')
+    assert f'0 <span class="muted">accepted of {quota} wanted</span>' in html
+    assert "None yet" in html and "0 submitted in the last" in html
+    assert headers(html, "stage-counts") == ["Category", "Task", "Quota", "Total", "Progress"]
+    assert '<details class="fold" id="stage-details">' in html and '<details class="fold" id="progress">' in html
+    assert 'id="progress-tasks"' not in html and "No task had a submission" in html
+
+
+def test_cards_and_tables_follow_the_items(client_for, annotator, benchmark, counting):
+    image = make_image(benchmark, tasks=[counting])
+    make_image(benchmark, status="pending", tasks=[counting])
+    services.create_item(benchmark, task=counting, user=annotator, **complete_fields(image))
+    answered = services.create_item(benchmark, task=counting, user=annotator, **complete_fields(image, question="Which?"))
+    services.submit_item(answered, user=annotator, expected_version=answered.version)
+    html = client_for(annotator).get("/b/demo/").content.decode()
+    assert "2 collected · 1 waiting for screening" in html
+    assert "<li><b>1</b> draft</li>" in html and "<li><b>1</b> answered</li>" in html
+    assert headers(html, "stage-counts") == ["Category", "Task", "Quota", "Draft", "Answered", "Total", "Progress"]
+    assert "1 submitted in the last" in html and "by 1 annotator" in html
+    pace = html.split('id="progress-tasks"', 1)[1].split("</table>", 1)[0]
+    assert re.findall(r'data-task="([^"]+)"', pace) == ["counting"]

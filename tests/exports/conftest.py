@@ -1,0 +1,60 @@
+"""Fixtures for releases: accepted items (seed groups and MCQ items) and a release built from them."""
+
+from pathlib import Path
+
+import pytest
+from django.core.files.storage import default_storage
+
+from annotation.models import Item
+from annotation.services import create_item, submit_item, update_item
+from exports import services
+from exports.models import Release
+from tests.factories import complete_fields, jpeg
+from tests.llm.conftest import _llm_settings, declare  # noqa: F401 - the models file on the loopback server
+
+REFERENCE = "There are exactly three red apples on the wooden table, SECRET-REFERENCE-{n}."
+CRITERION = "SECRET-CRITERION-{n}: the count is three."
+
+
+@pytest.fixture
+def accepted(benchmark, annotator, researcher, counting):
+    """Accepted items: 6 seeds with 2 rewrites each in counting, 4 MCQ seeds in OCR."""
+    from curation.services import ingest_image, screen_images
+
+    ocr = benchmark.tasks.get(slug="ocr")
+    items = []
+    for n in range(10):
+        task = counting if n < 6 else ocr
+        image = ingest_image(benchmark, jpeg(9100 + n), tasks=[task]).image
+        screen_images(benchmark, [image.pk], action="accept", user=researcher)
+        fields = complete_fields(
+            image, reference_answer=REFERENCE.format(n=n), criteria=[{"kind": "exact", "text": CRITERION.format(n=n)}]
+        )
+        if n >= 6:
+            fields.update(kind="mcq", choices=["one", "two", "three"], answer="C", question=f"How many? ({n})")
+        item = create_item(benchmark, task=task, user=annotator, assignee=annotator)
+        item = update_item(item, fields, expected_version=item.version, user=annotator)
+        item = submit_item(item, user=annotator)
+        items.append(item)
+        for k in range(2 if n < 6 else 0):
+            rewrite = create_item(benchmark, task=task, user=annotator, seed=item, question=f"Rewrite {k} of {n}")
+            items.append(rewrite)
+    Item.objects.filter(pk__in=[i.pk for i in items]).update(status="accepted")
+    return items
+
+
+@pytest.fixture
+def built(benchmark, researcher, accepted, django_capture_on_commit_callbacks):
+    def build(version="1.0.0", **kwargs):
+        release = services.create_release(benchmark, user=researcher, version=version, **kwargs)
+        with django_capture_on_commit_callbacks(execute=True):
+            services.start_build(release, user=researcher)
+        release.refresh_from_db()
+        assert release.status == Release.Status.BUILT, release.job.message
+        return release
+
+    return build
+
+
+def stored(release, kind) -> Path:
+    return Path(default_storage.path(release.files.get(kind=kind).storage_name))

@@ -1,0 +1,22 @@
+"""The demo's release step: built from what the demo accepted, once."""
+
+import pytest
+
+from exports.demo import add_demo
+from exports.models import Release
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
+
+
+def test_no_demo_release_without_accepted_items(benchmark, researcher, annotator):
+    users = {"researcher": researcher, "annotator": annotator}
+    assert add_demo(benchmark, users) == "No release: nothing is accepted yet." and not Release.objects.exists()
+
+
+def test_the_demo_release_from_accepted_items(benchmark, accepted, researcher, annotator):
+    users = {"researcher": researcher, "annotator": annotator}
+    said = add_demo(benchmark, users)
+    release = Release.objects.get()
+    assert release.status == Release.Status.BUILT and release.counts["items"] == 22 and "22 items built" in said
+    assert release.files.count() == 5  # both bundles in both formats, and the Parquet export
+    assert add_demo(benchmark, users) == "Release 1.0.0 (built (not frozen))." and Release.objects.count() == 1

@@ -1,0 +1,251 @@
+"""Releases: building, the split, public vs private bundles, verification, determinism, freezing
+for good, diffs, the Parquet export, and a bundle scored end to end by the harness it carries."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import Item
+from exports import services
+from exports.models import FrozenRelease, Release, ReleaseFile, ReleaseImage, ReleaseItem
+from harness.bundle import iter_bytes, verify, write_tar_gz
+from tests.exports.conftest import stored
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
+
+
+def test_a_build_snapshots_the_items_and_writes_every_file(built):
+    release = built(private=["test_answers", "reference_answers", "criteria"])
+    assert release.counts["items"] == 22 and release.counts["seeds"] == 10 and release.counts["images"] == 10
+    assert release.counts["dev"] + release.counts["test"] == 22
+    assert set(release.files.values_list("kind", flat=True)) == set(ReleaseFile.Kind.values)
+    for kind in ("public.tar.gz", "public.zip", "private.tar.gz", "private.zip"):
+        assert verify(stored(release, kind)) == [], kind
+    names = {name for name, _ in iter_bytes(stored(release, "public.zip"))}
+    assert {
+        "items.jsonl",
+        "taxonomy.json",
+        "mcq.tsv",
+        "README.md",
+        "LICENSE",
+        "manifest.json",
+        "charts/items_per_task.svg",
+        "harness/__main__.py",
+        "harness/release.py",
+    } <= names
+    assert sum(n.startswith("images/") for n in names) == 10
+    card = dict(iter_bytes(stored(release, "public.zip")))["README.md"].decode()
+    assert "| Counting |" in card and "Seed questions: 10; approved rewrites: 12 (1.2 per seed)" in card
+
+
+def test_the_split_is_reproducible_and_keeps_seed_groups_together(built, accepted):
+    release = built(dev_ratio=0.4, split_seed=3)
+    splits = dict(release.items.values_list("item_id", "split"))
+    for item in accepted:
+        if item.seed_id:
+            assert splits[item.pk] == splits[item.seed_id]  # a rewrite lives where its seed does
+    again = services.assign_splits([(i.pk, i.seed_id or i.pk, i.task_id) for i in accepted], dev_ratio=0.4, seed=3)
+    assert again == splits
+    other = services.assign_splits([(i.pk, i.seed_id or i.pk, i.task_id) for i in accepted], dev_ratio=0.4, seed=4)
+    assert other != splits  # another seed, another draw
+    per_task = release.counts["tasks"]
+    # Whole groups: 0.4 * 18 = 7.2 is reached as closely as groups of 3 allow (6, not 9).
+    assert per_task["Counting"]["dev"] == 6 and per_task["Counting"]["test"] == 12
+    assert per_task["OCR"] == {"dev": 2, "test": 2}
+
+
+def test_the_public_bundle_holds_none_of_what_it_withholds_and_the_private_one_holds_it_all(built):
+    release = built(private=["test_answers", "reference_answers", "criteria"])
+    public = b"".join(content for _, content in iter_bytes(stored(release, "public.tar.gz")))
+    private = b"".join(content for _, content in iter_bytes(stored(release, "private.tar.gz")))
+    for n in range(10):
+        assert f"SECRET-REFERENCE-{n}".encode() not in public and f"SECRET-REFERENCE-{n}".encode() in private
+        assert f"SECRET-CRITERION-{n}".encode() not in public and f"SECRET-CRITERION-{n}".encode() in private
+    rows = [json.loads(line) for line in dict(iter_bytes(stored(release, "public.zip")))["items.jsonl"].splitlines()]
+    assert all(r["reference_answer"] is None and r["criteria"] == [] for r in rows)
+    assert {r["answer"] for r in rows if r["split"] == "test"} == {None}
+    assert {r["answer"] for r in rows if r["split"] == "dev" and r["choices"]} == {"C"}  # dev keys stay public
+    tsv = dict(iter_bytes(stored(release, "public.zip")))["mcq.tsv"].decode().splitlines()
+    header = tsv[0].split("\t")
+    for line in tsv[1:]:
+        cells = dict(zip(header, line.split("\t")))
+        assert cells["answer"] == ("C" if cells["split"] == "dev" else "")
+    private_rows = [json.loads(line) for line in dict(iter_bytes(stored(release, "private.zip")))["items.jsonl"].splitlines()]
+    assert {r["answer"] for r in private_rows if r["choices"]} == {"C"}
+
+
+def test_verification_catches_a_flipped_byte(built, tmp_path):
+    release = built()
+    folder = tmp_path / "bundle"
+    services.write_bundle(release, "public", folder)
+    assert verify(folder) == []
+    image = next((folder / "images").iterdir())
+    data = bytearray(image.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    image.write_bytes(bytes(data))
+    problems = verify(folder)
+    assert problems == [f"images/{image.name}: sha256 differs from the manifest (the file was changed or damaged)"]
+    (folder / "extra.txt").write_text("smuggled")
+    assert "extra.txt: not listed in the manifest" in verify(folder)
+    write_tar_gz(folder, tmp_path / "b.tar.gz", top="b")
+    assert any("sha256 differs" in p for p in verify(tmp_path / "b.tar.gz"))
+    result = subprocess.run([sys.executable, "-m", "harness", "verify", str(folder)], capture_output=True, text=True)
+    assert result.returncode == 1 and "does NOT match" in result.stderr
+
+
+def test_two_builds_of_the_same_release_are_byte_identical(built, researcher, django_capture_on_commit_callbacks, monkeypatch):
+    release = built()
+    first = dict(release.files.values_list("kind", "sha256"))
+    later = timezone.now() + timedelta(days=1, seconds=7)
+    monkeypatch.setattr(services.timezone, "now", lambda: later)  # a rebuild on another day
+    with django_capture_on_commit_callbacks(execute=True):
+        services.start_build(release, user=researcher)
+    release.refresh_from_db()
+    assert release.built_at == later.replace(microsecond=0)
+    assert dict(release.files.values_list("kind", "sha256")) == first
+
+
+def test_freezing_is_irreversible_from_every_entry_point(built, researcher, api_for, client_for, benchmark):
+    release = built()
+    frozen = services.freeze(release, user=researcher)
+    assert frozen.is_frozen and set(
+        Item.objects.filter(pk__in=release.items.values("item_id")).values_list("status", flat=True)
+    ) == {"released"}
+    # ORM: model saves and deletes, queryset updates and deletes, on the release and its rows.
+    frozen.notes = "changed"
+    with pytest.raises(FrozenRelease, match="is frozen"):
+        frozen.save()
+    for attempt in (
+        lambda: Release.objects.filter(pk=frozen.pk).update(notes="x"),
+        lambda: Release.objects.get(pk=frozen.pk).delete(),
+        lambda: ReleaseItem.objects.filter(release=frozen).update(split="dev"),
+        lambda: ReleaseItem.objects.filter(release=frozen).first().delete(),
+        lambda: ReleaseImage.objects.filter(release=frozen).delete(),
+        lambda: ReleaseFile.objects.filter(release=frozen).update(sha256="0"),
+    ):
+        with pytest.raises(FrozenRelease):
+            attempt()
+    item_row = ReleaseItem.objects.filter(release=frozen).first()
+    item_row.row = {}
+    with pytest.raises(FrozenRelease):
+        item_row.save()
+    # Services, API, pages and admin.
+    with pytest.raises(FrozenRelease):
+        services.start_build(frozen, user=researcher)
+    with pytest.raises(FrozenRelease):
+        services.freeze(frozen, user=researcher)
+    api = api_for(researcher)
+    assert api.patch(f"/api/v1/benchmarks/demo/releases/{frozen.version}/", {"notes": "x"}, format="json").status_code == 409
+    assert api.delete(f"/api/v1/benchmarks/demo/releases/{frozen.version}/").status_code == 409
+    assert api.post(f"/api/v1/benchmarks/demo/releases/{frozen.version}/build/").status_code == 409
+    page = client_for(researcher).post(f"/b/demo/releases/{frozen.version}/build/", follow=True)
+    assert "is frozen" in page.content.decode()
+    from django.contrib.auth import get_user_model
+
+    admin_user = get_user_model().objects.create_superuser("admin", "a@example.org", "a-long-admin-password")
+    admin = client_for(admin_user)
+    change = admin.post(f"/admin/exports/release/{frozen.pk}/change/", {"version": "9.9.9", "notes": "x"})
+    assert change.status_code == 403
+    assert admin.post(f"/admin/exports/release/{frozen.pk}/delete/", {"post": "yes"}).status_code == 403
+    frozen.refresh_from_db()
+    assert frozen.notes == "" and frozen.version == "1.0.0" and Release.objects.filter(pk=frozen.pk).exists()
+
+
+def test_a_diff_names_added_removed_and_changed_items_and_hides_private_fields(
+    built, accepted, researcher, api_for, annotator, benchmark
+):
+    first = services.freeze(built(private=["reference_answers"]), user=researcher)
+    seed = next(i for i in accepted if i.seed_id is None and i.kind == "single_turn")
+    Item.objects.filter(pk=seed.pk).update(question="How many apples, exactly?", reference_answer="Now SECRET-NEW.")
+    Item.objects.filter(pk=accepted[-1].pk).update(status="rejected")
+    second = built(version="1.1.0", private=["reference_answers"])
+    assert second.source == first
+    # Items in both releases stay on their side of the split.
+    old_splits = dict(first.items.values_list("item_id", "split"))
+    assert all(old_splits[i] == split for i, split in second.items.values_list("item_id", "split"))
+    result = api_for(researcher).get("/api/v1/benchmarks/demo/releases/1.1.0/diff/", {"against": "1.0.0"}).json()
+    assert result["removed"] == [str(accepted[-1].pk)] and result["added"] == []
+    changed = {c["id"]: {f["field"] for f in c["fields"]} for c in result["changed"]}
+    assert changed[str(seed.pk)] == {"question", "reference_answer"}
+    hidden = api_for(annotator).get("/api/v1/benchmarks/demo/releases/1.1.0/diff/", {"against": "1.0.0"}).json()
+    assert {f["field"] for c in hidden["changed"] for f in c["fields"]} == {"question"}
+    assert "SECRET-NEW" not in json.dumps(hidden)
+
+
+def test_the_parquet_export_loads_with_datasets(built, tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    release = built(private=["test_answers", "reference_answers", "criteria"])
+    with zipfile.ZipFile(stored(release, "parquet")) as archive:
+        archive.extractall(tmp_path)
+    root = tmp_path / release.top
+    loaded = datasets.load_dataset(str(root), cache_dir=str(tmp_path / "cache"))
+    assert set(loaded) == {"dev", "test"}
+    assert len(loaded["dev"]) + len(loaded["test"]) == 22
+    first = loaded["dev"][0]
+    assert first["images"][0].size == (640, 520)  # decoded as an image, embedded in the file
+    assert first["reference_answer"] is None and first["criteria"] == []
+    assert all(row["answer"] is None for row in loaded["test"])
+
+
+def test_a_bundle_scores_end_to_end_with_the_harness_it_carries(built, tmp_path, fake_llm):
+    release = built()
+    with tarfile.open(stored(release, "private.tar.gz")) as archive:
+        archive.extractall(tmp_path, filter="data")
+    root = tmp_path / release.top
+    models = tmp_path / "models.toml"  # outside the bundle: verify checks the bundle exactly
+    models.write_text(
+        f'[models.vlm]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "vlm"\n'
+        f'api_key_env = "FAKE_KEY"\nvision = true\n\n'
+        f'[models.judge]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "judge"\napi_key_env = "FAKE_KEY"\n'
+    )
+    fake_llm.script("vlm", "There are three apples.")
+    fake_llm.script("judge", '{"rating": 8, "reason": "correct and complete"}')
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE")}
+    env.update(FAKE_KEY="test-key", BENCHFORGE_MODELS=str(models))
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "harness", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    assert run("verify", ".").returncode == 0
+    infer = run("infer", "--model", "vlm", "--workers", "1", "--no-cache")
+    assert infer.returncode == 0, infer.stderr
+    judged = run("judge", "--judge", "judge", "--predictions", "predictions/vlm.jsonl", "--workers", "1", "--no-cache")
+    assert judged.returncode == 0, judged.stderr
+    results = json.loads(next(root.glob("results/**/results.json")).read_text())
+    scored = results["models"]["vlm"]
+    assert scored["judged"] == 18 and scored["errors"] == 0 and scored["mean"] == 8  # the 18 open questions
+    assert scored["alignment"]["groups"] == 6  # the seed groups the release kept together
+    assert len(fake_llm.requests("vlm")) == 18  # every open question went to the model under test
+
+
+def test_released_items_carry_their_qc_runs_and_the_card_counts_qc_removals(benchmark, researcher, built, monkeypatch):
+    from qc.demo import add_demo
+    from qc.models import QCItem
+    from qc.services import decide
+
+    add_demo(benchmark, {"researcher": researcher})
+    flagged = list(QCItem.objects.filter(flagged=True).select_related("item").order_by("pk"))
+    decide(flagged[0], user=researcher, decision="remove", note="the options give it away")
+    decide(flagged[1], user=researcher, decision="keep", note="needs the chart after all")
+    release = built()
+    kept = release.items.get(item_id=flagged[1].item_id)
+    (run,) = kept.provenance["qc"]
+    assert run["filter"] == "text_only" and run["flagged"] and run["decision"] == "keep"
+    assert not release.items.filter(item_id=flagged[0].item_id).exists()
+    card = dict(iter_bytes(stored(release, "public.zip")))["README.md"].decode()
+    assert "Removed by the quality filters: 1 (answerable without the image (text-only filter): 1)." in card
