@@ -84,7 +84,9 @@ class RewriteBatchSerializer(serializers.ModelSerializer):
 
 class RewriteBatchRequestSerializer(serializers.Serializer):
     endpoint = serializers.CharField(max_length=200, help_text="an endpoint of the models file")
-    template_version = id_field(help_text="id of a template version (GET templates/)")
+    template_version = id_field(
+        required=False, help_text="id of a template version (GET templates/); default: the default Chinese template"
+    )
     n = serializers.IntegerField(min_value=1, max_value=10, default=5)
     include_mcq = serializers.BooleanField(default=False)
     items = serializers.ListField(child=id_field(), required=False, help_text="seed item ids; none: every eligible seed")
@@ -95,7 +97,7 @@ class RewriteBatchRequestSerializer(serializers.Serializer):
         params = {"temperature": data["temperature"]} if "temperature" in data else {}
         return {
             "endpoint": data["endpoint"],
-            "template_version": data["template_version"],
+            "template_version": data.get("template_version"),
             "n": data["n"],
             "include_mcq": data["include_mcq"],
             "items": data.get("items"),
@@ -138,7 +140,7 @@ class RewriteRejectSerializer(serializers.Serializer):
 
 
 class Templates(APIView):
-    """The benchmark's prompt templates with every version (the defaults are created on first use).
+    """The benchmark's prompt templates with every version (the defaults appear with the first estimate).
     POST (researchers): a new template."""
 
     permission_classes = [role_permission(REVIEWER)]
@@ -146,7 +148,6 @@ class Templates(APIView):
     @extend_schema(responses={200: RewriteTemplateSerializer(many=True)})
     def get(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
-        services.ensure_default_templates(benchmark)
         return Response(RewriteTemplateSerializer(selectors.templates_of(benchmark), many=True).data)
 
     @extend_schema(request=RewriteNewTemplateSerializer, responses={201: RewriteTemplateSerializer})

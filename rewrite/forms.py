@@ -8,7 +8,12 @@ from .services.batches import MAX_N
 
 class BatchForm(forms.Form):
     endpoint = forms.ChoiceField(help_text="An endpoint of the models file; GLM (provider zhipuai) is the usual choice.")
-    template_version = forms.ModelChoiceField(queryset=TemplateVersion.objects.none(), label="Prompt template")
+    template_version = forms.ModelChoiceField(
+        queryset=TemplateVersion.objects.none(),
+        label="Prompt template",
+        required=False,
+        empty_label="默认（中文）: the default Chinese template, latest version",
+    )
     n = forms.IntegerField(min_value=1, max_value=MAX_N, initial=5, label="Rewrites per seed")
     include_mcq = forms.BooleanField(required=False, label="Also multiple-choice seeds")
     temperature = forms.FloatField(min_value=0, max_value=2, required=False, help_text="Empty: the endpoint's default.")

@@ -45,7 +45,6 @@ def _default_endpoint(names: list[str]) -> str:
 @role_required(REVIEWER)
 def rewrite_home(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    default_template = services.ensure_default_templates(benchmark, user=request.user)[0]
     form, estimate, endpoint_problem = None, None, ""
     if permissions.is_researcher(request.user):
         names, endpoint_problem = _endpoints()
@@ -53,7 +52,7 @@ def rewrite_home(request, slug):
             request.POST or None,
             endpoints=names,
             versions=selectors.template_versions(benchmark),
-            initial={"endpoint": _default_endpoint(names), "template_version": default_template.latest},
+            initial={"endpoint": _default_endpoint(names)},
         )
         if request.method == "POST" and form.is_valid():
             try:
@@ -179,11 +178,13 @@ def verify_seed(request, slug, item_id):
 @role_required(REVIEWER)
 def template_list(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    services.ensure_default_templates(benchmark, user=request.user)
     form = TemplateForm(request.POST or None) if permissions.is_researcher(request.user) else None
     if request.method == "POST":
         if form is None:
             raise PermissionDenied("Writing templates needs the researcher role.")
+        if request.POST.get("action") == "defaults":
+            services.ensure_default_templates(benchmark, user=request.user)
+            return redirect("rewrite-templates", slug=slug)
         if form.is_valid():
             try:
                 template = services.create_template(benchmark, user=request.user, **form.cleaned_data)

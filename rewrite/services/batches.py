@@ -28,6 +28,7 @@ from .. import prompts
 from ..models import BatchSeed, RawReply, Rewrite, RewriteBatch, TemplateVersion
 from ..parsing import parse_reply
 from ..similarity import sibling_similarities
+from .templates import ensure_default_templates
 from .verification import refresh_similarities, similarity_to_seed
 
 BATCH_JOB = "rewrite_batch"
@@ -57,6 +58,9 @@ def eligible_seeds(benchmark, *, include_mcq: bool = False, items=None):
 
 
 def _version(benchmark, template_version) -> TemplateVersion:
+    if template_version is None:
+        # The default Chinese template, created with the benchmark's first estimate.
+        return ensure_default_templates(benchmark)[0].latest
     pk = getattr(template_version, "pk", template_version)
     version = TemplateVersion.objects.select_related("template").filter(pk=pk, template__benchmark=benchmark).first()
     if version is None:
@@ -89,7 +93,7 @@ def seed_key(item_id: int) -> str:
 
 
 def estimate_batch(
-    benchmark, *, endpoint: str, template_version, n: int = 5, include_mcq: bool = False, items=None, params=None
+    benchmark, *, endpoint: str, template_version=None, n: int = 5, include_mcq: bool = False, items=None, params=None
 ) -> dict:
     """What a batch would ask and cost: seeds, calls, estimated prompt and completion tokens and
     cost (None: the endpoint has no prices). A corrective retry adds up to one call per seed."""
@@ -116,7 +120,7 @@ def start_batch(
     *,
     user,
     endpoint: str,
-    template_version,
+    template_version=None,
     n: int = 5,
     include_mcq: bool = False,
     items=None,

@@ -274,6 +274,9 @@ def test_the_api_estimates_starts_and_reports_a_batch_and_edits_templates(
     declare(input_cost_per_mtok=1.0, output_cost_per_mtok=1.0)
     fake_llm.script("glm-4", lambda body: five(question_of(body)))
     api = api_for(researcher)
+    assert api.get("/api/v1/benchmarks/demo/rewrite/templates/").json() == []  # a GET writes nothing
+    first = api.post("/api/v1/benchmarks/demo/rewrite/estimate/", {"endpoint": "glm"}, format="json").json()
+    assert first["seeds"] == 5  # the default Chinese template, created with the first estimate
     templates = api.get("/api/v1/benchmarks/demo/rewrite/templates/").json()
     assert [t["language"] for t in templates] == ["en", "zh"] and all(len(t["versions"]) == 1 for t in templates)
     zh = next(t for t in templates if t["language"] == "zh")
