@@ -33,6 +33,7 @@ from jobs.models import Job
 from qc import demo as qc_demo
 from review.models import Review, ReviewRound
 from review.services import open_round, submit_review
+from rewrite import demo as rewrite_demo
 
 from .images import demo_pictures
 
@@ -257,6 +258,7 @@ DEMO_STEPS: list[DemoStep] = [
     DemoStep("queue work", add_queue_work),
     DemoStep("items", add_items),
     DemoStep("review rounds", add_review_rounds),
+    DemoStep("rewrite batch", rewrite_demo.add_demo),
     DemoStep("QC run", qc_demo.add_demo),
     DemoStep("release", exports_demo.add_demo),
 ]

@@ -1,12 +1,14 @@
 """Where a released item came from, read from the apps that made it (exports reads every app;
 nothing imports exports): its images' sources and licenses, its author, its reviewers per round,
-the QC runs that judged it, and the numbers of how the benchmark was built (for the dataset card)."""
+the rewrite batch, model and template version that wrote it, the QC runs that judged it, and the
+numbers of how the benchmark was built (for the dataset card)."""
 
 from collections import Counter, defaultdict
 
 from curation.models import Image
 from qc import selectors as qc
 from review.models import Review, ReviewRound, RoundItem
+from rewrite import selectors as rewrites
 
 
 def for_items(items) -> dict[int, dict]:
@@ -21,7 +23,7 @@ def for_items(items) -> dict[int, dict]:
     )
     for item_id, number, kind, reviewer, verdict in rows:
         reviews[item_id].append({"round": number, "kind": kind, "reviewer": reviewer, "verdict": verdict})
-    checked = qc.provenance(ids)
+    checked, rewritten = qc.provenance(ids), rewrites.provenance(ids)
     out = {}
     for item in items:
         source = item.seed if item.seed_id else item
@@ -37,6 +39,7 @@ def for_items(items) -> dict[int, dict]:
                 for link in source.item_images.all()
             ],
             "reviews": reviews.get(item.pk, []),
+            "rewrite": rewritten.get(item.pk),
             "qc": checked.get(item.pk, {}).get("runs", []),
             "external_id": item.external_id or None,
         }

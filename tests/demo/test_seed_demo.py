@@ -102,11 +102,12 @@ def test_the_demo_has_an_item_at_every_stage_and_a_review_waiting(fresh_image_in
     with django_capture_on_commit_callbacks(execute=True):
         call_command("seed_demo", stdout=io.StringIO())
     benchmark = Benchmark.objects.get(slug=DEMO_SLUG)
-    items = {item.status: item for item in Item.objects.filter(benchmark=benchmark, is_external=False)}
+    items = {item.status: item for item in Item.objects.filter(benchmark=benchmark, is_external=False).order_by("-pk")}
     # The QC step's imported multiple-choice items, half of them flagged by its text-only run.
     assert set(Item.objects.filter(benchmark=benchmark, is_external=True).values_list("status", flat=True)) >= {"qc_flagged"}
     assert benchmark.releases.get().status == "built"
-    assert sorted(items) == ["accepted", "answered", "draft", "in_review"]
+    # Newest first, so each stage shows the first item made for it; "rewritten": the rewrite step's seed.
+    assert sorted(items) == ["accepted", "answered", "draft", "in_review", "rewritten"]
     assert items["accepted"].kind == "multi_turn" and len(items["accepted"].history) == 2
     assert items["in_review"].kind == "mcq" and items["in_review"].answer == "C"
     assert items["answered"].author.username == "annotator2" and items["draft"].author.username == "annotator"

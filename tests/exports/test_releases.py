@@ -249,3 +249,16 @@ def test_released_items_carry_their_qc_runs_and_the_card_counts_qc_removals(benc
     assert not release.items.filter(item_id=flagged[0].item_id).exists()
     card = dict(iter_bytes(stored(release, "public.zip")))["README.md"].decode()
     assert "Removed by the quality filters: 1 (answerable without the image (text-only filter): 1)." in card
+
+
+def test_an_approved_rewrite_keeps_its_batch_model_and_template_version(benchmark, researcher, reviewer, annotator, built):
+    from rewrite.demo import add_demo
+    from rewrite.selectors import provenance
+
+    add_demo(benchmark, {"researcher": researcher, "reviewer": reviewer, "annotator": annotator})
+    release = built()
+    approved = provenance(release.items.values_list("item_id", flat=True))
+    assert approved  # the demo batch's approved rewrite is released
+    for item_id, expected in approved.items():
+        origin = release.items.get(item_id=item_id).provenance["rewrite"]
+        assert origin == json.loads(json.dumps(expected)) and origin["template_version"] is not None
