@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,33 +32,15 @@ import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
-
-import psycopg2
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
-KEY_ENV = "BENCH_FAKE_LLM_KEY"
+from bench.support.throwaway import KEY_ENV, Workers, app_env, create_database, drop_database, wait_finished  # noqa: E402
+
 MODEL = "bench-vlm"
 TARGET_RATIO = 1.3
 LEASE_SECONDS = 5  # the killed worker's slots come back after this
-
-
-def database_url(name: str) -> str:
-    return urlunsplit(urlsplit(ADMIN_URL)._replace(path=f"/{name}"))
-
-
-def admin(sql: str) -> None:
-    conn = psycopg2.connect(ADMIN_URL)
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        conn.close()
 
 
 class Arrivals:
@@ -85,76 +65,11 @@ class Arrivals:
             return {p: list(t) for p, t in self.seen.items() if p.startswith(prefix) and len(t) > 1}
 
 
-class Workers:
-    def __init__(self, env: dict, queue: str, logdir: Path):
-        self.env, self.queue, self.logdir = env, queue, logdir
-        self.procs: list[subprocess.Popen] = []
-
-    def start(self) -> subprocess.Popen:
-        n = len(self.procs)
-        log = (self.logdir / f"worker-{n}.log").open("w")
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("celery")),
-                "-A",
-                "benchforge",
-                "worker",
-                "--pool=solo",
-                "-Q",
-                self.queue,
-                "-n",
-                f"bench{n}-{self.queue}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "--loglevel=WARNING",
-            ],
-            cwd=REPO,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        proc.log = log
-        self.procs.append(proc)
-        return proc
-
-    def kill(self, proc: subprocess.Popen) -> None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=20)
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-            proc.log.close()
-
-    def tail(self) -> str:
-        return "\n".join((self.logdir / f"worker-{n}.log").read_text()[-2000:] for n in range(len(self.procs)))
-
-
 def calls(n: int, salt: str) -> list[dict]:
     return [
         {"key": f"{i:05d}", "messages": [{"role": "user", "content": f"{salt} question {i}: which bar is the tallest?"}]}
         for i in range(n)
     ]
-
-
-def wait_finished(jobs, timeout: float) -> float:
-    """Seconds until every job finished (polling every 10 ms); raises on timeout."""
-    from jobs.models import Job
-
-    start = time.monotonic()
-    ids = [job.pk for job in jobs]
-    while Job.objects.filter(pk__in=ids, status__in=Job.FINISHED).count() < len(ids):
-        if time.monotonic() - start > timeout:
-            raise SystemExit(f"jobs {ids} did not finish within {timeout:.0f} s")
-        time.sleep(0.01)
-    return time.monotonic() - start
 
 
 def main() -> int:
@@ -165,18 +80,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        print(f"SKIPPED: this benchmark needs Redis (BENCH_REDIS_URL={REDIS_URL}): {exc}")
-        return 0
-    name = f"bf_llmbatch_{os.getpid()}"
-    try:
-        admin(f'CREATE DATABASE "{name}"')
-    except psycopg2.OperationalError as exc:
-        print(f"SKIPPED: this benchmark needs Postgres (BENCH_POSTGRES_URL={ADMIN_URL}): {str(exc).strip()}")
+    name = create_database("bf_llmbatch")
+    if name is None:
         return 0
 
     from tests.fakes.llm_server import FakeLLMServer
@@ -192,23 +97,13 @@ def main() -> int:
         f'api_key_env = "{KEY_ENV}"\nmax_concurrency = {args.concurrency}\ntimeout = 30\n'
         "input_cost_per_mtok = 0.5\noutput_cost_per_mtok = 1.5\n"
     )
-    env = dict(
-        os.environ,
-        DATABASE_URL=database_url(name),
-        DJANGO_SETTINGS_MODULE="benchforge.settings",
-        DEBUG="false",
-        SECRET_KEY=uuid.uuid4().hex * 2,
-        CELERY_BROKER_URL=REDIS_URL,
-        BENCHFORGE_JOB_QUEUE=queue,
-        BENCHFORGE_MODELS=str(models),
-        BENCHFORGE_LLM_REDIS_PREFIX=f"bench:{queue}",
+    env = app_env(
+        name,
+        queue,
+        models,
+        tmp,
         BENCHFORGE_LLM_SLOT_LEASE_SECONDS=str(LEASE_SECONDS),
-        BENCHFORGE_JOB_HEARTBEAT_SECONDS="0.5",
         BENCHFORGE_JOB_HEARTBEAT_TIMEOUT="3",
-        LOG_LEVEL="WARNING",
-        MEDIA_ROOT=str(tmp / "media"),
-        PYTHONPATH=str(REPO),
-        **{KEY_ENV: "bench-key"},
     )
     os.environ.update(env)
     workers = Workers(env, queue, tmp)
@@ -303,10 +198,7 @@ def main() -> int:
     finally:
         workers.stop_all()
         server.stop()
-        from django.db import connections
-
-        connections.close_all()
-        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(name)
 
 
 if __name__ == "__main__":

@@ -40,9 +40,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.llm_batch import ADMIN_URL, REDIS_URL, Workers, admin, database_url, wait_finished  # noqa: E402
+from bench.support.throwaway import KEY_ENV, REDIS_URL, Workers, app_env, create_database, drop_database, wait_finished  # noqa: E402
 
-KEY_ENV = "BENCH_FAKE_LLM_KEY"
 REMOTE_MODEL = "bench-llm"
 MODELS = {"llm-a": 0.60, "llm-b": 0.45, "llm-c": 0.30}  # share of the items each one knows
 TARGET_RATIO = 1.3
@@ -144,19 +143,8 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10000)
     args = parser.parse_args()
 
-    import psycopg2
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        print(f"SKIPPED: this benchmark needs Redis (BENCH_REDIS_URL={REDIS_URL}): {exc}")
-        return 0
-    name = f"bf_qc_{os.getpid()}"
-    try:
-        admin(f'CREATE DATABASE "{name}"')
-    except psycopg2.OperationalError as exc:
-        print(f"SKIPPED: this benchmark needs Postgres (BENCH_POSTGRES_URL={ADMIN_URL}): {str(exc).strip()}")
+    name = create_database("bf_qc")
+    if name is None:
         return 0
 
     from tests.fakes.llm_server import FakeLLMServer
@@ -173,24 +161,15 @@ def main() -> int:
             for index, model in enumerate(MODELS)
         )
     )
-    env = dict(
-        os.environ,
-        DATABASE_URL=database_url(name),
-        DJANGO_SETTINGS_MODULE="benchforge.settings",
-        DEBUG="false",
-        SECRET_KEY=uuid.uuid4().hex * 2,
-        CELERY_BROKER_URL=REDIS_URL,
-        BENCHFORGE_JOB_QUEUE=queue,
-        BENCHFORGE_MODELS=str(models),
-        BENCHFORGE_LLM_REDIS_PREFIX=f"bench:{queue}",
+    env = app_env(
+        name,
+        queue,
+        models,
+        tmp,
         # Replies cached in Redis: the call threads (32 per worker) then hold no database connection,
         # which a Postgres shared with other work cannot spare (max_connections 100 here).
         BENCHFORGE_LLM_CACHE_URL=REDIS_URL,
         BENCHFORGE_JOB_HEARTBEAT_SECONDS="1",
-        LOG_LEVEL="WARNING",
-        MEDIA_ROOT=str(tmp / "media"),
-        PYTHONPATH=str(REPO),
-        **{KEY_ENV: "bench-key"},
     )
     os.environ.update(env)
     workers = Workers(env, queue, tmp)
@@ -283,10 +262,7 @@ def main() -> int:
     finally:
         workers.stop_all()
         server.stop()
-        from django.db import connections
-
-        connections.close_all()
-        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(name)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -19,38 +19,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
-
-import psycopg2
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
-KEY_ENV = "BENCH_FAKE_LLM_KEY"
+from bench.support.throwaway import KEY_ENV, Workers, app_env, create_database, drop_database  # noqa: E402
+
 MODEL = "bench-glm"
 TARGET_RATIO = 1.3
-
-
-def database_url(name: str) -> str:
-    return urlunsplit(urlsplit(ADMIN_URL)._replace(path=f"/{name}"))
-
-
-def admin(sql: str) -> None:
-    conn = psycopg2.connect(ADMIN_URL)
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        conn.close()
 
 
 def reply(body: dict) -> str:
@@ -85,18 +66,8 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2)
     args = parser.parse_args()
 
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        print(f"SKIPPED: this benchmark needs Redis (BENCH_REDIS_URL={REDIS_URL}): {exc}")
-        return 0
-    name = f"bf_rewrite_{os.getpid()}"
-    try:
-        admin(f'CREATE DATABASE "{name}"')
-    except psycopg2.OperationalError as exc:
-        print(f"SKIPPED: this benchmark needs Postgres (BENCH_POSTGRES_URL={ADMIN_URL}): {str(exc).strip()}")
+    name = create_database("bf_rewrite")
+    if name is None:
         return 0
 
     from tests.fakes.llm_server import FakeLLMServer
@@ -111,25 +82,10 @@ def main() -> int:
         f'api_key_env = "{KEY_ENV}"\nmax_concurrency = {args.concurrency}\ntimeout = 30\n'
         "input_cost_per_mtok = 0.5\noutput_cost_per_mtok = 1.5\n"
     )
-    env = dict(
-        os.environ,
-        DATABASE_URL=database_url(name),
-        DJANGO_SETTINGS_MODULE="benchforge.settings",
-        DEBUG="false",
-        SECRET_KEY=uuid.uuid4().hex * 2,
-        CELERY_BROKER_URL=REDIS_URL,
-        BENCHFORGE_JOB_QUEUE=queue,
-        BENCHFORGE_MODELS=str(models),
-        BENCHFORGE_LLM_REDIS_PREFIX=f"bench:{queue}",
-        BENCHFORGE_JOB_HEARTBEAT_SECONDS="0.5",
-        LOG_LEVEL="WARNING",
-        MEDIA_ROOT=str(tmp / "media"),
-        PYTHONPATH=str(REPO),
-        **{KEY_ENV: "id.secret"},
-    )
+    env = app_env(name, queue, models, tmp)
     os.environ.update(env)
-    log = (tmp / "worker.log").open("w")
-    worker = None
+    # BENCH_PROFILE: a path; cProfile the worker's main (job) thread into it.
+    workers = Workers(env, queue, tmp, profile=os.environ.get("BENCH_PROFILE"))
     ok = True
     try:
         import django
@@ -156,30 +112,7 @@ def main() -> int:
             ],
             batch_size=500,
         )
-        profile = os.environ.get("BENCH_PROFILE")  # a path: cProfile the worker's main (job) thread into it
-        worker = subprocess.Popen(
-            [
-                *([sys.executable, "-m", "cProfile", "-o", profile] if profile else []),
-                str(Path(sys.executable).with_name("celery")),
-                "-A",
-                "benchforge",
-                "worker",
-                "--pool=solo",
-                "-Q",
-                queue,
-                "-n",
-                f"bench-{queue}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "--loglevel=WARNING",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        workers.start()
         ids = list(Item.objects.filter(benchmark=benchmark).order_by("pk").values_list("pk", flat=True))
         warm = services.start_batch(benchmark, user=lead, endpoint="glm", template_version=version, items=ids[:2])
         wait_finished(warm, timeout=120)  # imports, SDK clients, connections: ready
@@ -218,22 +151,12 @@ def main() -> int:
         )
         print("targets met" if ok else "TARGET MISSED")
         if not ok:
-            log.flush()
-            print((tmp / "worker.log").read_text()[-3000:])
+            print(workers.tail())
         return 0 if ok else 1
     finally:
-        if worker is not None and worker.poll() is None:
-            worker.terminate()
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-        log.close()
+        workers.stop_all()
         server.stop()
-        from django.db import connections
-
-        connections.close_all()
-        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(name)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from jobs.runner import OK
 from llm.client import check_endpoints, get_client, get_endpoint
 
 from .models import Release, ReleaseFile, Score
+from .services import bundle_rows
 
 SCORE_JOB = "release_score"
 MAX_ERRORS_SHOWN = 10
@@ -116,7 +117,7 @@ def submit(
     if method == Score.Method.PAIRWISE:
         if anchor is None or anchor.release_id != release.pk or not anchor.answers:
             raise DomainError("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
-    rows = _rows(release)
+    rows = bundle_rows(release, "private")
     open_ids = [r["id"] for r in rows if not r["choices"]]
     if method == Score.Method.MCQ and not any(r["choices"] and r["answer"] for r in rows):
         raise DomainError(f"Release {release.version} has no multiple-choice item with an answer key.")
@@ -160,10 +161,6 @@ def submit(
     return score
 
 
-def _rows(release: Release) -> list[dict]:
-    return list(release.items.order_by("order").values_list("row", flat=True))
-
-
 def _private_bundle_sha256(release: Release) -> str:
     found = release.files.filter(kind=ReleaseFile.Kind.PRIVATE_TAR).first()
     return found.sha256 if found else ""
@@ -205,7 +202,7 @@ class JobSink:
 def run_score(run) -> dict:
     score = Score.objects.select_related("release__benchmark", "anchor").get(pk=run.params["score"])
     release = score.release
-    rows = _rows(release)
+    rows = bundle_rows(release, "private")
     images = dict(release.images.values_list("name", "storage_name"))
 
     def load_image(name: str) -> bytes:

@@ -136,7 +136,7 @@ def run_build(run) -> dict:
             if "parquet" not in done:
                 with run.unit("parquet") as unit:
                     archive = Path(tmp) / f"{release.top}-parquet.zip"
-                    parquet.write_dataset_zip(release, public_rows(release), archive)
+                    parquet.write_dataset_zip(release, bundle_rows(release, "public"), archive)
                     unit.ok(_store_file(release, ReleaseFile.Kind.PARQUET, archive))
     except Exception:
         Release.objects.filter(pk=release.pk, status=Release.Status.BUILDING).update(status=Release.Status.DRAFT)
@@ -305,10 +305,6 @@ def withheld(row: dict, private) -> dict:
     if "test_answers" in private and out["split"] == "test":
         out["answer"] = None
     return out
-
-
-def public_rows(release: Release) -> list[dict]:
-    return [withheld(r, release.private) for r in release.items.order_by("order").values_list("row", flat=True)]
 
 
 def bundle_rows(release: Release, variant: str) -> list[dict]:
