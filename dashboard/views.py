@@ -40,7 +40,7 @@ def _recent(benchmark, part: str, compute):
 def summary_cards(benchmark, rows, totals, progress) -> dict:
     """The numbers a dashboard opens with: images collected and accepted against the tasks'
     quota, items per stage (stages with items only), and the pace of the last days."""
-    images = status_counts(benchmark)
+    images = _recent(benchmark, "images", status_counts)  # a count over every image of the benchmark
     quota = sum(row["task"].quota or 0 for row in rows)
     submitted = sum(row["total"] for row in progress["tasks"])
     days = len(progress["days"]) or 1
@@ -96,6 +96,6 @@ def dashboard(request, slug):
             "progress": progress,
             "review": _recent(benchmark, "review", review_overview),
             "rewrite": _recent(benchmark, "rewrite", rewrite_panel),
-            "qc": qc_overview(benchmark),
+            "qc": _recent(benchmark, "qc", qc_overview),
         },
     )
