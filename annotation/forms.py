@@ -5,7 +5,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from benchforge.errors import DomainError
-from benchforge.inputs import BadInput, parse_ids
+from benchforge.inputs import BadInput, ModelMultipleChoiceField, parse_ids
 
 from .contract import ROLES_IN_TURN
 from .models import Item
@@ -107,12 +107,12 @@ class AssignItemsForm(forms.Form):
 
 class AssignEvenlyForm(forms.Form):
     tasks = forms.MultipleChoiceField(required=False, help_text="None selected: every task.")
-    assignees = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none())
+    assignees = ModelMultipleChoiceField(queryset=get_user_model().objects.none())
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["tasks"].choices = [(t.slug, t.name) for t in benchmark.tasks.all()]
-        self.fields["assignees"] = forms.ModelMultipleChoiceField(
+        self.fields["assignees"] = ModelMultipleChoiceField(
             queryset=benchmark_people(benchmark),
             to_field_name="username",
             error_messages={"required": "Choose at least one annotator."},

@@ -1,6 +1,8 @@
 from django import forms
 from django.contrib.auth import get_user_model
 
+from benchforge.inputs import ModelMultipleChoiceField
+
 from .models import Benchmark, Task
 from .presets import PRESETS
 
@@ -51,7 +53,7 @@ class TaskForm(forms.ModelForm):
 
 
 class BenchmarkSettingsForm(forms.ModelForm):
-    members = forms.ModelMultipleChoiceField(
+    members = ModelMultipleChoiceField(
         queryset=get_user_model().objects.order_by("username"),
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -68,7 +70,7 @@ class ImportForm(forms.Form):
         help_text="A zip (sub-folders named after a task slug tag their images), or a URL list: "
         "one URL per line, or a CSV with a url column and optional task, source and license columns."
     )
-    tasks = forms.ModelMultipleChoiceField(
+    tasks = ModelMultipleChoiceField(
         queryset=Task.objects.none(), required=False, help_text="Tag every imported image with these tasks."
     )
     source = forms.CharField(required=False, max_length=1000)

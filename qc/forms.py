@@ -2,6 +2,7 @@
 
 from django import forms
 
+from benchforge.inputs import ModelMultipleChoiceField
 from curation.models import Benchmark, Task
 
 from .models import QCItem, QCRun
@@ -18,7 +19,7 @@ class RunForm(forms.Form):
         choices=[], required=False, help_text="Reads the chosen letter when the rules cannot (optional)."
     )
     judge = forms.ChoiceField(choices=[], required=False, help_text="Grades open answers 1-10 (judged filter only).")
-    tasks = forms.ModelMultipleChoiceField(queryset=Task.objects.none(), required=False, help_text="None: every task.")
+    tasks = ModelMultipleChoiceField(queryset=Task.objects.none(), required=False, help_text="None: every task.")
     items = forms.CharField(
         required=False, label="Item ids", help_text="Only these items (ids separated by spaces or commas); empty: all."
     )

@@ -3,6 +3,7 @@
 from django import forms
 from django.contrib.auth import get_user_model
 
+from benchforge.inputs import ModelMultipleChoiceField
 from curation.models import Task
 
 from .models import REASON_LABELS, Review, ReviewRound
@@ -23,11 +24,11 @@ class OpenRoundForm(forms.Form):
         label="Reviewers per item",
         help_text="More than one gives overlapping reviews, and agreement numbers.",
     )
-    tasks = forms.ModelMultipleChoiceField(queryset=Task.objects.none(), required=False, help_text="None: every task.")
-    authors = forms.ModelMultipleChoiceField(
+    tasks = ModelMultipleChoiceField(queryset=Task.objects.none(), required=False, help_text="None: every task.")
+    authors = ModelMultipleChoiceField(
         queryset=get_user_model().objects.none(), required=False, to_field_name="username", help_text="None: every author."
     )
-    reviewers = forms.ModelMultipleChoiceField(
+    reviewers = ModelMultipleChoiceField(
         queryset=get_user_model().objects.none(),
         required=False,
         to_field_name="username",
