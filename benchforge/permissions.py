@@ -106,8 +106,13 @@ def item_review_refusal(user, item) -> str | None:
         return "Reviewing needs the reviewer or researcher role."
     if not is_member(user, item.benchmark):
         return "You are not a member of this benchmark."
-    if user.pk in (item.author_id, item.assignee_id):
-        return f"Item #{item.pk} is your own work: someone else reviews it."
+    return own_work_refusal(user, {item.author_id, item.assignee_id}, f"Item #{item.pk}", "reviews")
+
+
+def own_work_refusal(user, writer_ids, what: str, act: str = "approves") -> str | None:
+    """Nobody reviews or approves their own work: `writer_ids` are the people whose work `what` is."""
+    if user.pk in writer_ids:
+        return f"{what} is your own work: someone else {act} it."
     return None
 
 

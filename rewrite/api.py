@@ -108,6 +108,8 @@ class RewriteBatchRequestSerializer(serializers.Serializer):
 class RewriteSerializer(serializers.ModelSerializer):
     batch = serializers.IntegerField(source="batch.number", read_only=True, allow_null=True, default=None)
     near_copy = serializers.BooleanField(read_only=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    edited_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = Rewrite
@@ -119,6 +121,8 @@ class RewriteSerializer(serializers.ModelSerializer):
             "text",
             "original_text",
             "edited",
+            "created_by",
+            "edited_by",
             "similarity_seed",
             "similarity_siblings",
             "near_copy",

@@ -149,6 +149,7 @@ class Rewrite(models.Model):
     text = models.TextField()
     original_text = models.TextField(blank=True, help_text="the text before a reviewer edited it")
     edited = models.BooleanField(default=False)
+    edited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     similarity_seed = models.FloatField(default=0.0)
     similarity_siblings = models.FloatField(default=0.0, help_text="highest similarity to another rewrite of the seed")
     state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
@@ -174,6 +175,13 @@ class Rewrite(models.Model):
 
     def __str__(self):
         return f"Rewrite #{self.pk} of item #{self.seed_id}"
+
+    @property
+    def writer_ids(self) -> set[int]:
+        """The people whose words the text is (who wrote it by hand, who last edited it): they never
+        approve it themselves. A model's unedited text has none."""
+        ids = {self.edited_by_id if self.edited else None, self.created_by_id if self.source == self.Source.MANUAL else None}
+        return ids - {None}
 
     @property
     def near_copy(self) -> bool:

@@ -87,17 +87,17 @@ def batch_seeds(batch: RewriteBatch, *, state: str = ""):
     return rows.filter(state=state) if state else rows
 
 
-def seeds_to_verify(benchmark):
-    """Seed items with rewrites still to verify, oldest seed first."""
-    return (
-        Item.objects.filter(benchmark=benchmark, rewrite_candidates__state=Rewrite.State.PENDING)
-        .annotate(pending=Count("rewrite_candidates", filter=Q(rewrite_candidates__state=Rewrite.State.PENDING), distinct=True))
-        .order_by("pk")
-    )
+def seeds_to_verify(benchmark, user=None):
+    """Seed items with rewrites still to verify, oldest seed first. With `user`: only rewrites they
+    may approve (not ones they wrote by hand or edited: someone else approves those)."""
+    rewrites = Rewrite.objects.filter(state=Rewrite.State.PENDING)
+    if user is not None:
+        rewrites = rewrites.exclude(source=Rewrite.Source.MANUAL, created_by=user).exclude(edited=True, edited_by=user)
+    return Item.objects.filter(benchmark=benchmark, pk__in=rewrites.values("seed_id")).order_by("pk")
 
 
-def next_seed(benchmark, *, after: int | None = None) -> Item | None:
-    seeds = seeds_to_verify(benchmark)
+def next_seed(benchmark, *, after: int | None = None, user=None) -> Item | None:
+    seeds = seeds_to_verify(benchmark, user)
     if after is not None:
         later = seeds.filter(pk__gt=after).first()
         return later or seeds.exclude(pk=after).first()
@@ -114,7 +114,9 @@ def get_seed(benchmark, item_id: int) -> Item:
 def seed_rewrites(seed: Item, *, order: str = "") -> list[Rewrite]:
     """The seed's rewrites; order "similarity": most similar (to the seed or a sibling) first."""
     rows = list(
-        Rewrite.objects.filter(seed=seed).select_related("batch", "reply", "decided_by", "created_by", "item").order_by("id")
+        Rewrite.objects.filter(seed=seed)
+        .select_related("batch", "reply", "decided_by", "created_by", "edited_by", "item")
+        .order_by("id")
     )
     if order == "similarity":
         rows.sort(key=lambda r: -max(r.similarity_seed, r.similarity_siblings))

@@ -72,7 +72,7 @@ def rewrite_home(request, slug):
             "benchmark": benchmark,
             "batches": selectors.batches_of(benchmark)[:50],
             "stats": selectors.rewrite_panel(benchmark),
-            "to_verify": selectors.seeds_to_verify(benchmark).count(),
+            "to_verify": selectors.seeds_to_verify(benchmark, request.user).count(),
             "form": form,
             "estimate": estimate,
             "endpoint_problem": endpoint_problem,
@@ -106,7 +106,7 @@ def batch_detail(request, slug, number):
 @role_required(REVIEWER)
 def verify_next(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    seed = selectors.next_seed(benchmark, after=optional_id(request.GET.get("after")))
+    seed = selectors.next_seed(benchmark, after=optional_id(request.GET.get("after")), user=request.user)
     if seed is None:
         messages.success(request, "No rewrite is waiting for verification.")
         return redirect("rewrite-home", slug=slug)
@@ -118,7 +118,7 @@ def _act(request, benchmark, seed) -> str:
     action = request.POST.get("action", "")
     if action == "add":
         rewrite = services.add_manual(seed, user=request.user, text=request.POST.get("text", ""))
-        messages.success(request, "Manual rewrite added: verify it like the others.")
+        messages.success(request, "Manual rewrite added: another verifier approves it, like the model's.")
         return f"rewrite-{rewrite.pk}"
     rewrite = selectors.get_rewrite(benchmark, parse_id(request.POST.get("rewrite", ""), "rewrite"))
     if rewrite.seed_id != seed.pk:
@@ -134,7 +134,7 @@ def _act(request, benchmark, seed) -> str:
         messages.success(request, f"Rejected: {Rewrite.Reason(form.cleaned_data['reason']).label.lower()}.")
     elif action == "edit":
         services.edit(rewrite, user=request.user, text=request.POST.get("text", ""))
-        messages.success(request, "Edit saved; approve it when it reads right.")
+        messages.success(request, "Edit saved: another verifier approves it (nobody approves their own words).")
     else:
         raise DomainError("Unknown action.")
     return f"rewrite-{rewrite.pk}"
@@ -154,7 +154,9 @@ def verify_seed(request, slug, item_id):
         return redirect(reverse("rewrite-seed", args=[slug, seed.pk]) + order + (f"#{anchor}" if anchor else ""))
     order = request.GET.get("order", "")
     rewrites = selectors.seed_rewrites(seed, order=order)
-    following = selectors.next_seed(benchmark, after=seed.pk)
+    for rewrite in rewrites:
+        rewrite.yours = request.user.pk in rewrite.writer_ids  # another verifier approves it
+    following = selectors.next_seed(benchmark, after=seed.pk, user=request.user)
     return render(
         request,
         "rewrite/verify.html",

@@ -1,6 +1,7 @@
 """Verifying rewrites: approve (the rewrite becomes an accepted item of its seed), reject with a
 reason, edit, and rewrites written by hand. An approval is final; a rejection can be reconsidered
-(approved, or edited back to pending). Reviewers and researchers who are members verify."""
+(approved, or edited back to pending). Reviewers and researchers who are members verify; a
+rewrite someone wrote by hand or edited is approved by another verifier."""
 
 from __future__ import annotations
 
@@ -84,12 +85,17 @@ def approve(rewrite: Rewrite, *, user) -> Item:
         check_verifier(user, seed)
         if current.state == Rewrite.State.APPROVED:
             raise DomainError(f"Rewrite #{current.pk} is already approved (item #{current.item_id}); an approval is final.")
+        permissions.require(permissions.own_work_refusal(user, current.writer_ids, f"Rewrite #{current.pk}"))
         _check_seed(seed)
+        # The item is the work of whoever wrote its words (by hand or by editing), else of the verifier.
+        writer = current.edited_by if current.edited and current.edited_by_id else None
+        if writer is None and current.source == Rewrite.Source.MANUAL:
+            writer = current.created_by
         item = create_item(
             seed.benchmark,
             task=seed.task,
             user=user,
-            author=user,
+            author=writer or user,
             seed=seed,
             status=ACCEPTED,
             action=REWRITTEN_ACTION,
@@ -138,10 +144,12 @@ def edit(rewrite: Rewrite, *, user, text: str) -> Rewrite:
             return current
         if not current.edited:
             current.original_text = current.text
-        current.text, current.edited = text, True
+        current.text, current.edited, current.edited_by = text, True, user
         current.similarity_seed = similarity_to_seed(text, current.seed.question)
         current.state, current.reason, current.comment = Rewrite.State.PENDING, "", ""
-        current.save(update_fields=["text", "original_text", "edited", "similarity_seed", "state", "reason", "comment"])
+        current.save(
+            update_fields=["text", "original_text", "edited", "edited_by", "similarity_seed", "state", "reason", "comment"]
+        )
         refresh_similarities(current.seed_id)
     current.refresh_from_db()
     return current

@@ -1,6 +1,7 @@
 """A batch from start to verified in headless Chromium: the researcher estimates and starts it on
-the page, a reviewer verifies it on the keyboard (approve, edit then approve, reject with a reason,
-reject as "other" with a comment, next seed)."""
+the page, a reviewer verifies it on the keyboard (approve, edit, reject with a reason, reject as
+"other" with a comment, next seed), and a second reviewer approves the edit (nobody approves their
+own words)."""
 
 import re
 
@@ -15,7 +16,9 @@ SELECTED = re.compile(r"\bstate-pending\b.*\bselected\b")
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_batch_is_started_and_verified_with_the_keyboard(login_as, declare, fake_llm, make_seed, researcher, reviewer):
+def test_a_batch_is_started_and_verified_with_the_keyboard(
+    login_as, declare, fake_llm, make_seed, make_user, benchmark, researcher, reviewer
+):
     cat = make_seed("图中有几只猫？")
     cup = make_seed("桌子上的杯子是什么颜色？")
     declare(input_cost_per_mtok=1.0, output_cost_per_mtok=2.0)
@@ -42,13 +45,13 @@ def test_a_batch_is_started_and_verified_with_the_keyboard(login_as, declare, fa
     expect(rows.nth(0)).to_contain_text("Approved")
     expect(rows.nth(1)).to_have_class(SELECTED)  # the next still to verify
 
-    page.keyboard.press("e")  # edit the second, save, approve
+    page.keyboard.press("e")  # edit the second and save: it waits for another verifier
     expect(rows.nth(1).locator("textarea")).to_be_focused()
     rows.nth(1).locator("textarea").fill("这张图片里能数出几只猫？")
     page.keyboard.press("Control+Enter")
     expect(rows.nth(1)).to_contain_text("这张图片里能数出几只猫？")
-    page.keyboard.press("a")
-    expect(rows.nth(1)).to_contain_text("Approved")
+    expect(rows.nth(1)).to_contain_text("yours: another verifier approves it")
+    expect(rows.nth(1).locator(".approve-form")).to_have_count(0)
 
     expect(rows.nth(2)).to_have_class(SELECTED)  # the third: not fluent
     page.keyboard.press("x")
@@ -75,6 +78,14 @@ def test_a_batch_is_started_and_verified_with_the_keyboard(login_as, declare, fa
 
     page.keyboard.press("n")
     expect(page.locator("#seed-question")).to_have_text(cup.question)
+
+    page = login_as(make_user("reviewer", "vera", benchmarks=[benchmark]))
+    page.goto("/b/demo/rewrite/verify/")
+    expect(page.locator("#seed-question")).to_have_text(cat.question)
+    rows = page.locator("#rewrite-list .rewrite")
+    expect(rows.nth(1)).to_have_class(SELECTED)  # the edited one
+    page.keyboard.press("a")
+    expect(rows.nth(1)).to_contain_text("Approved")
 
     decided = {r.position: r for r in Rewrite.objects.filter(seed=cat)}
     assert [decided[i].state for i in range(5)] == ["approved", "approved", "rejected", "rejected", "pending"]

@@ -66,7 +66,12 @@ def test_rejecting_needs_a_reason_other_needs_a_comment_and_a_rejection_can_be_r
     assert first.state == "approved" and first.reason == "" and first.item_id == item.pk
 
 
-def test_editing_keeps_the_model_text_and_updates_the_similarity(candidates, reviewer):
+@pytest.fixture
+def second_reviewer(make_user, benchmark):
+    return make_user("reviewer", "vera", benchmarks=[benchmark])
+
+
+def test_editing_keeps_the_model_text_and_updates_the_similarity(candidates, reviewer, second_reviewer):
     seed, (first, _second, _third) = candidates
     services.reject(first, user=reviewer, reason="not_fluent")
     edited = services.edit(first, user=reviewer, text="图中有几只猫呢？")
@@ -76,12 +81,34 @@ def test_editing_keeps_the_model_text_and_updates_the_similarity(candidates, rev
     assert again.original_text == "图片里一共有多少只猫？" and not again.near_copy
     with pytest.raises(DomainError, match="cannot be empty"):
         services.edit(first, user=reviewer, text="   ")
-    item = services.approve(first, user=reviewer)
-    assert Item.objects.get(pk=item.pk).question == "这幅图里能数出几只猫？"
+    item = services.approve(first, user=second_reviewer)
+    item = Item.objects.get(pk=item.pk)
+    assert item.question == "这幅图里能数出几只猫？" and item.author == reviewer  # the words are the editor's
     assert selectors.provenance([item.pk])[item.pk]["edited"] is True
 
 
-def test_manual_rewrites_are_verified_like_the_others(candidates, reviewer, make_seed):
+def test_nobody_approves_words_they_wrote_or_edited(candidates, reviewer, second_reviewer, researcher):
+    seed, (first, second, third) = candidates
+    services.edit(first, user=reviewer, text="这幅图里能数出几只猫？")
+    manual = services.add_manual(seed, user=second_reviewer, text="你数得出图上有几只猫吗？")
+    with pytest.raises(NotAllowed, match=f"Rewrite #{first.pk} is your own work: someone else approves it"):
+        services.approve(first, user=reviewer)
+    with pytest.raises(NotAllowed, match="your own work"):
+        services.approve(manual, user=second_reviewer)
+    assert not Item.objects.filter(seed=seed).exists()
+    # Each still rejects their own (taking it back), and the queue offers them only others' work.
+    assert selectors.next_seed(seed.benchmark, user=reviewer) == seed  # second, third and the manual one
+    for rewrite in (second, third, manual):
+        services.reject(rewrite, user=researcher, reason="not_fluent")
+    assert selectors.next_seed(seed.benchmark, user=reviewer) is None
+    assert selectors.next_seed(seed.benchmark, user=second_reviewer) == seed  # first, edited by reviewer
+    # Someone else's edit of a model's text: the model's words are nobody's, the edit is the editor's.
+    services.edit(first, user=second_reviewer, text="图上有多少只猫，你能数出来吗？")
+    item = services.approve(first, user=reviewer)
+    assert Item.objects.get(pk=item.pk).author == second_reviewer
+
+
+def test_manual_rewrites_are_verified_like_the_others(candidates, reviewer, second_reviewer, make_seed):
     seed, _rows = candidates
     manual = services.add_manual(seed, user=reviewer, text="你数得出图上有几只猫吗？")
     assert manual.source == "manual" and manual.state == "pending" and manual.batch is None and 0 < manual.similarity_seed < 0.8
@@ -92,7 +119,8 @@ def test_manual_rewrites_are_verified_like_the_others(candidates, reviewer, make
     dialogue = make_seed("那里有几棵树？", kind=Item.Kind.MULTI_TURN)
     with pytest.raises(DomainError, match="Multi-turn"):
         services.add_manual(dialogue, user=reviewer, text="那边有多少棵树？")
-    item = services.approve(manual, user=reviewer)
+    item = services.approve(manual, user=second_reviewer)
+    assert Item.objects.get(pk=item.pk).author == reviewer
     assert selectors.provenance([item.pk]) == {
         item.pk: {"batch": None, "batch_number": None, "model": None, "endpoint": None, "template": None,
                   "template_version": None, "source": "manual", "edited": False},
