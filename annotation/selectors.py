@@ -4,7 +4,7 @@ import datetime
 import difflib
 import re
 
-from django.db.models import Count, Prefetch, Q, prefetch_related_objects
+from django.db.models import Count, F, Prefetch, Q, prefetch_related_objects
 from django.db.models.functions import TruncDate
 from django.http import Http404
 from django.utils import timezone
@@ -43,6 +43,19 @@ def with_payload_data(queryset, *, benchmark_known: bool = False):
         Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")),
         "seed__criteria",
     )
+
+
+def editors_of(benchmark: Benchmark, item_ids=None) -> dict[int, set[int]]:
+    """Who, besides its author, edited each item's content (a researcher correcting it, say): the
+    edits make it their work too, so they never review it. {item id: {user id, ...}}."""
+    rows = ItemRevision.objects.filter(item__benchmark=benchmark, action=ItemRevision.Action.EDITED, changed_by__isnull=False)
+    rows = rows.exclude(changed_by=F("item__author"))
+    if item_ids is not None:
+        rows = rows.filter(item_id__in=list(item_ids))
+    found: dict[int, set[int]] = {}
+    for item_id, user_id in rows.values_list("item_id", "changed_by_id").distinct():
+        found.setdefault(item_id, set()).add(user_id)
+    return found
 
 
 def last_revision(item: Item) -> ItemRevision | None:

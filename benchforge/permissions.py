@@ -100,13 +100,14 @@ def item_withdraw_refusal(user, item) -> str | None:
     return f"Only the author, the assignee or a researcher can take item #{item.pk} back."
 
 
-def item_review_refusal(user, item) -> str | None:
-    """Why `user` may not review `item`: the reviewer role, membership, and never one's own work."""
+def item_review_refusal(user, item, *, editors=()) -> str | None:
+    """Why `user` may not review `item`: the reviewer role, membership, and never one's own work
+    (its author, its assignee, or `editors`: whoever else edited it, from annotation.selectors.editors_of)."""
     if not may_review(user):
         return "Reviewing needs the reviewer or researcher role."
     if not is_member(user, item.benchmark):
         return "You are not a member of this benchmark."
-    return own_work_refusal(user, {item.author_id, item.assignee_id}, f"Item #{item.pk}", "reviews")
+    return own_work_refusal(user, {item.author_id, item.assignee_id, *editors}, f"Item #{item.pk}", "reviews")
 
 
 def own_work_refusal(user, writer_ids, what: str, act: str = "approves") -> str | None:

@@ -13,6 +13,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from annotation.models import Item
+from annotation.selectors import editors_of
 from annotation.services import change_status, change_status_many, requeue_for_author
 from annotation.workflow import ACCEPTED, ANSWERED, IN_REVIEW, REJECTED, REVISION
 from benchforge import permissions
@@ -129,16 +130,18 @@ def open_round(
     if not rows:
         what = "accepted" if kind == Kind.EXPERT else "answered (submitted and waiting for review)"
         raise DomainError(f"No {what} item in this scope: nothing to review.")
-    short = [pk for pk, _task, author, assignee in rows if len({p.pk for p in pool} - {author, assignee}) < per_item]
+    pool_ids = {p.pk for p in pool}
+    editors = editors_of(benchmark)
+    possible = {pk: pool_ids - {author, assignee, *editors.get(pk, ())} for pk, _task, author, assignee in rows}
+    short = [pk for pk, *_ in rows if len(possible[pk]) < per_item]
     if short:
         raise DomainError(
-            f"{len(short)} item(s) (e.g. #{short[0]}) would need {per_item} reviewer(s) other than their author and "
-            f"assignee, but only {len(pool)} reviewer(s) are in the pool: add reviewers or lower the overlap."
+            f"{len(short)} item(s) (e.g. #{short[0]}) would need {per_item} reviewer(s) other than their author, "
+            f"assignee and editors, but only {len(pool)} reviewer(s) are in the pool: add reviewers or lower the overlap."
         )
     # The items with the fewest possible reviewers are handed out first, so the even spread of the
     # load never strands them (a reviewer who wrote many items can take none of those).
-    pool_ids = {p.pk for p in pool}
-    rows.sort(key=lambda r: (len(pool_ids - {r[2], r[3]}), r[0]))
+    rows.sort(key=lambda r: (len(possible[r[0]]), r[0]))
     with transaction.atomic():
         number = (benchmark.review_rounds.aggregate(n=Max("number"))["n"] or 0) + 1
         review_round = ReviewRound.objects.create(
@@ -175,6 +178,7 @@ def run_round_opening(run) -> dict:
     review_round = ReviewRound.objects.select_related("benchmark", "created_by").get(pk=run.params["round"])
     pool = list(get_user_model().objects.filter(pk__in=run.params["reviewers"]).order_by("pk"))
     load = Counter(Review.objects.filter(round=review_round).values_list("reviewer_id", flat=True))
+    editors = editors_of(review_round.benchmark)
     done = run.done_keys()
     todo = [pk for pk in run.params["items"] if f"item {pk}" not in done]
     run.set_total(len(run.params["items"]))
@@ -196,7 +200,8 @@ def run_round_opening(run) -> dict:
             entries = RoundItem.objects.bulk_create(RoundItem(round=review_round, item=i, version=i.version) for i in moved)
             reviews, notes = [], []
             for entry, item in zip(entries, moved):
-                eligible = [p for p in pool if p.pk not in (item.author_id, item.assignee_id)]
+                own = {item.author_id, item.assignee_id, *editors.get(item.pk, ())}
+                eligible = [p for p in pool if p.pk not in own]
                 chosen = sorted(eligible, key=lambda p: (load[p.pk], p.pk))[: review_round.reviewers_per_item]
                 for person in chosen:
                     load[person.pk] += 1
@@ -246,7 +251,9 @@ def submit_review(review: Review, *, user, verdict: str, reasons=(), comment: st
             raise DomainError(
                 f"Round {review_round.number} already decided item #{item.pk} ({review.entry.get_outcome_display().lower()})."
             )
-        permissions.require(permissions.item_review_refusal(user, item))
+        permissions.require(
+            permissions.item_review_refusal(user, item, editors=editors_of(item.benchmark, [item.pk]).get(item.pk, ()))
+        )
         if int(item_version) != item.version:
             raise StaleVersion(
                 f"Item #{item.pk} changed since you opened it (you read version {item_version}, it is now version "

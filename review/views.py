@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from annotation.contract import item_payload
 from annotation.models import Item
-from annotation.selectors import get_item_for, with_payload_data
+from annotation.selectors import editors_of, get_item_for, with_payload_data
 from benchforge import permissions
 from benchforge.errors import DomainError
 from benchforge.roles import ANNOTATOR, RESEARCHER, REVIEWER, role_required
@@ -163,7 +163,9 @@ def review_item(request, slug, review_id):
             "since": since,
             "changes": changes,
             "next_url": reverse("review-item", args=[slug, following.pk]) if following else "",
-            "refusal": permissions.item_review_refusal(request.user, item),
+            "refusal": permissions.item_review_refusal(
+                request.user, item, editors=editors_of(benchmark, [item.pk]).get(item.pk, ())
+            ),
         },
     )
 

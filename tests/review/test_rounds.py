@@ -126,6 +126,28 @@ def test_nobody_reviews_their_own_item(benchmark, team, counting, rounds, api_fo
     assert response.status_code == 403 and "your own work" in response.json()["detail"]
 
 
+def test_whoever_edited_an_item_does_not_review_it(benchmark, team, counting, rounds, client_for):
+    # A researcher corrects two submitted items (researchers may edit any item); the third has only
+    # its author's edits.
+    corrected = submitted(benchmark, counting, team["ann"], 3)
+    for item in corrected[:2]:
+        update_item(item, {"question": item.question + " (corrected)"}, expected_version=item.version, user=team["boss"])
+    with pytest.raises(DomainError, match="other than their author, assignee and editors"):
+        services.open_round(benchmark, user=team["boss"], reviewers=[team["boss"]])
+    review_round = rounds(per_item=2, reviewers=[team["boss"], team["rev1"], team["rev2"]])
+    reviewers = {(r.item_id, r.reviewer_id) for r in Review.objects.filter(round=review_round)}
+    assert {(i.pk, team["boss"].pk) for i in corrected[:2]}.isdisjoint(reviewers)
+    assert (corrected[2].pk, team["boss"].pk) in reviewers  # the author's own edits make nobody else an editor
+    # Reaching an editor's item anyway is refused, in the service and on the page.
+    review = Review.objects.filter(round=review_round, item=corrected[0]).first()
+    Review.objects.filter(pk=review.pk).update(reviewer=team["boss"])
+    item = Item.objects.get(pk=corrected[0].pk)
+    with pytest.raises(NotAllowed, match=f"Item #{item.pk} is your own work"):
+        services.submit_review(Review.objects.get(pk=review.pk), user=team["boss"], verdict="accept", item_version=item.version)
+    page = client_for(team["boss"]).get(f"/b/demo/review/{review.pk}/")
+    assert "your own work" in page.content.decode()
+
+
 def test_an_item_cannot_skip_review(benchmark, team, counting, api_for):
     (item,) = submitted(benchmark, counting, team["ann"])
     with pytest.raises(IllegalTransition, match="cannot move from 'Answered' to 'Accepted'"):
