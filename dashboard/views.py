@@ -22,25 +22,34 @@ def home(request):
     return render(request, "dashboard/home.html", {"page": page})
 
 
-def _recent(benchmark, part: str, compute):
-    """A part of the dashboard as counted at most BENCHFORGE_DASHBOARD_CACHE_SECONDS ago: each part
+class RecentCounts:
+    """The dashboard's parts as counted at most BENCHFORGE_DASHBOARD_CACHE_SECONDS ago: each part
     reads a whole table of the benchmark (at 100,000 items, the parts together took a second of
-    database and Python time), and everyone who opens the dashboard needs no recount of their own."""
-    seconds = settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS
-    if seconds <= 0:
-        return compute(benchmark)
-    key = f"dashboard:{benchmark.pk}:{part}:{timezone.localdate().isoformat()}"
-    value = cache.get(key)
-    if value is None:
-        value = compute(benchmark)
-        cache.set(key, value, seconds)
-    return value
+    database and Python time), and everyone who opens the dashboard needs no recount of their own.
+    `counted_at` is when the oldest part shown was counted, so the page can say how fresh it is."""
+
+    def __init__(self, benchmark):
+        self.benchmark = benchmark
+        self.seconds = settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS
+        self.counted_at = timezone.now()
+
+    def get(self, part: str, compute):
+        if self.seconds <= 0:
+            return compute(self.benchmark)
+        key = f"dashboard:{self.benchmark.pk}:{part}:{timezone.localdate().isoformat()}"
+        cached = cache.get(key)
+        if cached is None:
+            cached = (compute(self.benchmark), timezone.now())
+            cache.set(key, cached, self.seconds)
+        value, counted_at = cached
+        self.counted_at = min(self.counted_at, counted_at)
+        return value
 
 
-def summary_cards(benchmark, rows, totals, progress) -> dict:
+def summary_cards(recent: RecentCounts, rows, totals, progress) -> dict:
     """The numbers a dashboard opens with: images collected and accepted against the tasks'
     quota, items per stage (stages with items only), and the pace of the last days."""
-    images = _recent(benchmark, "images", status_counts)  # a count over every image of the benchmark
+    images = recent.get("images", status_counts)  # a count over every image of the benchmark
     quota = sum(row["task"].quota or 0 for row in rows)
     submitted = sum(row["total"] for row in progress["tasks"])
     days = len(progress["days"]) or 1
@@ -62,7 +71,8 @@ def summary_cards(benchmark, rows, totals, progress) -> dict:
 @role_required(ANNOTATOR)
 def dashboard(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    counts = _recent(benchmark, "counts", item_counts_by_task_and_status)
+    recent = RecentCounts(benchmark)
+    counts = recent.get("counts", item_counts_by_task_and_status)
     rows = []
     for task in tasks_of(benchmark):
         per_status = counts.get(task.pk, {})
@@ -80,7 +90,7 @@ def dashboard(request, slug):
     shown = [i for i, n in enumerate(totals) if n]
     for row in rows:
         row["statuses"] = [row["statuses"][i] for i in shown]
-    progress = _recent(benchmark, "progress", submission_progress)
+    progress = recent.get("progress", submission_progress)
     # The pace per task lists the tasks with submissions in the period.
     progress = {**progress, "tasks": [row for row in progress["tasks"] if row["total"]]}
     return render(
@@ -92,10 +102,12 @@ def dashboard(request, slug):
             "status_labels": [STATUS_CHOICES[i][1] for i in shown],
             "totals": [totals[i] for i in shown],
             "grand_total": sum(totals),
-            "cards": summary_cards(benchmark, rows, totals, progress),
+            "cards": summary_cards(recent, rows, totals, progress),
             "progress": progress,
-            "review": _recent(benchmark, "review", review_overview),
-            "rewrite": _recent(benchmark, "rewrite", rewrite_panel),
-            "qc": _recent(benchmark, "qc", qc_overview),
+            "review": recent.get("review", review_overview),
+            "rewrite": recent.get("rewrite", rewrite_panel),
+            "qc": recent.get("qc", qc_overview),
+            "counted_at": recent.counted_at if recent.seconds > 0 else None,
+            "recount_seconds": recent.seconds,
         },
     )

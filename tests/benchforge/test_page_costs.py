@@ -3,6 +3,9 @@ times them at 100,000 items): the review queue, the items list, the queue, the e
 dashboard make no more queries with more items, reviews or rounds; the dashboard's whole-table
 counts and a round's numbers are cached without ever showing a stale round."""
 
+import re
+import time
+
 import pytest
 
 from annotation.models import Assignment
@@ -126,8 +129,14 @@ def test_the_dashboard_recounts_at_most_every_so_many_seconds(
     counted = queries_for(client, "/b/demo/", django_assert_max_num_queries)
     cached = queries_for(client, "/b/demo/", django_assert_max_num_queries)
     assert cached <= counted - 4  # item counts, submissions per annotator and per task, open work, rounds
+    # The page says how old its numbers may be: the time of the count it shows, not of the request.
+    first = re.search(r'id="counted-at">Counted at (\d\d:\d\d:\d\d); .* every 30 s', client.get("/b/demo/").content.decode())
+    time.sleep(1.1)
+    again = re.search(r'id="counted-at">Counted at (\d\d:\d\d:\d\d)', client.get("/b/demo/").content.decode())
+    assert first and again and first.group(1) == again.group(1)
     settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS = 0
     submitted(benchmark, counting, team["ann"], 1)
     page = client.get("/b/demo/").content.decode()
+    assert 'id="counted-at"' not in page  # counted for this request: nothing to say
     assert queries_for(client, "/b/demo/", django_assert_max_num_queries) == counted
     assert 'data-task="counting"' in page
