@@ -59,6 +59,12 @@ def issue_token(request, username: str, password: str) -> tuple[AuthToken, str]:
     return AuthToken.objects.create(user=user, expiry=settings.REST_KNOX["TOKEN_TTL"])
 
 
+def revoke_tokens(user) -> int:
+    """End every API token of `user` (after a password change: whoever held one loses it); returns how many."""
+    deleted, _ = AuthToken.objects.filter(user=user).delete()
+    return deleted
+
+
 def create_token_for(user, ttl: timedelta | None = None) -> str:
     """A new API token for `user` (management command): returns the token, shown once."""
     return AuthToken.objects.create(user=user, expiry=ttl or settings.REST_KNOX["TOKEN_TTL"])[1]

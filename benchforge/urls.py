@@ -27,6 +27,7 @@ api_patterns = [
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/", views.PasswordChange.as_view(), name="password-change"),
     path("accounts/lockouts/", views.lockouts, name="lockouts"),
     path("admin/", admin.site.urls),
     path("", include("dashboard.urls")),

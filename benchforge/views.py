@@ -1,15 +1,17 @@
 from django.apps import apps
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import loader
 from django.templatetags.static import static
+from django.urls import reverse_lazy
 from django.utils import timezone
 
 from . import permissions
-from .auth import active_lockouts, lift_lockout
+from .auth import active_lockouts, lift_lockout, revoke_tokens
 from .roles import RESEARCHER, role_required
 
 
@@ -17,6 +19,21 @@ from .roles import RESEARCHER, role_required
 def favicon(request):
     """Browsers ask for /favicon.ico whatever the page says: point them at the static file."""
     return redirect(static("benchforge/favicon.ico"), permanent=True)
+
+
+class PasswordChange(auth_views.PasswordChangeView):
+    """Anyone changes their own password (the password rules apply). Django ends the user's other
+    sessions; their API tokens end too, so a leaked password or token stops working at once."""
+
+    template_name = "registration/password_change.html"
+    success_url = reverse_lazy("home")
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        revoked = revoke_tokens(self.request.user)
+        tokens = f" and {revoked} API token(s) revoked" if revoked else ""
+        messages.success(self.request, f"Password changed: your other sessions are logged out{tokens}.")
+        return response
 
 
 # ---- login lockouts ------------------------------------------------------------------------------

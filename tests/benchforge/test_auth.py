@@ -139,3 +139,28 @@ def test_create_user_prints_a_token_once(monkeypatch):
     call_command("create_user", "strong", "--role", "annotator", "--password-env", "NEW_PW", "--token", stdout=out)
     token = out.getvalue().split("API token (shown once): ")[1].split()[0]
     assert Client().get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {token}").json()["username"] == "strong"
+
+
+def test_anyone_changes_their_password_which_ends_other_sessions_and_tokens(annotator):
+    api = Client()
+    token = api.post("/api/v1/auth/token/", {"username": "anna", "password": PASSWORD}).json()["token"]
+    elsewhere, here = Client(), Client()
+    elsewhere.force_login(annotator)
+    here.force_login(annotator)
+    page = here.get("/").content.decode()
+    assert 'href="/accounts/password/"' in page  # the username in the header leads there
+
+    refused = here.post("/accounts/password/", {"old_password": "wrong", "new_password1": "1", "new_password2": "1"})
+    assert refused.status_code == 200 and 'id="old-password-error"' in refused.content.decode()
+    weak = here.post("/accounts/password/", {"old_password": PASSWORD, "new_password1": "anna12", "new_password2": "anna12"})
+    assert "too short" in weak.content.decode() and annotator.__class__.objects.get(pk=annotator.pk).check_password(PASSWORD)
+
+    new = "a-much-better-phrase-42"
+    done = here.post("/accounts/password/", {"old_password": PASSWORD, "new_password1": new, "new_password2": new}, follow=True)
+    assert "Password changed: your other sessions are logged out and 1 API token(s) revoked." in done.content.decode()
+    assert here.get("/").status_code == 200  # this session stays logged in
+    assert elsewhere.get("/")["Location"].startswith("/accounts/login/")  # the other one does not
+    assert api.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {token}").status_code == 401
+    old_login = Client().post("/accounts/login/", {"username": "anna", "password": PASSWORD})
+    new_login = Client().post("/accounts/login/", {"username": "anna", "password": new})
+    assert old_login.status_code == 200 and new_login.status_code == 302
