@@ -95,3 +95,29 @@ def test_one_full_loop_with_the_keyboard(login_as, world):
     expect(page.locator("#rounds-chart")).to_be_visible()
     rows = page.locator("#rounds-chart tbody tr").all_inner_texts()
     assert [r.split("\t")[:3] for r in rows] == [["1", "0", "1"], ["2", "1", "0"], ["3 (expert)", "1", "0"]]
+
+
+def test_a_shortcut_pressed_while_the_page_is_still_loading_is_not_lost(login_as, world):
+    """Reviewers press N and then A or R at once. Every deferred script of the next page is held
+    back here until the key is pressed: the shared shortcut listener must not depend on them."""
+    page = login_as(world["ross"])
+    open_round(page)
+    page = login_as(world["rita"])
+    page.goto("/b/demo/review/")
+
+    held = []
+
+    def hold_deferred_scripts(route):
+        if route.request.url.endswith("/keys.js"):
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/*.js", hold_deferred_scripts)
+    page.keyboard.press("n")
+    expect(page.locator("#verdict-form")).to_be_visible()
+    page.keyboard.press("r")
+    expect(page.locator("input[name=verdict][value=revision]")).to_be_checked()
+    assert held, "the page's other scripts were still loading when the key was pressed"
+    for route in held:
+        route.continue_()

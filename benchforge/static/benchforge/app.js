@@ -1,22 +1,3 @@
-// Keyboard shortcuts shared by every queue page: an element with data-key="s" (or
-// data-key="ctrl+s") is clicked when that key is pressed. Plain keys are ignored while
-// typing in a field; keys with ctrl/meta work everywhere.
-(function () {
-  function keyName(ev) {
-    let k = ev.key.length === 1 ? ev.key.toLowerCase() : ev.key;
-    if (ev.ctrlKey || ev.metaKey) k = "ctrl+" + k;
-    if (ev.altKey) k = "alt+" + k;
-    return k;
-  }
-  document.addEventListener("keydown", function (ev) {
-    const typing = ev.target.closest && ev.target.closest("input, textarea, select, [contenteditable]");
-    const name = keyName(ev);
-    if (typing && !name.startsWith("ctrl+") && name !== "Escape") return;
-    const el = document.querySelector('[data-key="' + CSS.escape(name) + '"]');
-    if (el && !el.disabled) { ev.preventDefault(); el.click(); }
-  });
-})();
-
 // The Content-Security-Policy allows no inline script or style, so what templates used to do
 // inline lives here: confirmation prompts (form[data-confirm]) and bar sizes (data-width /
 // data-height, applied through the DOM, which the policy allows) on load and after htmx swaps.
