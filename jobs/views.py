@@ -42,11 +42,28 @@ def job_detail(request, job_id):
             "page": page,
             "outcome": outcome,
             "kind_label": registry.label(job.kind),
-            # Pairs, not the dict: a result key named like a dict method ("items") would shadow it in the template.
-            "result_rows": sorted((job.result or {}).items()),
+            "result_rows": result_rows(job.result),
             "benchmark": _member_benchmark(request.user, job.benchmark),
         },
     )
+
+
+def result_rows(result: dict | None) -> list[tuple[str, str]]:
+    """A job's result as (label, value) rows for people: "files_in_no_task_folder" reads "Files in
+    no task folder", and a nested count such as {"rewrite": {"kept": 5}} reads "kept: 5". Pairs,
+    not the dict: a key named like a dict method ("items") would shadow it in the template."""
+
+    def words(key) -> str:
+        return str(key).replace("_", " ")
+
+    def shown(value) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{words(k)}: {shown(v)}" for k, v in value.items())
+        if isinstance(value, list | tuple):
+            return ", ".join(shown(v) for v in value)
+        return str(value)
+
+    return [(words(key).capitalize(), shown(value)) for key, value in sorted((result or {}).items())]
 
 
 def _member_benchmark(user, benchmark):

@@ -19,14 +19,17 @@ def people(make_user, benchmark, private_benchmark):
 
 def test_job_pages_are_titled_with_the_kind_and_keep_the_benchmark_navigation(client_for, people, benchmark):
     job = create_job("ingest_zip", user=people["researcher"], benchmark=benchmark, params={})
-    job.result = {"items": 3, "added": 2}  # a result key named like a dict method renders as a row
+    # A result key named like a dict method renders as a row; keys read as words, nested counts too.
+    job.result = {"items": 3, "added": 2, "files_in_no_task_folder": 2, "rewrite": {"kept": 5, "too_short": 1}}
     job.save(update_fields=["result"])
     page = client_for(people["annotator"]).get(f"/jobs/{job.pk}/")
     html = page.content.decode()
     assert page.status_code == 200
     assert f"<title>Zip import #{job.pk} · benchforge</title>" in html and f"<h1>Zip import #{job.pk}</h1>" in html
     assert "ingest_zip" not in html
-    assert "<th>items</th><td>3</td>" in html
+    assert "<th>Items</th><td>3</td>" in html
+    assert "<th>Files in no task folder</th><td>2</td>" in html and "files_in_no_task_folder" not in html
+    assert "<th>Rewrite</th><td>kept: 5, too short: 1</td>" in html
     assert 'href="/b/demo/items/"' in html  # the benchmark's navigation
     listing = client_for(people["annotator"]).get("/jobs/?benchmark=demo").content.decode()
     assert f"Zip import #{job.pk}" in listing and 'href="/b/demo/items/"' in listing
