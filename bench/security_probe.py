@@ -31,6 +31,10 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.support.web import empty_redis, serve  # noqa: E402
+
 CACHE_URL = os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/13")
 PASSWORD = "probe-horse-battery-staple"
 SETUP = f"""
@@ -43,23 +47,6 @@ item = create_item(b, task=b.tasks.get(slug="counting"), user=u)
 print(item.pk)
 """
 XSS = "<script>fetch('/api/v1/me/')</script>"
-
-
-def redis_ready() -> bool:
-    try:
-        import redis
-
-        client = redis.Redis.from_url(CACHE_URL, socket_timeout=1)
-        client.flushdb()
-        return True
-    except Exception:
-        return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def client(base: str, address: str = "127.0.0.1", **kwargs) -> httpx.Client:
@@ -154,7 +141,7 @@ def probe(base: str, item_id: int, manage: list[str], env: dict) -> None:
 
 
 def main() -> None:
-    shared_cache = redis_ready()
+    shared_cache = empty_redis(CACHE_URL)
     with tempfile.TemporaryDirectory(prefix="security-probe-") as tmp:
         env = dict(
             os.environ,
@@ -175,36 +162,21 @@ def main() -> None:
         subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True, cwd=REPO)
         setup = subprocess.run([*manage, "shell", "-c", SETUP], env=env, check=True, capture_output=True, text=True, cwd=REPO)
         item_id = int(setup.stdout.split()[-1])
-        port = free_port()
-        workers = "3" if shared_cache else "1"
+        workers = 3 if shared_cache else 1
         print(
             f"gunicorn, DEBUG=0, SQLite, {workers} worker(s) x 4 threads, cache: {CACHE_URL if shared_cache else 'per process'}"
         )
-        log = open(f"{tmp}/server.log", "w")
-        server = subprocess.Popen(
-            [str(Path(sys.executable).with_name("gunicorn")), "benchforge.wsgi:application", "--bind", f"127.0.0.1:{port}",
-             "--workers", workers, "--threads", "4", "--timeout", "60"],
-            env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        log = Path(tmp) / "server.log"
+        server, port = serve("benchforge.wsgi:application", env, workers=workers, threads=4, options=["--timeout", "60"], log=log)
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(base + "/accounts/login/", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline:
-                        raise SystemExit("the server did not start: " + Path(f"{tmp}/server.log").read_text()[-2000:]) from None
-                    time.sleep(0.2)
             probe(base, item_id, manage, env)
         finally:
             server.terminate()
             server.wait(timeout=20)
-            log.close()
             if shared_cache:
-                redis_ready()  # empties the probe's cache database again
-        errors = Path(f"{tmp}/server.log").read_text().count("Traceback")
+                empty_redis(CACHE_URL)
+        errors = log.read_text().count("Traceback")
         print(f"server log: {errors} traceback(s)")
 
 

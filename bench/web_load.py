@@ -32,22 +32,20 @@ import json
 import os
 import random
 import secrets
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import psycopg2
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+from bench.support.throwaway import ADMIN_URL, admin, database_url  # noqa: E402
+from bench.support.web import empty_redis, serve  # noqa: E402
+
 # The web processes share a cache as docs/deploy.md asks (CACHE_URL); this Redis database is emptied
 # before and after the run, so use one nothing else keeps anything in.
 CACHE_URL = os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/14")
@@ -98,38 +96,6 @@ def application(environ, start_response):
     )
     start_response(answer["status"], [*answer["headers"], (TIMING_HEADER, timing)], answer["exc_info"])
     return [body]
-
-
-def database_url(name: str) -> str:
-    parts = urlsplit(ADMIN_URL)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def admin(sql: str) -> None:
-    conn = psycopg2.connect(ADMIN_URL)
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        conn.close()
-
-
-def empty_cache() -> bool:
-    """Empty the bench's Redis database; False when there is no Redis (each process keeps its own cache)."""
-    import redis
-
-    try:
-        redis.Redis.from_url(CACHE_URL, socket_connect_timeout=2).flushdb()
-    except redis.RedisError:
-        return False
-    return True
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _copy_text(value) -> str:
@@ -411,38 +377,6 @@ def fill(n_items: int, n_images: int) -> dict[str, dict]:
     return clients
 
 
-def serve(port: int, workers: int, env: dict) -> subprocess.Popen:
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    proc = subprocess.Popen(
-        [
-            str(gunicorn),
-            "web_load:application",
-            "--pythonpath",
-            str(Path(__file__).resolve().parent),
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--worker-class",
-            "sync",
-            "--log-level",
-            "warning",
-        ],
-        cwd=REPO,
-        env=env,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    proc.terminate()
-    raise SystemExit("gunicorn did not come up within 60 s")
-
-
 def cpu_seconds(pids) -> dict[int, float]:
     """user + system CPU time of each of these processes so far (Linux /proc)."""
     times = {}
@@ -612,7 +546,7 @@ def main() -> int:
         LOG_LEVEL="WARNING",
         BENCHFORGE_SSL_REDIRECT="0",  # plain http on the loopback: no redirect to https
     )
-    shared_cache = empty_cache()
+    shared_cache = empty_redis(CACHE_URL)
     if shared_cache:
         env["CACHE_URL"] = CACHE_URL
     else:
@@ -621,9 +555,9 @@ def main() -> int:
     server = None
     try:
         clients = fill(args.items, args.images)
-        port = free_port()
         before = ", ".join(f"{x:.2f}" for x in os.getloadavg())  # other work on the machine skews the numbers
-        server = serve(port, args.workers, env)
+        app_folder = ["--pythonpath", str(Path(__file__).resolve().parent), "--worker-class", "sync", "--log-level", "warning"]
+        server, port = serve("web_load:application", env, workers=args.workers, options=app_folder)
         cpu_before = {}
         timings = load(
             port,
@@ -657,7 +591,7 @@ def main() -> int:
 
         connections.close_all()
         if shared_cache:
-            empty_cache()
+            empty_redis(CACHE_URL)
         if args.keep:
             print(f'kept database {name}: DROP DATABASE "{name}" when done')
         else:
