@@ -32,7 +32,9 @@ _FILTER_HELP = {
     "assignee": "filter by assignee (username)",
     "q": "words in the question, reference answer or criteria (full-text search on Postgres)",
 }
-_ITEM_FILTER_PARAMS = [OpenApiParameter(name, str, description=_FILTER_HELP.get(name, f"filter by {name}")) for name in ITEM_FILTERS]
+_ITEM_FILTER_PARAMS = [
+    OpenApiParameter(name, str, description=_FILTER_HELP.get(name, f"filter by {name}")) for name in ITEM_FILTERS
+]
 
 
 def _fresh(request, item):

@@ -127,6 +127,9 @@ STAGES: tuple[Stage, ...] = (
     ),
 )
 
+# Whose work starts where: the stage listed first among "what waits for you" on the dashboard.
+FIRST_STAGE = {ANNOTATOR: "author", REVIEWER: "review"}
+
 # Pages of the benchmark that belong to no stage, after the stages.
 BENCHMARK_TOOLS: tuple[Link, ...] = (
     Link("Jobs", "job-list", global_page=True, from_benchmark="benchmark"),
@@ -223,9 +226,12 @@ def benchmark_navigation(request, benchmark) -> dict:
         for link in BENCHMARK_TOOLS
         if has_role(user, link.role)
     ]
+    first = FIRST_STAGE.get(role)
     nav = {
         "benchmark": benchmark,
         "stages": stages,
+        # What waits for this user, their own queue first (an annotator's assignments).
+        "work": sorted((s for s in stages if s["waiting"]), key=lambda s: s["key"] != first),
         "current": next((s for s in stages if s["current"]), None),
         "tools": tools,
         "on_dashboard": url_name == "dashboard",

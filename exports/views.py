@@ -150,6 +150,7 @@ def release_chart(request, slug, version):
 
 
 DIFF_PARTS = {"changed": "Changed", "added": "Added", "removed": "Removed"}
+DIFF_PAGE_SIZE = 20
 
 
 @role_required(ANNOTATOR)
@@ -167,7 +168,7 @@ def release_diff(request, slug, version):
     show = request.GET.get("show")
     if show not in DIFF_PARTS:
         show = next((part for part in DIFF_PARTS if found[part]), "changed")
-    page = Paginator(found[show], 20).get_page(request.GET.get("page"))
+    page = Paginator(found[show], DIFF_PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "benchmark": benchmark,
         "release": release,

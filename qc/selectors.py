@@ -43,7 +43,9 @@ def run_jobs(run: QCRun):
 
 
 def flagged_entries(run: QCRun, *, undecided_only: bool = False):
-    entries = QCItem.objects.filter(run=run, flagged=True, done=True).select_related("item", "item__task__category__parent", "decided_by")
+    entries = QCItem.objects.filter(run=run, flagged=True, done=True).select_related(
+        "item", "item__task__category__parent", "decided_by"
+    )
     if undecided_only:
         entries = entries.filter(decision="")
     return entries.order_by("item_id")

@@ -37,11 +37,14 @@ def get_round(benchmark, number: int) -> ReviewRound:
 
 
 def pending_reviews(user, benchmark):
-    """The user's reviews still to give, in open rounds, oldest first: their review queue."""
+    """The user's reviews still to give, in open rounds: their review queue, oldest first, that is
+    the earliest round first and, within a round, the items in the order they were written. (A
+    round hands its reviews out most-constrained item first, so the order they were assigned in
+    says nothing about the items' age.)"""
     return (
         Review.objects.filter(reviewer=user, round__benchmark=benchmark, round__status=ReviewRound.Status.OPEN, verdict="")
         .select_related("round", "item__task")
-        .order_by("assigned_at", "id")
+        .order_by("round__number", "item_id", "id")
     )
 
 
