@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.workflow import STATUS_CHOICES
+from annotation.workflow import STATUS_CHOICES, STATUS_LABELS
 from benchforge import permissions
 from benchforge.inputs import accepts_uploads
 from benchforge.markup import markdown_to_html
@@ -95,7 +95,16 @@ def release_detail(request, slug, version):
     benchmark, release = _release(request, slug, version)
     files = [f for f in release.files.all() if not f.is_private or permissions.is_researcher(request.user)]
     others = Release.objects.filter(benchmark=benchmark).exclude(pk=release.pk).exclude(built_at=None).order_by("-created_at")
-    return render(request, "exports/detail.html", {"benchmark": benchmark, "release": release, "files": files, "others": others})
+    context = {
+        "benchmark": benchmark,
+        "release": release,
+        "files": files,
+        "others": others,
+        # What the release took and withholds, in words.
+        "stage_labels": [STATUS_LABELS.get(s, s).lower() for s in release.statuses],
+        "withheld": [PRIVATE_PARTS.get(p, p) for p in release.private],
+    }
+    return render(request, "exports/detail.html", context)
 
 
 @role_required(RESEARCHER)

@@ -88,9 +88,9 @@ def test_the_header_marks_the_current_stage_lists_its_pages_and_keeps_global_pla
     benchmark, users = demo
     page = client_for(users["annotator"]).get(f"/b/{DEMO_SLUG}/images/").content.decode()
     header = re.search(r'<header class="site-header".*?</header>', page, re.S)[0]
-    stages = re.search(r'<nav class="stages" aria-label="Pipeline">(.*?)</nav>', header, re.S)[1]
+    stages = re.search(r'<nav class="pipeline" aria-label="Pipeline">(.*?)</nav>', header, re.S)[1]
     assert re.findall(r'data-stage="(\w+)"', stages) == ["collect", "author", "release"]
-    assert re.search(r'class="stage current" data-stage="collect" aria-current="true">Collect<span class="count"', stages)
+    assert re.search(r'class="stage" data-stage="collect" aria-current="true">Collect<span class="count"', stages)
     assert "images wait for screening" in stages  # the count says what it counts, to screen readers too
     pages = re.search(r'<nav class="stagebar" aria-label="Collect pages">(.*?)</nav>', header, re.S)[1]
     assert 'href="/b/alignmmbench-demo/images/" aria-current="page">Images' in pages and "Known sets" not in pages

@@ -40,7 +40,9 @@ def test_every_task_list_is_in_taxonomy_order_with_its_category(make_user, clien
         html = client.get(path).content.decode()
         names = [o.split(" (")[0] for o in options_of(html, name) if not o.startswith(("all", "every", "any"))]
         assert names[:6] == first, path
-        assert '<optgroup label="Perception / Coarse Perception">' in html or "Image Style (Perception / Coarse Perception)" in html
+        assert (
+            '<optgroup label="Perception / Coarse Perception">' in html or "Image Style (Perception / Coarse Perception)" in html
+        )
     assert [t.name for t in mmbench.tasks.all()][:6] == first
 
 
@@ -53,7 +55,9 @@ def test_a_round_lists_each_possible_reviewer_once(benchmark, make_user, client_
     assert options_of(html, "reviewers") == ["boss", "outside", "rita"]
 
 
-def test_the_review_queue_is_oldest_first_as_it_says(benchmark, counting, make_user, client_for, django_capture_on_commit_callbacks):
+def test_the_review_queue_is_oldest_first_as_it_says(
+    benchmark, counting, make_user, client_for, django_capture_on_commit_callbacks
+):
     annotator = make_user("annotator", "anna", benchmarks=[benchmark])
     boss = make_user("researcher", "boss", benchmarks=[benchmark])
     rita = make_user("reviewer", "rita", benchmarks=[benchmark])
