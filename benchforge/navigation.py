@@ -177,6 +177,16 @@ def waiting_counts(user, benchmark, stages=STAGES) -> dict[str, int | None]:
     return counts
 
 
+def _links(links, user, benchmark, path: str) -> list[dict]:
+    """The links `user` may follow, each marked current when it is the page at `path`."""
+    shown = []
+    for link in links:
+        if has_role(user, link.role):
+            url = link.url(benchmark)
+            shown.append({"label": link.label, "url": url, "current": url.split("?")[0] == path})
+    return shown
+
+
 def _current_stage(url_name: str) -> str:
     for stage in STAGES:
         if any(url_name.startswith(prefix) for prefix in stage.pages):
@@ -196,16 +206,11 @@ def benchmark_navigation(request, benchmark) -> dict:
     match = getattr(request, "resolver_match", None)
     url_name = (match.url_name or "") if match else ""
     current = _current_stage(url_name)
-    path = request.path
     visible = [s for s in STAGES if has_role(user, s.role)]
     counts = waiting_counts(user, benchmark, visible)
     stages = []
     for stage in visible:
-        links = [
-            {"label": link.label, "url": link.url(benchmark), "current": link.url(benchmark).split("?")[0] == path}
-            for link in stage.links
-            if has_role(user, link.role)
-        ]
+        links = _links(stage.links, user, benchmark, request.path)
         start = stage.start.get(role)
         url = reverse(start, args=[benchmark.slug]) if start else links[0]["url"]
         n = counts.get(stage.key)
@@ -221,11 +226,7 @@ def benchmark_navigation(request, benchmark) -> dict:
                 "links": links,
             }
         )
-    tools = [
-        {"label": link.label, "url": link.url(benchmark), "current": link.url(benchmark).split("?")[0] == path}
-        for link in BENCHMARK_TOOLS
-        if has_role(user, link.role)
-    ]
+    tools = _links(BENCHMARK_TOOLS, user, benchmark, request.path)
     first = FIRST_STAGE.get(role)
     nav = {
         "benchmark": benchmark,
@@ -241,9 +242,8 @@ def benchmark_navigation(request, benchmark) -> dict:
 
 
 def global_places(request) -> list[dict]:
-    user = request.user
-    return [
-        {"label": link.label, "url": link.url(None), "id": f"{link.url_name}-link", "current": link.url(None) == request.path}
-        for link in GLOBAL_PLACES
-        if has_role(user, link.role)
-    ]
+    """The top row's places, each with an id (`api-docs-link`) for pages and tests to point at."""
+    places = _links(GLOBAL_PLACES, request.user, None, request.path)
+    for place, link in zip(places, (link for link in GLOBAL_PLACES if has_role(request.user, link.role))):
+        place["id"] = f"{link.url_name}-link"
+    return places

@@ -26,6 +26,7 @@ class ReleaseForm(forms.Form):
     version = forms.CharField(max_length=40, help_text="Semantic version, e.g. 1.0.0.")
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     statuses = forms.MultipleChoiceField(
+        label="Item stages",
         choices=STATUS_CHOICES,
         initial=services.DEFAULT_STATUSES,
         widget=forms.CheckboxSelectMultiple,

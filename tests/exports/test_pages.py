@@ -80,3 +80,6 @@ def test_release_numbers_stand_apart_from_their_labels_and_tasks_follow_the_taxo
     options = re.findall(r'<option value="\d+"[^>]*>([^<]+)</option>', form.split('name="tasks"')[1].split("</select>")[0])
     assert options[:4] == ["Description", "Recognition", "Counting", "OCR"]  # AlignMMBench's order, not A-Z
     assert '<optgroup label="Perception &amp; Understanding">' in form
+    # A group of checkboxes is named by a legend: its first box is named "Draft", not the group's label.
+    group = re.search(r'<fieldset class="field-group"><legend>Item stages</legend>(.*?)</fieldset>', form, re.S)[1]
+    assert re.search(r'<label for="id_statuses_0"><input[^>]*id="id_statuses_0"[^>]*>\s*Draft</label>', group)
