@@ -1,0 +1,48 @@
+"""Rewrite verification under simultaneous requests (the race kit, tests/races.py; Postgres only):
+one rewrite approved twice, approved and rejected at once, and several rewrites of one seed approved
+at once. Each approved rewrite is one item, each seed moves once; invariants asked in SQL."""
+
+from functools import partial
+
+import pytest
+
+from rewrite.models import Rewrite, RewriteBatch
+from tests.races import broken, race, rows, server_errors
+from tests.rewrite.conftest import QUESTIONS
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("postgres")]
+URL = "/api/v1/benchmarks/demo/rewrite/rewrites/{}/{}/"
+
+
+def test_approvals_and_rejections_at_once_give_one_item_per_approved_rewrite(
+    make_seed, benchmark, researcher, reviewer, make_user, api_for, zh_template
+):
+    other = make_user("reviewer", "vera", benchmarks=[benchmark])
+    batch = RewriteBatch.objects.create(
+        benchmark=benchmark, number=1, endpoint="glm", model="glm-4", template_version=zh_template, created_by=researcher
+    )
+    calls = []
+    for question in QUESTIONS:
+        seed = make_seed(question)
+        texts = [f"{question} 改写{k}" for k in range(4)]
+        first, second, third, fourth = [
+            Rewrite.objects.create(seed=seed, batch=batch, position=k, text=t) for k, t in enumerate(texts)
+        ]
+        rita, vera = (api_for(reviewer), api_for(reviewer), api_for(reviewer)), (api_for(other), api_for(other))
+        calls += [
+            # One rewrite approved by two verifiers at once, and twice by one of them (a double click).
+            partial(rita[0].post, URL.format(first.pk, "approve")),
+            partial(vera[0].post, URL.format(first.pk, "approve")),
+            partial(rita[1].post, URL.format(first.pk, "approve")),
+            # Approved and rejected at once.
+            partial(rita[2].post, URL.format(second.pk, "reject"), {"reason": "not_fluent"}, format="json"),
+            partial(vera[1].post, URL.format(second.pk, "approve")),
+            # Two more rewrites of the same seed approved at once.
+            partial(api_for(reviewer).post, URL.format(third.pk, "approve")),
+            partial(api_for(other).post, URL.format(fourth.pk, "approve")),
+        ]
+    results = race(calls)
+    assert server_errors(results) == []
+    assert {r.status for r in results} <= {200, 409}, [r.body for r in results if r.status not in (200, 409)]
+    assert broken() == {}
+    assert rows("SELECT count(*) FROM annotation_item WHERE seed_id IS NULL AND status <> 'rewritten'") == [(0,)]
