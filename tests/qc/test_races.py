@@ -1,6 +1,6 @@
-"""QC decisions under simultaneous requests (the race kit, tests/races.py; Postgres only): keep and
-remove of one flagged item at once leave the item where the decision that stands says, and a
-removed item never goes into a release."""
+"""QC under simultaneous requests (the race kit, tests/races.py; Postgres only): keep and remove of
+one flagged item at once leave the item where the decision that stands says, a removed item never
+goes into a release (nor into a freeze racing the removal), and runs started at once are numbered."""
 
 from functools import partial
 
@@ -10,7 +10,7 @@ from annotation.services import change_status_many
 from annotation.workflow import QC_FLAGGED
 from qc.models import QCItem, QCRun
 from qc.services import decide
-from tests.qc.conftest import make_mcq_items
+from tests.qc.conftest import knower, make_mcq_items
 from tests.races import broken, race, server_errors
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("postgres")]
@@ -78,4 +78,17 @@ def test_a_freeze_racing_qc_removals_never_freezes_a_removed_item_in(flagged_run
     else:  # a removal went first: the freeze is refused, naming what changed
         assert freeze.status == 409 and "build it again before freezing" in freeze.json["detail"]
         assert release.status == "built" and {r.status for r in removals} <= {200, 400}
+    assert broken() == {}
+
+
+def test_runs_started_at_once_each_get_their_own_number(declare, fake_llm, benchmark, researcher, api_for):
+    declare({"k1": {}, "k2": {}})
+    fake_llm.script("k1", knower({0}))
+    fake_llm.script("k2", knower({0}))
+    make_mcq_items(benchmark, researcher, 3)
+    body = {"filter": "text_only", "models": ["k1", "k2"]}
+    results = race([partial(api_for(researcher).post, "/api/v1/benchmarks/demo/qc/runs/", body, format="json") for _ in range(3)])
+    assert server_errors(results) == []
+    assert sorted(r.status for r in results) == [201, 201, 201], [r.body for r in results]
+    assert sorted(r.json["number"] for r in results) == [1, 2, 3]
     assert broken() == {}
