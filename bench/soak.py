@@ -32,6 +32,7 @@ import io
 import os
 import random
 import secrets
+import shutil
 import string
 import sys
 import tempfile
@@ -495,6 +496,7 @@ def main() -> int:
             server.wait(timeout=30)
         workers.stop_all()
         drop_database(name)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
