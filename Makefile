@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench setup migrate demo worker clean
+.PHONY: run test lint bench setup migrate demo worker clean screenshots
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "benchforge needs Python 3.11, found " + sys.version.split()[0]'
@@ -40,6 +40,11 @@ test: lint
 # Performance checks print their numbers; they are not part of `make test`.
 bench: setup
 	@set -e; for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script; done
+
+# The demo's main pages at 1280x800 and 390x844 for each role, as PNG files in var/screenshots/
+# (a fresh demo on its own SQLite file, Debian's chromium); not part of `make test`.
+screenshots: setup
+	$(BIN)/python -m demo.screenshots
 
 # A worker for the scaled runtime: needs CELERY_BROKER_URL (and DATABASE_URL shared with the web).
 worker: setup

@@ -27,9 +27,13 @@ from .serializers import (
     SubmitSerializer,
 )
 
+_FILTER_HELP = {
+    "author": "filter by author (username)",
+    "assignee": "filter by assignee (username)",
+    "q": "words in the question, reference answer or criteria (full-text search on Postgres)",
+}
 _ITEM_FILTER_PARAMS = [
-    OpenApiParameter(name, str, description=f"filter by {name}" + (" (username)" if name in ("author", "assignee") else ""))
-    for name in ITEM_FILTERS
+    OpenApiParameter(name, str, description=_FILTER_HELP.get(name, f"filter by {name}")) for name in ITEM_FILTERS
 ]
 
 
@@ -39,7 +43,7 @@ def _fresh(request, item):
 
 class ItemListCreate(generics.ListCreateAPIView):
     """Items of a benchmark you belong to, newest first (filters: task slug, status, kind,
-    author, assignee). POST creates a draft you author (images: accepted image ids)."""
+    author, assignee, q: words in their texts). POST creates a draft you author (images: accepted image ids)."""
 
     serializer_class = ItemSerializer
     permission_classes = [role_permission(ANNOTATOR)]

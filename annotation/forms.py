@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 
 from benchforge.errors import DomainError
 from benchforge.inputs import BadInput, ModelMultipleChoiceField, parse_ids
+from curation.selectors import task_choices
 
 from .contract import ROLES_IN_TURN
 from .models import Item
@@ -62,9 +63,7 @@ class NewItemForm(forms.Form):
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["task"].choices = [
-            (t.slug, f"{t.category.name} / {t.name}") for t in benchmark.tasks.select_related("category")
-        ]
+        self.fields["task"].choices = task_choices(benchmark)
 
     def clean_images(self):
         return _ids(self.cleaned_data["images"].replace(",", " ").split(), "Images")
@@ -111,7 +110,7 @@ class AssignEvenlyForm(forms.Form):
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["tasks"].choices = [(t.slug, t.name) for t in benchmark.tasks.all()]
+        self.fields["tasks"].choices = task_choices(benchmark)
         self.fields["assignees"] = ModelMultipleChoiceField(
             queryset=benchmark_people(benchmark),
             to_field_name="username",

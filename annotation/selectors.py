@@ -4,6 +4,7 @@ import datetime
 import difflib
 import re
 
+from django.db import connection
 from django.db.models import Count, F, Prefetch, Q, prefetch_related_objects
 from django.db.models.functions import TruncDate
 from django.http import Http404
@@ -13,9 +14,9 @@ from curation.models import Benchmark, Task
 from curation.selectors import benchmarks_for, get_benchmark_for
 
 from .contract import FIELD_LABELS, field_as_text
-from .models import Assignment, Item, ItemImage, ItemRevision
+from .models import Assignment, Criterion, Item, ItemImage, ItemRevision
 
-ITEM_FILTERS = ("task", "status", "author", "assignee", "kind")
+ITEM_FILTERS = ("task", "status", "author", "assignee", "kind", "q")
 
 
 def item_counts_by_task_and_status(benchmark) -> dict[int, dict[str, int]]:
@@ -70,9 +71,52 @@ def visible_items(user):
     return Item.objects.filter(benchmark__in=benchmarks_for(user))
 
 
-def items_of(benchmark: Benchmark, *, task: str = "", status: str = "", author: str = "", assignee: str = "", kind: str = ""):
-    """A benchmark's items, newest first, filtered by task slug, status, author/assignee username, kind."""
-    qs = Item.objects.filter(benchmark=benchmark).select_related("task", "author", "assignee")
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+def search_items(items, text: str):
+    """Items whose question, reference answer or criteria (a rewrite's: its seed's) match `text`.
+    On Postgres, full-text search (web-search syntax: words, "phrases", -excluded, or); text
+    with Chinese, Japanese or Korean characters, which Postgres does not split into words, also
+    matches as a substring. On SQLite (the embedded runtime), every word as a substring."""
+    text = text.strip()[:200]
+    if not text:
+        return items
+    if connection.vendor == "postgresql":
+        from django.contrib.postgres.search import SearchQuery, SearchVector
+
+        query = SearchQuery(text, search_type="websearch", config="english")
+        criteria = Criterion.objects.annotate(found=SearchVector("text", config="english")).filter(found=query)
+        vector = SearchVector("question", "reference_answer", "seed__reference_answer", config="english")
+        match = Q(pk__in=items.annotate(found=vector).filter(found=query).values("pk"))
+        match |= Q(pk__in=criteria.values("item_id")) | Q(seed_id__in=criteria.values("item_id"))
+        if CJK.search(text):
+            match |= _substring_match(text)
+        return items.filter(match)
+    for word in text.split():
+        items = items.filter(_substring_match(word))
+    return items
+
+
+def _substring_match(text: str) -> Q:
+    criteria = Criterion.objects.filter(text__icontains=text).values("item_id")
+    return (
+        Q(question__icontains=text)
+        | Q(reference_answer__icontains=text)
+        | Q(seed__reference_answer__icontains=text)
+        | Q(pk__in=criteria)
+        | Q(seed_id__in=criteria)
+    )
+
+
+def items_of(
+    benchmark: Benchmark, *, task: str = "", status: str = "", author: str = "", assignee: str = "", kind: str = "", q: str = ""
+):
+    """A benchmark's items, newest first, filtered by task slug, status, author/assignee username,
+    kind and words in their texts (search_items)."""
+    qs = Item.objects.filter(benchmark=benchmark).select_related("task__category__parent", "author", "assignee")
+    if q:
+        qs = search_items(qs, q)
     if task:
         qs = qs.filter(task__slug=task)
     if status:
@@ -138,12 +182,26 @@ def queue_for(user, benchmark: Benchmark):
     )
 
 
+def open_assignments(user, benchmark: Benchmark):
+    """The navigation's Author count: the user's open assignments (their queue)."""
+    return Assignment.objects.filter(assignee=user, benchmark=benchmark, status=Assignment.Status.OPEN)
+
+
 def queue_rows(user, benchmark: Benchmark):
     """The queue page's rows: only the columns it shows (the page is hit constantly)."""
     return (
         queue_for(user, benchmark)
         .select_related(None)
-        .values("id", "created_at", "image_id", "item_id", "task__name", "item__status")
+        .values(
+            "id",
+            "created_at",
+            "image_id",
+            "item_id",
+            "task__name",
+            "task__category__name",
+            "task__category__parent__name",
+            "item__status",
+        )
     )
 
 
@@ -165,7 +223,7 @@ def latest_assignment_for_item(user, item_id: int) -> Assignment | None:
 
 def open_assignments_of(benchmark: Benchmark, *, assignee: str = "", task: str = ""):
     qs = Assignment.objects.filter(benchmark=benchmark, status=Assignment.Status.OPEN).select_related(
-        "assignee", "task", "image", "item"
+        "assignee", "task__category__parent", "image", "item"
     )
     if assignee:
         qs = qs.filter(assignee__username=assignee)

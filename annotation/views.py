@@ -13,8 +13,8 @@ from benchforge import permissions
 from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
-from curation.models import Image
-from curation.selectors import get_benchmark_for
+from curation.models import Image, task_label
+from curation.selectors import get_benchmark_for, task_choices, tasks_of
 from jobs.models import Job
 
 from . import services
@@ -49,7 +49,8 @@ from .workflow import ANSWERED, STATUS_CHOICES, STATUS_LABELS
 ITEMS_PAGE_SIZE = 50
 ITEM_LIST_COLUMNS = (
     "id", "seed_id", "kind", "status", "question", "version", "updated_at",
-    "task", "task__name", "author", "author__username", "assignee", "assignee__username",
+    "task", "task__name", "task__category", "task__category__name", "task__category__parent", "task__category__parent__name",
+    "author", "author__username", "assignee", "assignee__username",
 )  # fmt: skip
 QUEUE_PAGE_SIZE = 25
 
@@ -74,7 +75,7 @@ def item_list(request, slug):
             "page": page,
             "edit_url": reverse("item-list", args=[benchmark.slug]),  # + "<id>/": no URL reversing per row
             "filters": filters,
-            "tasks": benchmark.tasks.all(),
+            "task_groups": task_choices(benchmark),
             "statuses": STATUS_CHOICES,
             "kinds": Item.Kind.choices,
             "people": benchmark_people(benchmark),
@@ -303,7 +304,7 @@ def image_picker(request, slug):
             "page": page,
             "query": query,
             "task": task,
-            "tasks": benchmark.tasks.order_by("name").values_list("slug", "name"),
+            "task_groups": task_choices(benchmark),
             "picker_url": reverse("item-image-picker", args=[benchmark.slug]),
         },
     )
@@ -321,6 +322,7 @@ def queue(request, slug):
     for row in page.object_list:  # ready-made strings: this page is hit after every item
         row["item_status"] = STATUS_LABELS.get(row["item__status"], "").lower()
         row["assigned_on"] = timezone.localtime(row["created_at"]).date().isoformat()
+        row["task_label"] = task_label(row["task__name"], row["task__category__name"], row["task__category__parent__name"])
     return render(
         request,
         "annotation/queue.html",
@@ -387,7 +389,7 @@ def _open(request, benchmark, assignment):
 @role_required(RESEARCHER)
 def assign(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    tasks = list(benchmark.tasks.all())
+    tasks = list(tasks_of(benchmark))
     task = next((t for t in tasks if t.slug == request.GET.get("task")), tasks[0] if tasks else None)
     if request.method == "POST":
         _assign_post(request, benchmark)
@@ -438,11 +440,12 @@ def _assign_post(request, benchmark) -> None:
     elif action == "evenly":
         report = services.assign_evenly(benchmark, tasks=data["tasks"], assignees=list(data["assignees"]), user=request.user)
         total = sum(r["assigned"] for r in report.values())
-        short = [f"{slug} ({r['short']} short)" for slug, r in report.items() if r["short"]]
+        labels = {task.slug: task.label for task in tasks_of(benchmark)}
+        short = [f"{labels.get(slug, slug)}, {r['short']} short" for slug, r in report.items() if r["short"]]
         messages.success(
             request,
             f"{total} image(s) assigned evenly."
-            + (" Not enough accepted images tagged for: " + ", ".join(short) + "." if short else ""),
+            + (" Not enough accepted images tagged for: " + "; ".join(short) + "." if short else ""),
         )
     elif data["action"] == "reassign":
         n = services.reassign(benchmark, assignment_ids=data["assignments"], assignee=data["assignee"], user=request.user)

@@ -1,8 +1,9 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.middleware import (
     LoginRequiredMiddleware as DjangoLoginRequired,
 )
-from django.http import HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 
 from .errors import DomainError
@@ -43,3 +44,33 @@ class DomainErrorMiddleware:
         if not isinstance(exception, DomainError) or request.path_info.startswith("/api/"):
             return None  # the API's exception handler answers those
         return domain_error_response(request, exception)
+
+
+class StyledNotFoundMiddleware:
+    """A page that is not there gets the styled 404 (the navigation, the reason, the way back),
+    in development too: with DEBUG on Django would answer with its technical page, which is the
+    first thing a new user of `make run` meets on a mistyped or stale link."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            settings.DEBUG
+            and response.status_code == 404
+            and not getattr(response, "styled_error", False)
+            and response.get("Content-Type", "").startswith("text/html")
+            and not request.path_info.startswith("/api/")
+        ):
+            from .views import page_not_found  # views import the permissions this module's users need first
+
+            return page_not_found(request)
+        return response
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, Http404) and not request.path_info.startswith("/api/"):
+            from .views import page_not_found
+
+            return page_not_found(request, exception)
+        return None

@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "benchforge.middleware.DomainErrorMiddleware",
+    "benchforge.middleware.StyledNotFoundMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
 

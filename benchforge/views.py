@@ -1,3 +1,5 @@
+import re
+
 from django.apps import apps
 from django.conf import settings
 from django.contrib import messages
@@ -68,6 +70,9 @@ def _benchmark_of(request):
     benchmark's navigation. Looked up by model name, since the project package imports no app."""
     match = getattr(request, "resolver_match", None)
     slug = match.kwargs.get("slug") if match else None
+    if slug is None:  # an address that matched no page may still be inside a benchmark
+        found = re.match(r"^/b/([-\w]+)/", request.path_info)
+        slug = found[1] if found else None
     if not slug or not request.user.is_authenticated:
         return None
     benchmarks = apps.get_model("curation", "Benchmark").objects.all()
@@ -80,9 +85,11 @@ def _error(request, status: int, reason: str):
             {"detail": reason, "code": {400: "bad_request", 403: "forbidden", 404: "not_found"}[status]}, status=status
         )
     context = {"status": status, "title": ERROR_TITLES[status], "reason": reason}
-    if status == 403:
+    if status in (403, 404):
         context["benchmark"] = _benchmark_of(request)
-    return render(request, "errors/error.html", context, status=status)
+    response = render(request, "errors/error.html", context, status=status)
+    response.styled_error = True
+    return response
 
 
 def bad_request(request, exception=None):
@@ -94,8 +101,14 @@ def permission_denied(request, exception=None):
     return _error(request, 403, reason)
 
 
+NOT_FOUND = "There is nothing at this address, or it belongs to a benchmark you are not a member of."
+
+
 def page_not_found(request, exception=None):
-    return _error(request, 404, "There is nothing at this address, or it belongs to a benchmark you are not a member of.")
+    # Our Http404s say what is missing ("No release 2.0.0 of this benchmark."); the resolver's
+    # carry a dict of the patterns tried, which is not for users.
+    said = exception.args[0] if exception is not None and exception.args else None
+    return _error(request, 404, said if isinstance(said, str) and said else NOT_FOUND)
 
 
 def server_error(request):

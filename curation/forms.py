@@ -79,7 +79,8 @@ class ImportForm(forms.Form):
     def __init__(self, *args, benchmark=None, **kwargs):
         super().__init__(*args, **kwargs)
         if benchmark is not None:
-            self.fields["tasks"].queryset = benchmark.tasks.all()
+            self.fields["tasks"].queryset = benchmark.tasks.select_related("category__parent")
+            self.fields["tasks"].label_from_instance = lambda task: task.label
 
 
 class KnownSetForm(forms.Form):

@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Case, F, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 
@@ -51,6 +53,32 @@ class Category(models.Model):
         return f"{self.parent.name} / {self.name}" if self.parent_id else self.name
 
 
+def task_label(name: str, category: str, parent: str | None = None) -> str:
+    """A task as people read it, with its category: "Counting (Perception & Understanding)",
+    "OCR (Perception / Fine-grained Single-instance Perception)"."""
+    return f"{name} ({parent} / {category})" if parent else f"{name} ({category})"
+
+
+def taxonomy_order(via: str = "") -> list:
+    """Order rows by their task's place in the taxonomy (`via`: the path to the task, e.g.
+    "task__"): the top-level category, then the category under it (tasks directly under a
+    top-level category first), then the task's own order and name. The one definition of
+    "taxonomy order": task lists, selects and per-task tables all use it."""
+    category = f"{via}category__"
+    return [
+        Coalesce(F(f"{category}parent__order"), F(f"{category}order")).asc(),
+        Coalesce(F(f"{category}parent__name"), F(f"{category}name")).asc(),
+        Case(
+            When(**{f"{category}parent__isnull": True}, then=Value(-1)),
+            default=F(f"{category}order"),
+            output_field=models.IntegerField(),
+        ).asc(),
+        F(f"{category}name").asc(),
+        F(f"{via}order").asc(),
+        F(f"{via}name").asc(),
+    ]
+
+
 class Task(models.Model):
     """A task type (leaf of the taxonomy) with what collectors and judges need to know."""
 
@@ -66,11 +94,18 @@ class Task(models.Model):
     order = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["category__order", "order", "name"]
+        ordering = taxonomy_order()
         constraints = [models.UniqueConstraint(fields=["benchmark", "slug"], name="unique_task_slug")]
 
     def __str__(self):
         return self.name
+
+    @property
+    def label(self) -> str:
+        """The task as people read it, with its category: "Counting (Perception & Understanding)".
+        Load the task with select_related("category__parent") where many are shown."""
+        category = self.category
+        return task_label(self.name, category.name, category.parent.name if category.parent_id else None)
 
 
 # ---- images, screening, contamination (hash values: signed 64-bit, see curation.imaging) ----

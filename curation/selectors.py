@@ -48,7 +48,22 @@ def taxonomy_tree(benchmark: Benchmark) -> list[dict]:
 
 
 def tasks_of(benchmark: Benchmark):
+    """The benchmark's tasks in taxonomy order, with their categories (for Task.label)."""
     return Task.objects.filter(benchmark=benchmark).select_related("category", "category__parent")
+
+
+def task_choices(benchmark: Benchmark, value: str = "slug") -> list[tuple[str, list[tuple]]]:
+    """Choices for a task select, grouped by category in taxonomy order: [(category path,
+    [(task slug or pk, task name), ...]), ...] (Django renders the groups as <optgroup>)."""
+    groups: dict[str, list[tuple]] = {}
+    for task in tasks_of(benchmark):
+        groups.setdefault(task.category.path, []).append((getattr(task, value), task.name))
+    return list(groups.items())
+
+
+def images_to_screen(user, benchmark: Benchmark):
+    """The navigation's Collect count: images waiting for a screening decision (anyone screens)."""
+    return Image.objects.filter(benchmark=benchmark, status=Image.Status.PENDING)
 
 
 # ---- images ----------------------------------------------------------------------------------
@@ -64,7 +79,7 @@ IMAGE_FLAGS = {
 
 def images_of(benchmark: Benchmark, *, status: str = "", task: str = "", flag: str = ""):
     """Images for the screening grid / API, filtered by status, task slug and flag."""
-    qs = Image.objects.filter(benchmark=benchmark).prefetch_related(Prefetch("tasks", Task.objects.order_by("order", "name")))
+    qs = Image.objects.filter(benchmark=benchmark).prefetch_related(Prefetch("tasks", Task.objects.all()))
     if status:
         qs = qs.filter(status=status)
     if task:

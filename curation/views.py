@@ -36,6 +36,7 @@ from .selectors import (
     near_duplicate_queue,
     recent_imports,
     status_counts,
+    task_choices,
     task_collection_progress,
     taxonomy_tree,
 )
@@ -146,10 +147,10 @@ def image_grid(request, slug):
             "statuses": [(value, label, counts[value]) for value, label in Image.Status.choices],
             "status_labels": dict(Image.Status.choices),
             "total": sum(counts.values()),
-            "tasks": benchmark.tasks.order_by("order", "name"),
+            "task_groups": task_choices(benchmark),
             "reasons": REASON_KEYS,
             "progress": progress,
-            "accepted_total": sum(row["accepted"] for row in progress),
+            "accepted_total": counts[Image.Status.ACCEPTED],  # each image once, whatever its tasks
             "quota_total": sum(row["quota"] for row in progress),
         },
     )
@@ -176,7 +177,7 @@ def image_upload(request, slug):
         "curation/images_upload.html",
         {
             "benchmark": benchmark,
-            "tasks": benchmark.tasks.order_by("order", "name"),
+            "task_groups": task_choices(benchmark),
             "import_form": ImportForm(benchmark=benchmark),
             "jobs": recent_imports(benchmark),
             "max_mb": settings.BENCHFORGE_MAX_UPLOAD_BYTES // 1_000_000,

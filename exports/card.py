@@ -6,6 +6,15 @@ from xml.sax.saxutils import escape
 from .models import PRIVATE_PARTS, Release
 
 
+def tasks_in_order(counts: dict, taxonomy: dict | None = None) -> list[tuple[str, dict]]:
+    """(task, {split: n}) in the order of the release's taxonomy snapshot; tasks it does not
+    name (none, normally) after them by name. The counts keep no order of their own (Postgres
+    stores JSON objects with sorted keys)."""
+    per_task = counts.get("tasks", {})
+    order = [t["name"] for t in (taxonomy or {}).get("tasks", []) if t["name"] in per_task]
+    return [(name, per_task[name]) for name in order + sorted(set(per_task) - set(order))]
+
+
 def dataset_card(release: Release, variant: str) -> str:
     counts, made = release.counts, release.construction
     lines = [
@@ -23,7 +32,7 @@ def dataset_card(release: Release, variant: str) -> str:
     if variant == "public" and release.private:
         lines += ["This bundle withholds: " + ", ".join(PRIVATE_PARTS[p] for p in release.private) + ".", ""]
     lines += ["## Questions per task and split", "", "| task | dev | test | total |", "| --- | ---: | ---: | ---: |"]
-    for task, split in counts["tasks"].items():
+    for task, split in tasks_in_order(counts, release.taxonomy):
         lines.append(f"| {task} | {split.get('dev', 0)} | {split.get('test', 0)} | {sum(split.values())} |")
     lines += ["", "![questions per task](charts/items_per_task.svg)", "", "## How it was built", ""]
     lines.append(
@@ -84,9 +93,9 @@ def license_text(release: Release) -> str:
     return "\n".join(lines) + "\n"
 
 
-def task_chart(counts: dict) -> str:
-    """Questions per task, dev and test stacked, as an SVG (no script, no external reference)."""
-    tasks = list(counts.get("tasks", {}).items())
+def task_chart(counts: dict, taxonomy: dict | None = None) -> str:
+    """Questions per task (in taxonomy order), dev and test stacked, as an SVG (no script, no external reference)."""
+    tasks = tasks_in_order(counts, taxonomy)
     peak = max((sum(s.values()) for _, s in tasks), default=1) or 1
     row, width = 22, 360
     parts = [

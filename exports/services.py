@@ -387,7 +387,7 @@ def _counts(rows) -> dict:
 
 
 def taxonomy_of(benchmark) -> dict:
-    tasks = benchmark.tasks.select_related("category__parent").order_by("order", "name")
+    tasks = benchmark.tasks.select_related("category__parent")  # in taxonomy order
     categories = benchmark.categories.select_related("parent").order_by("order", "name")
     return {
         "name": benchmark.name,
@@ -441,7 +441,7 @@ def write_bundle(release: Release, variant: str, folder: Path) -> None:
         _write_text(folder / "mcq.tsv", mcq)
     _copy_harness(folder / "harness")
     (folder / "charts").mkdir()
-    _write_text(folder / "charts" / "items_per_task.svg", card.task_chart(release.counts))
+    _write_text(folder / "charts" / "items_per_task.svg", card.task_chart(release.counts, release.taxonomy))
     _write_text(folder / "README.md", card.dataset_card(release, variant))
     _write_text(folder / "LICENSE", card.license_text(release))
     write_manifest(
@@ -547,28 +547,51 @@ def freeze(release: Release, *, user) -> Release:
 # ---- comparing ------------------------------------------------------------------------------------
 
 
-def diff(old: Release, new: Release, *, hide=()) -> dict:
-    """Items added, removed and changed from `old` to `new` (by release id), with the fields that
-    changed and both values; `hide`: private parts to leave out (for people who may not see them)."""
+def compare(old: Release, new: Release, *, hide=()) -> dict:
+    """Items added, removed and changed from `old` to `new` (matched by release id), each as
+    {"id", "item_id", "row"} (the newer row, the older for a removed item), a changed one with
+    "fields": [{"field", "old", "new"}]; `hide`: private parts to leave out (for people who may
+    not see them), both from the rows and from what counts as a change."""
     if old.benchmark_id != new.benchmark_id:
         raise DomainError("Releases of different benchmarks cannot be compared.")
-    before = {key: withheld(row, hide) for key, row in old.items.values_list("key", "row")}
-    after = {key: withheld(row, hide) for key, row in new.items.values_list("key", "row")}
+
+    def rows(release):
+        return {key: (item_id, withheld(row, hide)) for key, item_id, row in release.items.values_list("key", "item_id", "row")}
+
+    before, after = rows(old), rows(new)
+
+    def entry(key, side):
+        item_id, row = side[key]
+        return {"id": key, "item_id": item_id, "row": row}
+
     changed = []
     for key in sorted(set(before) & set(after), key=_natural):
+        then, now = before[key][1], after[key][1]
         fields = [
-            {"field": name, "old": before[key].get(name), "new": after[key].get(name)}
-            for name in sorted(set(before[key]) | set(after[key]))
-            if name != "meta" and before[key].get(name) != after[key].get(name)
+            {"field": name, "old": then.get(name), "new": now.get(name)}
+            for name in sorted(set(then) | set(now))
+            if name != "meta" and then.get(name) != now.get(name)
         ]
         if fields:
-            changed.append({"id": key, "fields": fields})
+            changed.append({**entry(key, after), "fields": fields})
     return {
         "from": old.version,
         "to": new.version,
-        "added": sorted(set(after) - set(before), key=_natural),
-        "removed": sorted(set(before) - set(after), key=_natural),
+        "added": [entry(key, after) for key in sorted(set(after) - set(before), key=_natural)],
+        "removed": [entry(key, before) for key in sorted(set(before) - set(after), key=_natural)],
         "changed": changed,
+    }
+
+
+def diff(old: Release, new: Release, *, hide=()) -> dict:
+    """The API's diff: ids of the items added and removed, and the changed items' fields."""
+    found = compare(old, new, hide=hide)
+    return {
+        "from": found["from"],
+        "to": found["to"],
+        "added": [e["id"] for e in found["added"]],
+        "removed": [e["id"] for e in found["removed"]],
+        "changed": [{"id": e["id"], "fields": e["fields"]} for e in found["changed"]],
     }
 
 

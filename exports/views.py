@@ -5,17 +5,20 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
+from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.workflow import STATUS_CHOICES
+from annotation.workflow import STATUS_CHOICES, STATUS_LABELS
 from benchforge import permissions
 from benchforge.inputs import accepts_uploads
+from benchforge.markup import markdown_to_html
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
-from curation.selectors import get_benchmark_for
+from curation.selectors import get_benchmark_for, task_choices
 
-from . import card, leaderboard, services
+from . import card, leaderboard, selectors, services
 from .models import PRIVATE_PARTS, Release, Score
 
 
@@ -23,6 +26,7 @@ class ReleaseForm(forms.Form):
     version = forms.CharField(max_length=40, help_text="Semantic version, e.g. 1.0.0.")
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     statuses = forms.MultipleChoiceField(
+        label="Item stages",
         choices=STATUS_CHOICES,
         initial=services.DEFAULT_STATUSES,
         widget=forms.CheckboxSelectMultiple,
@@ -48,7 +52,7 @@ class ReleaseForm(forms.Form):
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["tasks"].choices = list(benchmark.tasks.order_by("order", "name").values_list("pk", "name"))
+        self.fields["tasks"].choices = task_choices(benchmark, value="pk")
 
 
 def _release(request, slug, version) -> tuple:
@@ -92,7 +96,16 @@ def release_detail(request, slug, version):
     benchmark, release = _release(request, slug, version)
     files = [f for f in release.files.all() if not f.is_private or permissions.is_researcher(request.user)]
     others = Release.objects.filter(benchmark=benchmark).exclude(pk=release.pk).exclude(built_at=None).order_by("-created_at")
-    return render(request, "exports/detail.html", {"benchmark": benchmark, "release": release, "files": files, "others": others})
+    context = {
+        "benchmark": benchmark,
+        "release": release,
+        "files": files,
+        "others": others,
+        # What the release took and withholds, in words.
+        "stage_labels": [STATUS_LABELS.get(s, s).lower() for s in release.statuses],
+        "withheld": [PRIVATE_PARTS.get(p, p) for p in release.private],
+    }
+    return render(request, "exports/detail.html", context)
 
 
 @role_required(RESEARCHER)
@@ -137,27 +150,50 @@ def release_card(request, slug, version):
     benchmark, release = _release(request, slug, version)
     if release.built_at is None:
         raise Http404(f"Release {version} is not built yet: it has no dataset card.")
-    return render(
-        request, "exports/card.html", {"benchmark": benchmark, "release": release, "card": card.dataset_card(release, "public")}
-    )
+    # The card as the public bundle's README.md says it, rendered and sanitised; the chart it
+    # names inside the bundle is served by the chart view.
+    chart = reverse("release-chart", args=[slug, release.version])
+    html = markdown_to_html(card.dataset_card(release, "public"), links={"charts/items_per_task.svg": chart})
+    return render(request, "exports/card.html", {"benchmark": benchmark, "release": release, "card": html})
 
 
 @role_required(ANNOTATOR)
 def release_chart(request, slug, version):
     _benchmark, release = _release(request, slug, version)
-    return HttpResponse(card.task_chart(release.counts), content_type="image/svg+xml")
+    return HttpResponse(card.task_chart(release.counts, release.taxonomy), content_type="image/svg+xml")
+
+
+DIFF_PARTS = {"changed": "Changed", "added": "Added", "removed": "Removed"}
+DIFF_PAGE_SIZE = 20
 
 
 @role_required(ANNOTATOR)
 def release_diff(request, slug, version):
+    """What changed from another release: the changed, added and removed items (one part at a
+    time, paginated), each with its question, task and a link to the item, and for a changed
+    item every field that changed, old and new. Private parts stay hidden from non-researchers."""
     benchmark, release = _release(request, slug, version)
     against = request.GET.get("against") or (release.source.version if release.source_id else "")
     other = Release.objects.filter(benchmark=benchmark, version=against).first()
     if other is None:
         raise Http404("Choose a release to compare with (?against=VERSION).")
     can_see_private = permissions.is_researcher(request.user)
-    result = services.diff(other, release, hide=() if can_see_private else release.private)
-    return render(request, "exports/diff.html", {"benchmark": benchmark, "release": release, "other": other, "diff": result})
+    found = services.compare(other, release, hide=() if can_see_private else release.private)
+    show = request.GET.get("show")
+    if show not in DIFF_PARTS:
+        show = next((part for part in DIFF_PARTS if found[part]), "changed")
+    page = Paginator(found[show], DIFF_PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "benchmark": benchmark,
+        "release": release,
+        "other": other,
+        "parts": [(part, label, len(found[part])) for part, label in DIFF_PARTS.items()],
+        "show": show,
+        "page": page,
+        "entries": [selectors.diff_entry(e) for e in page],
+        "item_url": reverse("item-edit", args=[slug, 0]).removesuffix("0/"),
+    }
+    return render(request, "exports/diff.html", context)
 
 
 class ScoreForm(forms.Form):

@@ -1,6 +1,7 @@
 from django import forms
 
 from annotation.workflow import STATUS_CHOICES
+from curation.selectors import task_choices
 
 from .models import DEFAULT_TOKEN_ENV, URL_ENV, token_env_validator
 
@@ -32,4 +33,4 @@ class PushForm(forms.Form):
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["task"].choices = [("", "every task")] + list(benchmark.tasks.values_list("slug", "name"))
+        self.fields["task"].choices = [("", "every task")] + task_choices(benchmark)

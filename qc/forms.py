@@ -4,6 +4,7 @@ from django import forms
 
 from benchforge.inputs import ModelMultipleChoiceField
 from curation.models import Benchmark, Task
+from curation.selectors import tasks_of
 
 from .models import QCItem, QCRun
 from .services.imports import FORMATS
@@ -46,7 +47,8 @@ class RunForm(forms.Form):
         self.fields["models"].choices = names
         self.fields["extractor"].choices = [("", "none: rules only")] + names
         self.fields["judge"].choices = [("", "none")] + names
-        self.fields["tasks"].queryset = benchmark.tasks.order_by("order", "name")
+        self.fields["tasks"].queryset = tasks_of(benchmark)
+        self.fields["tasks"].label_from_instance = lambda task: task.label
 
     def clean_items(self):
         text = self.cleaned_data["items"].replace(",", " ").split()

@@ -10,6 +10,7 @@ from django.db.models import Count, Q
 from django.http import Http404
 
 from annotation.models import Item
+from curation.models import Task
 from harness.scoring.circular import EXTRACTOR_METHODS
 
 from .models import QCAnswer, QCItem, QCRun
@@ -42,10 +43,17 @@ def run_jobs(run: QCRun):
 
 
 def flagged_entries(run: QCRun, *, undecided_only: bool = False):
-    entries = QCItem.objects.filter(run=run, flagged=True, done=True).select_related("item", "item__task", "decided_by")
+    entries = QCItem.objects.filter(run=run, flagged=True, done=True).select_related(
+        "item", "item__task__category__parent", "decided_by"
+    )
     if undecided_only:
         entries = entries.filter(decision="")
     return entries.order_by("item_id")
+
+
+def waiting_for(user, benchmark):
+    """The navigation's QC count: flagged items of the benchmark's runs still waiting for a decision."""
+    return QCItem.objects.filter(run__benchmark=benchmark, flagged=True, done=True, decision="")
 
 
 def get_entry(run: QCRun, item_id: int) -> QCItem:
@@ -102,13 +110,16 @@ def report(run: QCRun) -> dict:
             "answers": mine.count(),
             "needed_extractor": mine.filter(method__in=EXTRACTOR_METHODS).count(),
         }
-    categories = defaultdict(lambda: {"items": 0, "flagged": 0})
-    for name, task, flagged, done in entries.values_list("item__task__category__name", "item__task__name", "flagged", "done"):
-        row = categories[f"{name} / {task}" if name != task else name]
+    per_task = defaultdict(lambda: {"items": 0, "flagged": 0})
+    for task_id, flagged, done in entries.values_list("item__task_id", "flagged", "done"):
+        row = per_task[task_id]
         row["items"] += 1
         row["flagged"] += bool(flagged and done)
+    # One row per task, in taxonomy order, named with its category.
+    tasks = Task.objects.filter(pk__in=list(per_task)).select_related("category__parent")
     by_category = [
-        {"category": key, **row, "rate": _share(row["flagged"], row["items"])} for key, row in sorted(categories.items())
+        {"category": task.label, **per_task[task.pk], "rate": _share(per_task[task.pk]["flagged"], per_task[task.pk]["items"])}
+        for task in tasks
     ]
     n_items, n_flagged = entries.count(), entries.filter(flagged=True, done=True).count()
     return {

@@ -2,9 +2,12 @@
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.db.models import Q
 
 from benchforge.inputs import ModelMultipleChoiceField
+from benchforge.roles import RESEARCHER, REVIEWER
 from curation.models import Task
+from curation.selectors import tasks_of
 
 from .models import REASON_LABELS, Review, ReviewRound
 from .services import MAX_REVIEWERS_PER_ITEM
@@ -48,9 +51,15 @@ class OpenRoundForm(forms.Form):
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
         people = benchmark.members.order_by("username")
-        self.fields["tasks"].queryset = benchmark.tasks.order_by("order", "name")
+        self.fields["tasks"].queryset = tasks_of(benchmark)
+        self.fields["tasks"].label_from_instance = lambda task: task.label
         self.fields["authors"].queryset = people
-        self.fields["reviewers"].queryset = people | get_user_model().objects.filter(groups__name="researcher")
+        # Each person once: members who may review, and every researcher (members or not). Both
+        # sides as id subqueries, so no join can repeat a person who is both.
+        users = get_user_model().objects
+        may_review = benchmark.members.filter(groups__name__in=(REVIEWER, RESEARCHER)).values("pk")
+        researchers = users.filter(groups__name=RESEARCHER).values("pk")
+        self.fields["reviewers"].queryset = users.filter(Q(pk__in=may_review) | Q(pk__in=researchers)).order_by("username")
 
 
 class ReviewForm(forms.Form):

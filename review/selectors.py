@@ -16,7 +16,8 @@ from sklearn.metrics import cohen_kappa_score
 from annotation.contract import item_snapshot
 from annotation.models import Item, ItemRevision
 from annotation.selectors import snapshot_changes
-from annotation.workflow import REJECTED
+from annotation.workflow import ANSWERED, REJECTED
+from benchforge import permissions
 from curation.models import Task
 
 from .models import REASON_LABELS, Review, ReviewRound, RoundItem
@@ -36,19 +37,37 @@ def get_round(benchmark, number: int) -> ReviewRound:
 
 
 def pending_reviews(user, benchmark):
-    """The user's reviews still to give, in open rounds, oldest first: their review queue."""
+    """The user's reviews still to give, in open rounds: their review queue, oldest first, that is
+    the earliest round first and, within a round, the items in the order they were written. (A
+    round hands its reviews out most-constrained item first, so the order they were assigned in
+    says nothing about the items' age.)"""
     return (
         Review.objects.filter(reviewer=user, round__benchmark=benchmark, round__status=ReviewRound.Status.OPEN, verdict="")
         .select_related("round", "item__task")
-        .order_by("assigned_at", "id")
+        .order_by("round__number", "item_id", "id")
     )
+
+
+def waiting_for(user, benchmark):
+    """The navigation's Review count: the user's reviews still to give; for a researcher also the
+    answered items no round has taken yet (a round waits to be opened for them)."""
+    pending = Review.objects.filter(reviewer=user, round__benchmark=benchmark, round__status=ReviewRound.Status.OPEN, verdict="")
+    if not permissions.is_researcher(user):
+        return pending
+    return pending, Item.objects.filter(benchmark=benchmark, status=ANSWERED)
 
 
 def review_queue_rows(user, benchmark):
     """The review queue page's rows: pending_reviews with only the columns the page shows (not the
     items' texts nor the tasks' guidelines: the page is opened between every few reviews)."""
-    return pending_reviews(user, benchmark).only(
-        "id", "assigned_at", "item", "round", "round__number", "round__kind", "item__task", "item__task__name"
+    return (
+        pending_reviews(user, benchmark)
+        .select_related("item__task__category__parent")
+        .only(
+            *("id", "assigned_at", "item", "round", "round__number", "round__kind", "item__task", "item__task__name"),
+            *("item__task__category", "item__task__category__name", "item__task__category__parent"),
+            "item__task__category__parent__name",
+        )
     )
 
 
@@ -317,7 +336,7 @@ def quota_gaps(benchmark) -> list[dict]:
             rejected=Count("items", filter=Q(items__seed__isnull=True, items__status=REJECTED)),
         )
         .filter(rejected__gt=0)
-        .order_by("order", "name")
+        .select_related("category__parent")
     )
     return [
         {"task": t, "quota": t.quota, "live": t.live, "rejected": t.rejected, "short": max(0, t.quota - t.live)}

@@ -96,6 +96,11 @@ def seeds_to_verify(benchmark, user=None):
     return Item.objects.filter(benchmark=benchmark, pk__in=rewrites.values("seed_id")).order_by("pk")
 
 
+def waiting_for(user, benchmark):
+    """The navigation's Rewrite count: seeds with rewrites this user may verify."""
+    return seeds_to_verify(benchmark, user)
+
+
 def next_seed(benchmark, *, after: int | None = None, user=None) -> Item | None:
     seeds = seeds_to_verify(benchmark, user)
     if after is not None:

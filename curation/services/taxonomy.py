@@ -41,7 +41,8 @@ def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "",
     """Create or complete a benchmark's taxonomy from a preset.
 
     Re-running is safe: existing categories and tasks are matched by name/slug and only
-    missing ones are added, so researchers' edits (quotas, guidelines) are never overwritten.
+    missing ones are added, so researchers' edits (quotas, guidelines) are never overwritten;
+    a task's empty description, keywords, guideline or judging text is filled in from the preset.
     """
     preset = PRESETS.get(key)
     if preset is None:
@@ -64,20 +65,28 @@ def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "",
             defaults={"parent": parent, "description": spec.description, "order": order},
         )
         for i, task in enumerate(spec.tasks):
-            Task.objects.get_or_create(
+            texts = {
+                "description": task.description,
+                "collection_keywords": list(task.keywords),
+                "guideline": task.guideline,
+                "judge_rules": task.judge_rules,
+            }
+            row, created = Task.objects.get_or_create(
                 benchmark=benchmark,
                 slug=unique_task_slug(task.name),
                 defaults={
                     "category": category,
                     "name": task.name,
-                    "description": task.description,
-                    "collection_keywords": list(task.keywords),
-                    "guideline": task.guideline,
-                    "judge_rules": task.judge_rules,
+                    **texts,
                     "quota": task.quota or preset.default_quota,
                     "order": i,
                 },
             )
+            # A task loaded before the preset carried these texts gets them; one a researcher
+            # filled in keeps theirs.
+            blank = {field: value for field, value in texts.items() if value and not getattr(row, field)}
+            if not created and blank:
+                Task.objects.filter(pk=row.pk).update(**blank)
         for j, child in enumerate(spec.children):
             add(child, category, j)
 

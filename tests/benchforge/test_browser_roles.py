@@ -40,7 +40,8 @@ def test_annotators_and_reviewers_see_their_benchmark_but_cannot_manage(login_as
     # A click starts a navigation without waiting for the new page: expect() waits for it.
     expect(page.locator("#stage-counts tr[data-task]")).to_have_count(13)
     assert page.locator("nav >> text=Settings").count() == 0
-    page.click("nav >> text=Taxonomy")
+    page.click(".pipeline >> text=Collect")  # the taxonomy is one of the Collect stage's pages
+    page.click(".stagebar >> text=Taxonomy")
     assert page.locator("#preset-form").count() == 0 and page.locator("a.task-edit").count() == 0
     assert page.goto("/benchmarks/new/").status == 403
     assert page.goto("/b/private/").status == 404
@@ -54,7 +55,8 @@ def test_researcher_creates_a_benchmark_from_a_preset_and_edits_a_task(login_as,
     page.select_option("select[name=preset]", "touchstone")
     page.click("main button[type=submit]")
     expect(page.locator("#stage-counts tr[data-task]")).to_have_count(27)
-    page.click("nav >> text=Taxonomy")
+    page.click(".pipeline >> text=Collect")
+    page.click(".stagebar >> text=Taxonomy")
     page.click("#task-email-writing a.task-edit")
     page.fill("input[name=quota]", "55")
     page.click("main button[type=submit]")

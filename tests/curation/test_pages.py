@@ -57,10 +57,10 @@ def test_researcher_only_pages(client_for, annotator, reviewer, researcher, benc
 
 
 def test_nav_links_follow_the_role(client_for, annotator, researcher, benchmark):
-    nav = re.search(r'<nav class="mainnav">(.*?)</nav>', html(client_for(annotator).get(GRID)), re.S)[1]
+    nav = re.search(r'<header class="site-header".*?</header>', html(client_for(annotator).get(GRID)), re.S)[0]
     assert 'href="/b/demo/images/"' in nav and 'href="/b/demo/images/upload/"' in nav
     assert "/known-sets/" not in nav and "/settings/" not in nav
-    nav = re.search(r'<nav class="mainnav">(.*?)</nav>', html(client_for(researcher).get(GRID)), re.S)[1]
+    nav = re.search(r'<header class="site-header".*?</header>', html(client_for(researcher).get(GRID)), re.S)[0]
     assert "/known-sets/" in nav and "/b/demo/settings/" in nav
 
 

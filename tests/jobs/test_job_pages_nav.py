@@ -30,9 +30,9 @@ def test_job_pages_are_titled_with_the_kind_and_keep_the_benchmark_navigation(cl
     assert "<th>Items</th><td>3</td>" in html
     assert "<th>Files in no task folder</th><td>2</td>" in html and "files_in_no_task_folder" not in html
     assert "<th>Rewrite</th><td>kept: 5, too short: 1</td>" in html
-    assert 'href="/b/demo/items/"' in html  # the benchmark's navigation
+    assert 'href="/b/demo/"' in html and 'data-stage="author"' in html  # the benchmark's navigation
     listing = client_for(people["annotator"]).get("/jobs/?benchmark=demo").content.decode()
-    assert f"Zip import #{job.pk}" in listing and 'href="/b/demo/items/"' in listing
+    assert f"Zip import #{job.pk}" in listing and 'data-stage="author"' in listing
 
 
 def test_job_pages_show_no_navigation_of_a_benchmark_the_user_is_not_in(client_for, people, benchmark):
@@ -42,11 +42,11 @@ def test_job_pages_show_no_navigation_of_a_benchmark_the_user_is_not_in(client_f
 
 def test_known_set_pages_keep_the_navigation_of_the_benchmark_they_were_opened_from(client_for, people, benchmark):
     client = client_for(people["researcher"])
-    dashboard = client.get("/b/demo/").content.decode()
-    assert 'href="/known-sets/?from=demo"' in dashboard
+    collect = client.get("/b/demo/images/").content.decode()  # a page of the Collect stage lists its pages
+    assert 'href="/known-sets/?from=demo"' in collect
     page = client.get("/known-sets/?from=demo").content.decode()
-    assert 'href="/b/demo/items/"' in page and 'name="from" value="demo"' in page
-    assert 'href="/b/demo/items/"' not in client.get("/known-sets/?from=nope").content.decode()
+    assert 'data-stage="author"' in page and 'name="from" value="demo"' in page
+    assert 'data-stage="author"' not in client.get("/known-sets/?from=nope").content.decode()
     known = import_known_set(name="prior", rows=[{"md5": "0" * 32, "phash": None}], user=people["researcher"]).known_set
     deleted = client.post(f"/known-sets/{known.pk}/delete/", {"from": "demo"})
     assert deleted["Location"] == "/known-sets/?from=demo"

@@ -54,7 +54,7 @@
     tiles().forEach((t) => {
       const picked = selection.has(t.dataset.id);
       t.setAttribute("aria-selected", picked ? "true" : "false");
-      t.querySelector(".pick").checked = picked;
+      t.querySelector(".pick").classList.toggle("checked", picked);
     });
     document.getElementById("selection-count").textContent = selection.size
       ? selection.size + " selected: actions apply to all of them."

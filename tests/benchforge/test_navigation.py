@@ -1,0 +1,141 @@
+"""The navigation inside a benchmark: the pipeline's stages in order, each with what waits there
+for the person looking (role-aware, an annotator's queue first), counted in one query; the
+current stage's pages; global places apart; a stage is one entry of benchforge.navigation.STAGES."""
+
+import io
+import re
+from dataclasses import replace
+
+import pytest
+from django.core.management import call_command
+from django.test import RequestFactory
+from django.urls import resolve
+
+from annotation.models import Assignment, Item
+from benchforge import navigation
+from benchforge.roles import user_role
+from curation.models import Benchmark, Image
+from demo.management.commands.seed_demo import DEMO_SLUG
+from qc.models import QCItem
+from review.models import Review
+from rewrite.selectors import seeds_to_verify
+from tests.factories import make_image
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo(settings, fresh_image_indexes):
+    settings.DEBUG = True  # the demo only seeds in development
+    call_command("seed_demo", stdout=io.StringIO())
+    settings.DEBUG = False
+    from django.contrib.auth import get_user_model
+
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=["researcher", "reviewer", "annotator"])}
+    return Benchmark.objects.get(slug=DEMO_SLUG), users
+
+
+def nav_for(user, benchmark, path=None):
+    path = path or f"/b/{benchmark.slug}/"
+    request = RequestFactory().get(path)
+    request.user = user
+    request.resolver_match = resolve(path)
+    return navigation.benchmark_navigation(request, benchmark)
+
+
+def counts(nav) -> dict:
+    return {s["key"]: s["waiting"] for s in nav["stages"]}
+
+
+def test_each_role_sees_its_stages_in_pipeline_order_with_what_waits_for_it(demo, django_assert_num_queries):
+    benchmark, users = demo
+    pending_images = Image.objects.filter(benchmark=benchmark, status="pending").count()
+    answered = Item.objects.filter(benchmark=benchmark, status="answered").count()
+    flagged = QCItem.objects.filter(run__benchmark=benchmark, flagged=True, done=True, decision="").count()
+    ready = Item.objects.filter(benchmark=benchmark, status__in=["accepted", "rewritten", "qc_passed"]).count()
+    assert min(pending_images, answered, flagged, ready) > 0  # the demo has work waiting at every stage
+
+    user_role(users["researcher"])  # a request's user comes with its role (benchforge.roles.RoleModelBackend)
+    with django_assert_num_queries(1):  # every stage counted in one query
+        researcher = nav_for(users["researcher"], benchmark)
+    assert [s["key"] for s in researcher["stages"]] == ["collect", "author", "review", "rewrite", "qc", "release"]
+    assert counts(researcher) == {
+        "collect": pending_images,
+        "author": Assignment.objects.filter(assignee=users["researcher"], status="open").count(),
+        "review": answered,  # items waiting for a round (the researcher has no reviews to give)
+        "rewrite": seeds_to_verify(benchmark, users["researcher"]).count(),
+        "qc": flagged,
+        "release": ready,
+    }
+    assert researcher["stages"][3]["waiting"] > 0 and researcher["stages"][4]["waiting_text"].endswith("wait for a decision")
+
+    reviewer = nav_for(users["reviewer"], benchmark)
+    assert [s["key"] for s in reviewer["stages"]] == ["collect", "author", "review", "rewrite", "release"]
+    waiting = Review.objects.filter(reviewer=users["reviewer"], verdict="", round__status="open").count()
+    assert counts(reviewer)["review"] == waiting == 1 and counts(reviewer)["release"] is None
+    assert reviewer["stages"][2]["url"] == f"/b/{DEMO_SLUG}/review/queue/"  # their reviews, not the rounds
+
+    annotator = nav_for(users["annotator"], benchmark)
+    assert [s["key"] for s in annotator["stages"]] == ["collect", "author", "release"]
+    queue = Assignment.objects.filter(assignee=users["annotator"], benchmark=benchmark, status="open").count()
+    author = annotator["stages"][1]
+    assert author["waiting"] == queue > 0 and author["url"] == f"/b/{DEMO_SLUG}/queue/"  # their queue is where Author leads
+    assert annotator["work"][0]["key"] == "author"  # and what waits for them starts with it
+    assert [link["label"] for link in author["links"]] == ["Items", "My queue", "New item"]  # no researcher pages
+
+
+def test_the_header_marks_the_current_stage_lists_its_pages_and_keeps_global_places_apart(demo, client_for):
+    benchmark, users = demo
+    page = client_for(users["annotator"]).get(f"/b/{DEMO_SLUG}/images/").content.decode()
+    header = re.search(r'<header class="site-header".*?</header>', page, re.S)[0]
+    stages = re.search(r'<nav class="pipeline" aria-label="Pipeline">(.*?)</nav>', header, re.S)[1]
+    assert re.findall(r'data-stage="(\w+)"', stages) == ["collect", "author", "release"]
+    assert re.search(r'class="stage" data-stage="collect" aria-current="true">Collect<span class="count"', stages)
+    assert "images wait for screening" in stages  # the count says what it counts, to screen readers too
+    pages = re.search(r'<nav class="stagebar" aria-label="Collect pages">(.*?)</nav>', header, re.S)[1]
+    assert 'href="/b/alignmmbench-demo/images/" aria-current="page">Images' in pages and "Known sets" not in pages
+    places = re.search(r'<nav class="places" aria-label="Places">(.*?)</nav>', header, re.S)[1]
+    assert ">Benchmarks<" in places and ">API docs<" in places and "Locked logins" not in places
+    assert 'aria-controls="site-menu bench-menu"' in header and 'aria-expanded="false"' in header
+
+    dashboard = client_for(users["annotator"]).get(f"/b/{DEMO_SLUG}/").content.decode()
+    work = re.search(r'<section class="card your-work".*?</section>', dashboard, re.S)[0]
+    assert re.findall(r'<li><a href="[^"]+">(\w+)</a>', work)[0] == "Author"  # their queue first
+
+
+def test_adding_a_stage_is_one_entry(demo, monkeypatch):
+    benchmark, users = demo
+    extra = navigation.Stage(
+        "human-eval",
+        "Human evaluation",
+        links=(navigation.Link("Studies", "release-list"),),
+        waiting="tests.benchforge.test_navigation.everything_released",
+        waiting_text=("%(n)s rating waits", "%(n)s ratings wait"),
+        pages=("human-eval-",),
+    )
+    monkeypatch.setattr(navigation, "STAGES", (*navigation.STAGES, extra))
+    nav = nav_for(users["annotator"], benchmark)
+    assert nav["stages"][-1]["label"] == "Human evaluation"
+    assert nav["stages"][-1]["waiting"] == Item.objects.filter(benchmark=benchmark).count()
+    assert nav["stages"][-1]["waiting_text"].endswith("ratings wait")
+    # A role that may not see a stage never gets it, nor its count.
+    monkeypatch.setattr(navigation, "STAGES", (replace(extra, role="researcher"),))
+    assert nav_for(users["reviewer"], benchmark)["stages"] == []
+
+
+def everything_released(user, benchmark):
+    return Item.objects.filter(benchmark=benchmark)
+
+
+def test_the_counts_do_not_grow_with_the_benchmark(demo, client_for, django_assert_max_num_queries):
+    """Every page shows the counts: they cost one query whatever the numbers (and page costs
+    elsewhere stay constant: tests/benchforge/test_page_costs.py)."""
+    benchmark, users = demo
+    client = client_for(users["researcher"])
+    client.get(f"/b/{DEMO_SLUG}/releases/")
+    with django_assert_max_num_queries(50) as before:
+        client.get(f"/b/{DEMO_SLUG}/releases/")
+    for _ in range(30):
+        make_image(benchmark, status="pending")
+    with django_assert_max_num_queries(len(before.captured_queries)):
+        client.get(f"/b/{DEMO_SLUG}/releases/")

@@ -1,0 +1,193 @@
+"""The demo in headless Chromium at 1280x800 and 390x844, as each role: every page (each kind of
+page the header and the pages link to) answers, is no wider than the screen and has no serious
+or critical axe-core violation; the header fits one row per level at 1280 px; every navigation
+target is visible (behind the menu button on a phone) and opens; the menu works by keyboard."""
+
+import io
+import re
+from urllib.parse import urlsplit
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from django.core.management import call_command
+from django.urls import Resolver404, resolve
+from playwright.sync_api import expect
+
+from demo.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORDS = {name: password for name, _, password in DEMO_USERS}
+VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+# Pages of each kind visited: enough to meet the different states of a kind (items at each stage).
+PER_KIND = {"desktop": 2, "phone": 1}
+# Not pages: downloads, fragments htmx loads into a page, media, the admin and the API (its docs
+# are vendor UIs, checked by tests/demo/test_browser_walk.py), logging out.
+NOT_PAGES = re.compile(
+    r"^/(accounts/logout|admin/|api/|media/|static/)|/download/|\.(svg|csv|tsv|jsonl|json)$"
+    r"|/progress/$|/image-chip/|/image-picker/|/feedback/$|/rewrites/$"
+)
+SERIOUS = ("serious", "critical")
+
+
+@pytest.fixture
+def demo(settings, fresh_image_indexes):
+    settings.DEBUG = True  # the demo only seeds in development
+    call_command("seed_demo", stdout=io.StringIO())
+    settings.DEBUG = False
+    from django.contrib.auth import get_user_model
+
+    return {u.username: u for u in get_user_model().objects.filter(username__in=PASSWORDS)}
+
+
+def open_page(browser, live_server, viewport, user):
+    context = browser.new_context(base_url=live_server.url, viewport=viewport)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.problems = []
+    page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: page.problems.append(str(exc)))
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", PASSWORDS[user.username])
+    page.click("main button[type=submit]")
+    page.wait_for_load_state()
+    return page
+
+
+def kind_of(path: str) -> str | None:
+    try:
+        return resolve(path).url_name
+    except Resolver404:
+        return None
+
+
+def links_on(page) -> list[str]:
+    hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+    return [h for h in hrefs if h.startswith("/") and not h.startswith("//") and not NOT_PAGES.search(urlsplit(h).path)]
+
+
+def crawl(page, width: int, per_kind: int, axe: Axe) -> tuple[list[str], list[str]]:
+    """Visit the demo from the benchmark list: (pages visited, problems found)."""
+    todo, seen, kinds, visited, problems = ["/", f"/b/{DEMO_SLUG}/"], set(), {}, [], []
+    while todo:
+        url = todo.pop(0)
+        path = urlsplit(url).path
+        kind = kind_of(path)
+        if url in seen or kind is None or kinds.get(kind, 0) >= per_kind:
+            continue
+        seen.add(url)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        response = page.goto(url)
+        visited.append(url)
+        if response.status >= 400:
+            problems.append(f"{url}: {response.status}")
+            continue
+        if "text/html" not in response.headers.get("content-type", ""):
+            continue
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        if wide > width:
+            problems.append(f"{url}: {wide} px wide on a {width} px screen")
+        for violation in axe.run(page).response["violations"]:
+            if violation["impact"] in SERIOUS:
+                node = violation["nodes"][0]
+                problems.append(f"{url}: axe {violation['id']} ({violation['impact']}) at {node['target']}: {node['html'][:120]}")
+        todo += links_on(page)
+    return visited, problems
+
+
+def header_targets(page) -> list[str]:
+    return page.eval_on_selector_all("header a[href]:not(.skip-link)", "els => els.map(e => e.getAttribute('href'))")
+
+
+def check_navigation(page, name: str, width: int) -> list[str]:
+    """On the dashboard and on the first page of each stage: every header link can be seen (after
+    the menu button on a phone), lies within the screen and opens a page; at 1280 px each level
+    of the header is one row."""
+    problems = []
+    page.goto(f"/b/{DEMO_SLUG}/")
+    stage_urls = page.eval_on_selector_all(".pipeline a", "els => els.map(e => e.getAttribute('href'))")
+    targets = set()
+    for url in [f"/b/{DEMO_SLUG}/", *stage_urls]:
+        page.goto(url)
+        if name == "phone":
+            expect(page.locator(".pipeline")).to_be_hidden()  # folded away until asked for
+            page.locator("#menu-toggle").click()
+            expect(page.locator("#menu-toggle")).to_have_attribute("aria-expanded", "true")
+        else:
+            expect(page.locator("#menu-toggle")).to_be_hidden()
+            rows = page.evaluate(
+                """() => ['.topbar', '.benchbar', '.stagebar'].map(s => document.querySelector(s))
+                     .filter(Boolean).map(el => [el.className, Math.round(el.getBoundingClientRect().height)])"""
+            )
+            problems += [f"{url}: the header's {cls} wraps ({height} px high)" for cls, height in rows if height > 52]
+        for link in page.locator("header a[href]:not(.skip-link)").all():
+            box = link.bounding_box()
+            if not link.is_visible() or box is None or box["x"] < 0 or box["x"] + box["width"] > width + 1:
+                problems.append(f"{url}: header link {link.get_attribute('href')} is not within reach")
+        targets.update(header_targets(page))
+    for target in sorted(targets):
+        response = page.goto(target)
+        if response.status >= 400:
+            problems.append(f"header link {target}: {response.status}")
+    return problems
+
+
+@pytest.mark.parametrize("role", ["researcher", "reviewer", "annotator"])
+def test_every_demo_page_fits_both_screens_passes_axe_and_every_navigation_target_is_reachable(browser, live_server, demo, role):
+    axe = Axe()
+    for name, viewport in VIEWPORTS.items():
+        page = open_page(browser, live_server, viewport, demo[role])
+        visited, problems = crawl(page, viewport["width"], PER_KIND[name], axe)
+        problems += check_navigation(page, name, viewport["width"])
+        problems += page.problems
+        page.context.close()
+        assert len(visited) > (15 if role == "annotator" else 25), visited  # the whole demo, not one page
+        assert problems == [], f"{role} at {name}:\n" + "\n".join(problems)
+
+
+def test_the_menu_opens_and_closes_from_the_keyboard_on_a_phone(browser, live_server, demo):
+    page = open_page(browser, live_server, VIEWPORTS["phone"], demo["annotator"])
+    page.goto(f"/b/{DEMO_SLUG}/")
+    page.keyboard.press("Tab")
+    expect(page.locator(".skip-link")).to_be_focused()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    toggle = page.locator("#menu-toggle")
+    expect(toggle).to_be_focused()
+    expect(page.locator(".places")).to_be_hidden()
+    page.keyboard.press("Enter")
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    page.keyboard.press("Tab")
+    expect(page.locator(".places a").first).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(toggle).to_be_focused()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(page.locator(".pipeline")).to_be_hidden()
+    # The annotator's work starts from their queue: the Author stage leads there.
+    toggle.click()
+    page.locator(".pipeline a[data-stage=author]").click()
+    page.wait_for_url(f"**/b/{DEMO_SLUG}/queue/")
+    assert page.problems == []
+    page.context.close()
+
+
+def test_chinese_text_is_drawn_with_a_cjk_font(browser, live_server, demo):
+    """The demo's default rewrite template is Chinese: the browser must draw it with a font that
+    has the characters (CI installs Debian's fonts-noto-cjk; the pages name common CJK fonts)."""
+    page = open_page(browser, live_server, VIEWPORTS["desktop"], demo["researcher"])
+    page.goto(f"/b/{DEMO_SLUG}/rewrite/templates/")
+    marked = page.evaluate(
+        """() => { const all = Array.from(document.querySelectorAll('main *')).filter(el =>
+               el.children.length === 0 && /[\\u4e00-\\u9fff]/.test(el.textContent));
+             if (all.length) all[0].setAttribute('data-cjk-probe', ''); return all.length; }"""
+    )
+    assert marked, "no Chinese text on the page"
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "[data-cjk-probe]"})["nodeId"]
+    fonts = [f["familyName"] for f in cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]]
+    assert any(re.search(r"CJK|Han Sans|Hei|PingFang|YaHei|WenQuanYi|Droid Sans Fallback", f) for f in fonts), fonts
+    page.context.close()
