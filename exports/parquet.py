@@ -62,8 +62,8 @@ def _record(row: dict, image_bytes: Callable[[str], bytes]) -> dict:
 # A row group is written once it holds this many image bytes or rows: what the export holds in
 # memory at a time, whatever the release's size (group boundaries depend on the rows only, so
 # the same release gives the same bytes).
-GROUP_BYTES = 64 << 20
-GROUP_ROWS = 2000
+GROUP_BYTES = 16 << 20
+GROUP_ROWS = 1000
 
 
 class _SplitWriter:
