@@ -110,5 +110,7 @@ def test_a_killed_worker_resumes_without_asking_an_answered_call_again(llm_worke
     asked_twice = {f"c{int(prompt.split()[1].rstrip(':')):04d}" for prompt in repeated}
     assert not asked_twice & answered_before  # no recorded call was asked again
     # The only calls asked twice were in flight when the worker died: their replies went with it.
-    assert len(repeated) <= 4 and all(killed_at - 1.0 <= times[0] <= killed_at for times in repeated.values())
+    # (No lower bound on when they were first asked: on a loaded machine a call can wait seconds
+    # for its reply, and the answered-before check above already proves nothing recorded was re-sent.)
+    assert len(repeated) <= 4 and all(times[0] <= killed_at for times in repeated.values())
     assert len(fake_llm.requests("m")) == 160 + len(repeated) and fake_llm.max_in_flight("m") <= 4
