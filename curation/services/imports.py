@@ -23,8 +23,10 @@ _JUNK_NAMES = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 
 
 # Files decoded together and written in one transaction with their entries (a killed worker
-# leaves neither, and the batch is redone on resume).
+# leaves neither, and the batch is redone on resume): this many, or fewer when their bytes reach
+# INGEST_BATCH_BYTES (two batches are in memory at once: one decoding, one being written).
 INGEST_BATCH = 32
+INGEST_BATCH_BYTES = 4 << 20
 
 
 @dataclass
@@ -47,11 +49,13 @@ def _ingest_units(run, units) -> None:
 
     def batches():
         chunk: list[_Unit] = []
+        size = 0
         for unit in units:
             chunk.append(unit)
-            if len(chunk) >= INGEST_BATCH:
+            size += unit.file.size
+            if len(chunk) >= INGEST_BATCH or size >= INGEST_BATCH_BYTES:
                 yield [u.file for u in chunk], chunk
-                chunk = []
+                chunk, size = [], 0
         if chunk:
             yield [u.file for u in chunk], chunk
 
@@ -203,6 +207,7 @@ def run_zip_import(run):
 
                 file = IngestFile(
                     load,
+                    size=member.file_size,
                     original_name=PurePosixPath(member.filename).name,
                     tasks=tasks + _task_from_folder(member.filename, by_slug),
                     **common,
@@ -236,7 +241,9 @@ def run_folder_import(run):
                     raise DomainError(f"File is larger than {settings.BENCHFORGE_MAX_UPLOAD_BYTES / 1e6:.0f} MB.")
                 return path.read_bytes()
 
-            file = IngestFile(load, original_name=path.name, tasks=tasks + _task_from_folder(key, by_slug), **common)
+            file = IngestFile(
+                load, size=path.stat().st_size, original_name=path.name, tasks=tasks + _task_from_folder(key, by_slug), **common
+            )
             yield _Unit(key, file, _folder_warning(_unmatched_folder(key, by_slug), by_slug))
 
     _ingest_units(run, units())

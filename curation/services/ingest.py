@@ -200,6 +200,7 @@ class IngestFile:
     download) and may raise DomainError; the rest is what ingest_image takes."""
 
     load: Callable[[], bytes]
+    size: int = 0  # expected bytes, when known: how batches are kept small in memory
     original_name: str = ""
     source: str = ""
     license: str = ""
