@@ -63,6 +63,8 @@ def _ingest_units(run, units) -> None:
         rows = []
         for unit, outcome in zip(chunk, outcomes):
             note = f" Warning: {unit.warning}" if unit.warning else ""
+            if outcome is None:
+                continue
             if isinstance(outcome, IngestOutcome):
                 rows.append((unit.key, "ok" if outcome.created else "skipped", outcome.message + note, outcome.as_dict()))
             else:

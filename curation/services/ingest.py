@@ -268,22 +268,28 @@ class Ingester:
 
     def store(self, ticket: list, record: Callable[[list[Outcome]], None] | None = None) -> list[Outcome]:
         """Write a submitted batch; returns one outcome per file, in order (an IngestOutcome, or the
-        ImageRejected / DomainError that refused it). `record(outcomes)` runs inside the batch's
-        transaction, so what the caller writes about the batch commits with it."""
+        ImageRejected / DomainError that refused it). `record(outcomes)` runs inside the transaction
+        that stores them, so what the caller writes about them commits with them; it gets one
+        entry per file of the batch, None for the files that transaction did not settle."""
         files = [file for file, _ in ticket]
         prepared = [future.result() for _, future in ticket]
         try:
             return self._store(files, prepared, record)
         except IntegrityError:
             # Another process stored some of these bytes meanwhile: one at a time, each settles its race.
-            outcomes = []
-            for file, ready in zip(files, prepared):
-                with transaction.atomic():
-                    outcome = ready.error or self._one(file, ready.data)
-                    if record is not None:
-                        record([outcome])
-                outcomes.append(outcome)
-            return outcomes
+            return self.store_one_by_one(ticket, record)
+
+    def store_one_by_one(self, ticket: list, record=None) -> list[Outcome]:
+        """`store` through ingest_image, a file at a time (each with its own transaction and
+        `record` call): what the batch must be equal to."""
+        outcomes: list = [None] * len(ticket)
+        for n, (file, future) in enumerate(ticket):
+            ready = future.result()
+            with transaction.atomic():
+                outcomes[n] = ready.error if isinstance(ready.error, DomainError) else self._one(file, ready.data)
+                if record is not None:
+                    record([outcome if m == n else None for m, outcome in enumerate(outcomes)])
+        return outcomes
 
     def _one(self, file: IngestFile, data: bytes) -> Outcome:
         try:
