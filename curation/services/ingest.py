@@ -213,7 +213,7 @@ Outcome = IngestOutcome | ImageRejected | DomainError
 def ingest_threads() -> int:
     """Threads that decode and hash (Pillow, numpy and hashlib release the GIL, so they use every
     core): BENCHFORGE_INGEST_THREADS, by default one per core."""
-    return max(1, int(getattr(settings, "BENCHFORGE_INGEST_THREADS", 0) or os.cpu_count() or 1))
+    return max(1, settings.BENCHFORGE_INGEST_THREADS or len(os.sched_getaffinity(0)) or 1)
 
 
 @dataclass
