@@ -1,13 +1,22 @@
-"""Image ingest performance: our hashing vs imagehash, pHash agreement.
+"""Image ingest performance: our hashing vs imagehash, pHash agreement, and imports against the
+time their hashing alone takes.
 
-Run: .venv/bin/python bench/ingest.py [--images N]
+Run: .venv/bin/python bench/ingest.py [--images N] [--tsv-rows 10000] [--folder-images 2000]
+     [--one-by-one] [--no-imports]
 
 Prints, in one run:
   * images/s of curation.imaging.analyse_image (MD5 + SHA-256 + pHash + dHash + validation,
     one reduced JPEG decode) vs imagehash.phash on a full decode, per size (target >= 3x);
     the same with a 256 px thumbnail made from the same decode, as ingest does;
   * share of pHashes identical to imagehash's (target >= 90%) and the maximum distance
-    (target <= 4).
+    (target <= 4);
+  * imports on the embedded runtime (SQLite and media in a temporary folder, the job run here):
+    an MMBench TSV of --tsv-rows rows (small JPEGs, every fifth row sharing the image of the row
+    before, circular copies) and a folder of --folder-images photo-like JPEGs: rows (or images)
+    per second, beside the time the hashing alone takes on the same images with the same
+    threads (decode + MD5 + SHA-256 + pHash + dHash + thumbnail, as ingest does). Targets: the
+    import within 1.3x of its hashing alone; the TSV at 300 rows/s or more. --one-by-one also
+    times the same imports storing one image at a time (what imports did before issue 24).
 Near-duplicate search is measured by bench/neardup.py.
 
 Timing on a shared machine: the hashers take turns on every image (so load from other
@@ -19,10 +28,14 @@ times are printed next to them.
 from __future__ import annotations
 
 import argparse
+import base64
+import csv
 import io
 import os
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -106,14 +119,127 @@ def bench_hashing(count: int, passes: int, rng: np.random.Generator) -> bool:
     return ok
 
 
+def embedded_runtime(var: Path) -> None:
+    os.environ.update(BENCHFORGE_VAR_DIR=str(var), MEDIA_ROOT=str(var / "media"), DJANGO_SETTINGS_MODULE="benchforge.settings")
+    for name in ("DATABASE_URL", "CELERY_BROKER_URL"):
+        os.environ.pop(name, None)
+    os.environ["BENCHFORGE_JOB_RUNNER"] = "inline"
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    settings.DEBUG = False  # DEBUG keeps every SQL statement
+    call_command("migrate", verbosity=0)
+
+
+def hashing_alone(images: list[bytes]) -> float:
+    """Wall seconds to analyse every image as ingest does, on the threads imports use."""
+    from curation.services.ingest import THUMBNAIL_PX, ingest_threads
+
+    with ThreadPoolExecutor(ingest_threads()) as pool:
+        started = time.perf_counter()
+        list(pool.map(lambda data: _analyse_or_none(data, THUMBNAIL_PX), images))
+        return time.perf_counter() - started
+
+
+def _analyse_or_none(data: bytes, thumbnail: int):
+    try:
+        return analyse_image(data, thumbnail_size=thumbnail)
+    except ValueError:
+        return None
+
+
+def bench_imports(args, var: Path) -> bool:
+    from django.contrib.auth import get_user_model
+
+    from bench.qc import write_tsv
+    from benchforge.roles import RESEARCHER, set_role
+    from curation import services as curation
+    from curation.services import ingest as ingesting
+    from curation.services.ingest import ingest_threads
+    from jobs.services import run_now
+    from qc.services import import_path
+
+    lead = get_user_model().objects.create_user("bench-lead", password="x" * 16)
+    set_role(lead, RESEARCHER)
+    ok = True
+    tsv = var / "bench.tsv"
+    write_tsv(tsv, args.tsv_rows)
+    images = [base64.b64decode(v) for v in _tsv_images(tsv)]
+    folder = var / "photos"
+    folder.mkdir()
+    rng = np.random.default_rng(11)
+    for n in range(args.folder_images):
+        (folder / f"photo-{n:05d}.jpg").write_bytes(photo_like_jpeg(rng, (800, 600)))
+    photos = [p.read_bytes() for p in sorted(folder.iterdir())]
+    ways = ["batched"] + (["one by one"] if args.one_by_one else [])
+    print(f"imports on the embedded runtime, {ingest_threads()} threads (load {os.getloadavg()[0]:.1f}):")
+    for way in ways:
+        if way == "one by one":
+            ingesting.Ingester.store = ingesting.Ingester.store_one_by_one
+        benchmark = curation.create_benchmark(name=f"TSV {way}", user=lead)
+        hashing = hashing_alone(images)
+        started = time.perf_counter()
+        job = import_path(benchmark, tsv, user=lead)
+        took = time.perf_counter() - started
+        assert job.status == "succeeded", job.message
+        rate, ratio = args.tsv_rows / took, took / hashing
+        print(
+            f"  MMBench TSV, {args.tsv_rows:,} rows ({len(images):,} images, {tsv.stat().st_size / 1e6:.1f} MB), {way}: "
+            f"{took:6.1f} s = {rate:5.0f} rows/s; hashing alone {hashing:5.1f} s; import / hashing {ratio:.2f}x "
+            f"(targets >= 300 rows/s, <= 1.3x; {job.result['imported']:,} items, {job.result['images']:,} images)",
+            flush=True,
+        )
+        if way == "batched":
+            ok &= rate >= 300 and ratio <= 1.3
+        benchmark = curation.create_benchmark(name=f"Folder {way}", user=lead)
+        hashing = hashing_alone(photos)
+        started = time.perf_counter()
+        job = run_now(curation.create_import_job("ingest_folder", benchmark, user=lead, path=str(folder)))
+        took = time.perf_counter() - started
+        assert job.status == "succeeded", job.message
+        ratio = took / hashing
+        print(
+            f"  folder of {len(photos):,} photo-like 800x600 JPEGs, {way}: {took:6.1f} s = {len(photos) / took:5.0f} images/s; "
+            f"hashing alone {hashing:5.1f} s; import / hashing {ratio:.2f}x (target <= 1.3x; added {job.result['added']:,})",
+            flush=True,
+        )
+        if way == "batched":
+            ok &= ratio <= 1.3
+    return ok
+
+
+def _tsv_images(path: Path):
+    with path.open(newline="") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        header = next(reader)
+        column = header.index("image")
+        for fields in reader:
+            if len(fields[column]) > 16:  # base64, not a shared-image index
+                yield fields[column]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=60, help="JPEGs per size (default 60)")
     parser.add_argument("--passes", type=int, default=3, help="timing passes, the best counts (default 3)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--tsv-rows", type=int, default=10_000)
+    parser.add_argument("--folder-images", type=int, default=2000)
+    parser.add_argument("--one-by-one", action="store_true", help="also time storing one image at a time")
+    parser.add_argument("--no-imports", action="store_true")
+    parser.add_argument("--no-hashing", action="store_true")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    ok = bench_hashing(args.images, args.passes, rng)
+    ok = True
+    if not args.no_hashing:
+        ok &= bench_hashing(args.images, args.passes, rng)
+    if not args.no_imports:
+        with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+            embedded_runtime(Path(tmp) / "var")
+            ok &= bench_imports(args, Path(tmp))
     print("all targets met" if ok else "SOME TARGETS MISSED")
     return 0 if ok else 1
 

@@ -224,6 +224,7 @@ class _Prepared:
     data: bytes = b""
     analysis: ImageAnalysis | None = None
     error: ImageRejected | DomainError | None = None
+    written: tuple[str, ...] = ()  # content-addressed files this thread wrote (the rest existed)
 
 
 class Ingester:
@@ -258,9 +259,13 @@ class Ingester:
             return _Prepared(error=exc)
         prepared = _Prepared(md5=hashlib.md5(data).hexdigest(), data=data)
         try:
-            prepared.analysis = analyse_image(data, limits=self.limits, thumbnail_size=THUMBNAIL_PX)
+            analysis = prepared.analysis = analyse_image(data, limits=self.limits, thumbnail_size=THUMBNAIL_PX)
         except ImageRejected as exc:
             prepared.error = exc
+            return prepared
+        # The files too, here in the thread (storage is I/O): a file no row ends up using is removed by store().
+        names = (_content_name("images", analysis.sha256, analysis.extension), _content_name("thumbs", analysis.sha256, "jpg"))
+        prepared.written = tuple(name for name, content in zip(names, (data, analysis.thumbnail)) if _store(name, content))
         return prepared
 
     def submit(self, files: Sequence[IngestFile]) -> list:
@@ -289,6 +294,10 @@ class Ingester:
                 outcomes[n] = ready.error if isinstance(ready.error, DomainError) else self._one(file, ready.data)
                 if record is not None:
                     record([outcome if m == n else None for m, outcome in enumerate(outcomes)])
+        for _, future in ticket:  # files the threads wrote that no image uses after all
+            ready = future.result()
+            if ready.written:
+                _remove_if_unreferenced(list(ready.written), ready.analysis.sha256)
         return outcomes
 
     def _one(self, file: IngestFile, data: bytes) -> Outcome:
@@ -310,7 +319,7 @@ class Ingester:
     def _store(self, files, prepared: list[_Prepared], record) -> list[Outcome]:
         outcomes: list = [None] * len(files)
         md5s = {p.md5 for p in prepared if p.md5}
-        written: list[tuple[str, str]] = []
+        written = [(name, p.analysis.sha256) for p in prepared if p.analysis is not None for name in p.written]
         try:
             with transaction.atomic():
                 existing = {image.md5: image for image in Image.objects.filter(benchmark=self.benchmark, md5__in=md5s)}
@@ -331,7 +340,7 @@ class Ingester:
                     elif ready.error is not None:
                         outcomes[n] = ready.error
                     else:
-                        fresh[ready.md5] = (n, self._new_image(file, ready, tasks, written))
+                        fresh[ready.md5] = (n, self._new_image(file, ready, tasks))
                 images = [image for _, image in fresh.values()]
                 Image.objects.bulk_create(images)
                 links = [
@@ -353,15 +362,16 @@ class Ingester:
             for name, sha256 in written:
                 _remove_if_unreferenced([name], sha256)
             raise
+        kept = {image.sha256 for _, image in fresh.values()}
+        for name, sha256 in written:  # written for a file that became no image (its tasks were refused)
+            if sha256 not in kept:
+                _remove_if_unreferenced([name], sha256)
         return outcomes
 
-    def _new_image(self, file: IngestFile, ready: _Prepared, tasks, written: list) -> Image:
+    def _new_image(self, file: IngestFile, ready: _Prepared, tasks) -> Image:
         analysis = ready.analysis
         file_name = _content_name("images", analysis.sha256, analysis.extension)
         thumb_name = _content_name("thumbs", analysis.sha256, "jpg")
-        for name, content in ((file_name, ready.data), (thumb_name, analysis.thumbnail)):
-            if _store(name, content):
-                written.append((name, analysis.sha256))
         image = Image(
             benchmark=self.benchmark,
             file=file_name,

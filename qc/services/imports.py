@@ -230,14 +230,16 @@ class _RowsWithImages:
         self.files: list[IngestFile] = []
         self.flight: tuple | None = None  # (ticket, rows) submitted, not stored yet
 
-    def add(self, line: int, index: int, row: dict, task: Task, *, images=(), ids=None) -> None:
+    def add(self, line: int, index: int, row: dict, task: Task, *, images=(), shares=()) -> None:
+        """Queue a row: with its own decoded `images`, or `shares` (the indexes of earlier rows
+        whose images it uses; settled when it comes up, after those rows)."""
         files = [
             IngestFile(
                 lambda data=data: data, size=len(data), original_name=f"{self.name}#{index}", source=self.name, tasks=[task]
             )
             for data in images
         ]
-        self.open.append((line, index, row, task, ids, files))
+        self.open.append((line, index, row, task, shares, files))
         self.files += files
         if len(self.files) >= INGEST_BATCH or sum(f.size for f in self.files) >= INGEST_BATCH_BYTES:
             self._submit()
@@ -261,7 +263,7 @@ class _RowsWithImages:
 
     def _complete(self, ticket, rows) -> None:
         outcomes = iter(self.ingester.store(ticket))
-        for line, index, row, task, ids, files in rows:
+        for line, index, row, task, shares, files in rows:
             found = [next(outcomes) for _ in files]
             refused = next((o for o in found if not isinstance(o, IngestOutcome)), None)
             if refused is not None:
@@ -269,7 +271,7 @@ class _RowsWithImages:
                 self.run.record(f"line {line}", "error", f"line {line}: {problem}", {"row": True})
                 continue
             try:
-                self.finish(line, index, row, task, ids if ids is not None else [o.image.pk for o in found])
+                self.finish(line, index, row, task, shares, [o.image.pk for o in found])
             except RowProblem as exc:
                 self.run.record(f"line {line}", "error", f"line {line}: {exc}", {"row": True})
 
@@ -389,8 +391,16 @@ def _run_tsv(run: JobRun) -> dict:
         images_of[index] = image_ids
         batch.add(f"line {line}", line, spec, {"index": str(index), "split": split})
 
+    def finish_queued(line: int, index: int, row: dict, task: Task, shares: list[int], image_ids: list[int]) -> None:
+        if not shares:
+            finish_row(line, index, row, task, image_ids)
+        elif all(i in images_of for i in shares):
+            finish_row(line, index, row, task, [i for v in shares for i in images_of[v]])
+        else:  # a row it shares with was refused: said at the end, as for any row it waited for
+            waiting.append((line, row, [str(i) for i in shares], task))
+
     with Ingester(benchmark, collected_by=user, job=job) as ingester, _open(job) as (handle, size):
-        pending = _RowsWithImages(run, ingester, finish_row, name)
+        pending = _RowsWithImages(run, ingester, finish_queued, name)
         progress = _Progress(run, handle, size, name)
         text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
         reader = csv.reader(text, delimiter="\t")
@@ -457,11 +467,10 @@ def _run_tsv(run: JobRun) -> dict:
                     if not all(_is_reference(v) for v in values):
                         raise RowProblem("the image list mixes base64 images and row indexes")
                     shared = [int(v) for v in values]
-                    if pending.waits_for(shared):  # the rows it points to are still being stored
-                        pending.flush()
-                    if all(i in images_of for i in shared):
-                        ids = [i for v in shared for i in images_of[v]]
-                        pending.add(line, index, {**row, "image": ""}, task, ids=ids)
+                    # Rows it points to that are read already are done, or still being stored (then
+                    # it waits in line behind them); rows not read yet are waited for to the end.
+                    if all(i in images_of or pending.waits_for([i]) for i in shared):
+                        pending.add(line, index, {**row, "image": ""}, task, shares=shared)
                     else:
                         waiting.append((line, {**row, "image": ""}, values, task))
                     continue
