@@ -90,7 +90,8 @@ class ItemDetail(generics.GenericAPIView):
 
 
 class ItemSubmit(generics.GenericAPIView):
-    """Send a complete draft to review (draft/revision -> answered). 400 lists what is missing."""
+    """Send a complete draft to review (draft/revision -> answered). 400 lists what is missing. The
+    same submit of a `version` sent again (a retry) answers 200 with the submitted item."""
 
     serializer_class = SubmitSerializer
     permission_classes = [role_permission(ANNOTATOR)]

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from benchforge import permissions
-from benchforge.errors import DomainError, StaleVersion
+from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.models import Image
@@ -217,6 +217,12 @@ def item_submit(request, slug, item_id):
     return response
 
 
+def _cannot_start(assignment, exc: DomainError) -> str:
+    if isinstance(exc, Conflict | NotAllowed):  # moved or withdrawn meanwhile: nothing for anyone to fix
+        return exc.message
+    return f"Assignment #{assignment.pk} cannot be started: {exc.message} Ask a researcher to cancel it."
+
+
 def _start_next(request, item) -> str:
     """Where to go after submitting: the next assignment, started now (this is a POST), or the
     queue page when nothing is left or the next one cannot be started."""
@@ -228,7 +234,7 @@ def _start_next(request, item) -> str:
     try:
         started = services.start_assignment(following, user=request.user)
     except DomainError as exc:
-        messages.error(request, f"Assignment #{following.pk} cannot be started: {exc.message} Ask a researcher to cancel it.")
+        messages.error(request, _cannot_start(following, exc))
         return reverse("queue", args=[item.benchmark.slug])
     return reverse("item-edit", args=[item.benchmark.slug, started.pk])
 
@@ -370,7 +376,7 @@ def _open(request, benchmark, assignment):
     try:
         item = services.start_assignment(assignment, user=request.user)
     except DomainError as exc:
-        messages.error(request, f"Assignment #{assignment.pk} cannot be started: {exc.message} Ask a researcher to cancel it.")
+        messages.error(request, _cannot_start(assignment, exc))
         return redirect("queue", slug=benchmark.slug)
     return redirect("item-edit", slug=benchmark.slug, item_id=item.pk)
 

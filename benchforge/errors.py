@@ -30,3 +30,17 @@ class StaleVersion(DomainError):
 class NotAllowed(DomainError):
     status = 403
     code = "not_allowed"
+
+
+class Conflict(DomainError):
+    """The request clashes with what another request did first (the state it wanted to change has
+    moved on): 409, with what is there now named in the message and in `extra`."""
+
+    status = 409
+    code = "conflict"
+
+
+class AlreadyExists(Conflict):
+    """Creating something that exists: 409 naming the existing object (`extra["existing"]`)."""
+
+    code = "exists"

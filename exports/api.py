@@ -78,7 +78,9 @@ def _release(request, slug, version) -> Release:
 
 
 class ReleaseList(generics.ListAPIView):
-    """A benchmark's releases. POST (researcher) defines one and starts its build (a job)."""
+    """A benchmark's releases. POST (researcher) defines one and starts its build (a job): 201. The
+    same request again answers 200 with that release (no second build); another request for an
+    existing version is refused with 409 naming it (`existing`)."""
 
     serializer_class = ReleaseSerializer
     permission_classes = [role_permission(ANNOTATOR)]
@@ -86,7 +88,7 @@ class ReleaseList(generics.ListAPIView):
     def get_queryset(self):
         return Release.objects.filter(benchmark=get_benchmark_for(self.request.user, self.kwargs["slug"])).order_by("-created_at")
 
-    @extend_schema(request=NewReleaseSerializer, responses={201: ReleaseSerializer})
+    @extend_schema(request=NewReleaseSerializer, responses={201: ReleaseSerializer, 200: ReleaseSerializer})
     def post(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
         serializer = NewReleaseSerializer(data=request.data)
@@ -95,7 +97,7 @@ class ReleaseList(generics.ListAPIView):
         tasks = list(benchmark.tasks.filter(slug__in=data["tasks"]))
         if len(tasks) != len(set(data["tasks"])):
             return Response({"detail": "Some task slugs are not tasks of this benchmark."}, status=status.HTTP_400_BAD_REQUEST)
-        release = services.create_release(
+        release, created = services.submit_release(
             benchmark,
             user=request.user,
             version=data["version"],
@@ -107,8 +109,8 @@ class ReleaseList(generics.ListAPIView):
             private=data["private"],
             license=data["license"],
         )
-        release = services.start_build(release, user=request.user)
-        return Response(ReleaseSerializer(release, context={"request": request}).data, status=status.HTTP_201_CREATED)
+        answer = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(ReleaseSerializer(release, context={"request": request}).data, status=answer)
 
 
 class ReleaseDetail(APIView):
@@ -138,7 +140,8 @@ class ReleaseDetail(APIView):
 
 
 class ReleaseAction(APIView):
-    """Researchers: build (again, while not frozen) or freeze a release."""
+    """Researchers: build (again, while not frozen) or freeze a release. Building a release that is
+    being built joins that build (the answer names its job); a frozen release refuses both (409)."""
 
     permission_classes = [role_permission(RESEARCHER)]
     action = ""

@@ -1,10 +1,14 @@
 """Releases: a frozen, versioned snapshot of a benchmark (its items, images and taxonomy as they
 were) and the files built from it. A frozen release refuses every change: model saves and
-deletes, and queryset updates and deletes, of the release and of every row that belongs to it."""
+deletes, and queryset updates and deletes, of the release and of every row that belongs to it.
+
+The guard reads the release's status under a lock on its row, in the same transaction as the write
+it guards: a freeze (which holds that lock) either commits before the check, which then sees it, or
+waits until the write is done. A check made before, then a write, would let a freeze in between."""
 
 from django.conf import settings
 from django.core.validators import RegexValidator
-from django.db import models
+from django.db import models, transaction
 
 from benchforge.errors import DomainError
 
@@ -27,37 +31,40 @@ def _refuse(release) -> None:
     )
 
 
+def _refuse_if_frozen(release_ids) -> None:
+    """Lock these releases' rows (in id order) and refuse if one of them is frozen. Call it inside
+    the transaction of the write it guards."""
+    locked = Release.objects.select_for_update().filter(pk__in=release_ids).order_by("pk").values_list("pk", "status")
+    frozen = next((pk for pk, status in locked if status == Release.Status.FROZEN), None)
+    if frozen is not None:
+        _refuse(Release.objects.select_related("benchmark").get(pk=frozen))
+
+
 class FrozenGuardQuerySet(models.QuerySet):
     """Bulk updates and deletes are refused when they touch a frozen release (or its rows)."""
 
-    def frozen_release(self):
+    def release_ids(self):
         raise NotImplementedError
 
     def update(self, **kwargs):
-        frozen = self.frozen_release()
-        if frozen is not None:
-            _refuse(frozen)
-        return super().update(**kwargs)
+        with transaction.atomic(using=self.db):
+            _refuse_if_frozen(self.release_ids())
+            return super().update(**kwargs)
 
     def delete(self):
-        frozen = self.frozen_release()
-        if frozen is not None:
-            _refuse(frozen)
-        return super().delete()
+        with transaction.atomic(using=self.db):
+            _refuse_if_frozen(self.release_ids())
+            return super().delete()
 
 
 class ReleaseQuerySet(FrozenGuardQuerySet):
-    def frozen_release(self):
-        return self.filter(status=Release.Status.FROZEN).select_related("benchmark").first()
+    def release_ids(self):
+        return list(self.values_list("pk", flat=True))
 
 
 class ReleaseRowQuerySet(FrozenGuardQuerySet):
-    def frozen_release(self):
-        return (
-            Release.objects.filter(status=Release.Status.FROZEN, pk__in=self.values("release_id"))
-            .select_related("benchmark")
-            .first()
-        )
+    def release_ids(self):
+        return list(self.values_list("release_id", flat=True).distinct())
 
 
 class Release(models.Model):
@@ -118,14 +125,15 @@ class Release(models.Model):
         return f"{self.benchmark.slug}-{self.version}"
 
     def save(self, *args, **kwargs):
-        if self.pk and type(self).objects.filter(pk=self.pk, status=self.Status.FROZEN).exists():
-            _refuse(self)
-        super().save(*args, **kwargs)
+        with transaction.atomic():
+            if self.pk:
+                _refuse_if_frozen([self.pk])
+            super().save(*args, **kwargs)
 
     def delete(self, *args, **kwargs):
-        if self.pk and type(self).objects.filter(pk=self.pk, status=self.Status.FROZEN).exists():
-            _refuse(self)
-        return super().delete(*args, **kwargs)
+        with transaction.atomic():
+            _refuse_if_frozen([self.pk])
+            return super().delete(*args, **kwargs)
 
 
 class ReleaseRow(models.Model):
@@ -136,17 +144,15 @@ class ReleaseRow(models.Model):
     class Meta:
         abstract = True
 
-    def _check_release(self):
-        if Release.objects.filter(pk=self.release_id, status=Release.Status.FROZEN).exists():
-            _refuse(Release.objects.get(pk=self.release_id))
-
     def save(self, *args, **kwargs):
-        self._check_release()
-        super().save(*args, **kwargs)
+        with transaction.atomic():
+            _refuse_if_frozen([self.release_id])
+            super().save(*args, **kwargs)
 
     def delete(self, *args, **kwargs):
-        self._check_release()
-        return super().delete(*args, **kwargs)
+        with transaction.atomic():
+            _refuse_if_frozen([self.release_id])
+            return super().delete(*args, **kwargs)
 
 
 class ReleaseItem(ReleaseRow):

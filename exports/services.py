@@ -4,6 +4,11 @@ bundles), freeze it for good, compare two.
 A build reads the benchmark once, into the release's own rows (ReleaseItem, ReleaseImage, the
 taxonomy); every file is then written from those rows alone, so building the same release twice
 gives byte-identical archives, and a frozen release never depends on items that change later.
+
+Under simultaneous requests (docs/architecture.md, "State changes") a release's row is the lock
+that builds and freezes take turns on: one build job at a time (a second press joins it), a frozen
+release is never built again, and each unit of a build writes only while its job is still the
+release's job, so the release always names the job that built the files it has.
 """
 
 import base64
@@ -27,13 +32,15 @@ import harness
 from annotation.contract import MMBENCH_COLUMNS, image_name, release_row
 from annotation.models import Item
 from annotation.selectors import with_payload_data
-from annotation.services import change_status_many
-from annotation.workflow import ACCEPTED, QC_PASSED, RELEASED, REWRITTEN
+from annotation.services import change_status_many, lock_items
+from annotation.workflow import ACCEPTED, QC_PASSED, RELEASED, REWRITTEN, TRANSITIONS
 from benchforge import permissions
-from benchforge.errors import DomainError
+from benchforge.concurrency import create_unique, lock
+from benchforge.errors import AlreadyExists, Conflict, DomainError
 from harness.bundle import sha256_file, write_manifest, write_tar_gz, write_zip
 from harness.release import SCHEMA_VERSION
 from jobs import services as jobs
+from jobs.models import Job
 
 from . import card, parquet, provenance
 from .models import PRIVATE_PARTS, SEMVER, FrozenRelease, Release, ReleaseFile, ReleaseImage, ReleaseItem
@@ -48,10 +55,52 @@ HARNESS_ROOT = Path(harness.__file__).resolve().parent
 # ---- defining -----------------------------------------------------------------------------------
 
 
-def create_release(
+def create_release(benchmark, *, user, **definition) -> Release:
+    """A new draft release (`definition`: the arguments of `_checked`). A version the benchmark has
+    already is refused (409, naming the release that has it)."""
+    release, created = _define(_checked(benchmark, **definition), user=user)
+    if not created:
+        raise _exists(release)
+    return release
+
+
+def submit_release(benchmark, *, user, **definition) -> tuple[Release, bool]:
+    """What the release form and the API do: define a release and start its build; (release, created).
+    The same request sent twice (a double click, a client's retry) is answered with the release the
+    first one made, and starts no second build; a different request for an existing version is
+    refused (409, naming the release that has it)."""
+    wanted = _checked(benchmark, **definition)
+    release, created = _define(wanted, user=user)
+    if created:
+        return start_build(release, user=user), True
+    if release.created_by_id != user.pk or _definition_of(release) != _definition_of(wanted):
+        raise _exists(release)
+    return _fresh(release), False
+
+
+def _exists(release: Release) -> AlreadyExists:
+    return AlreadyExists(
+        f"{release.benchmark.name} already has a release {release.version} ({release.get_status_display().lower()}): "
+        "choose another version.",
+        extra={"existing": {"version": release.version, "status": release.status, "job": release.job_id}},
+    )
+
+
+def _definition_of(release: Release) -> tuple:
+    return (
+        release.notes,
+        release.statuses,
+        release.tasks,
+        release.dev_ratio,
+        release.split_seed,
+        release.private,
+        release.license,
+    )
+
+
+def _checked(
     benchmark,
     *,
-    user,
     version: str,
     notes: str = "",
     statuses=None,
@@ -61,13 +110,11 @@ def create_release(
     private=("test_answers",),
     license: str = "CC BY-NC-SA 4.0",
 ) -> Release:
-    permissions.require_researcher(user, "Building a release")
+    """The release a definition describes, checked and normalised, not saved."""
     try:
         SEMVER(version)
     except ValidationError:
         raise DomainError(f"'{version}' is not a semantic version: use MAJOR.MINOR.PATCH, e.g. 1.0.0.") from None
-    if Release.objects.filter(benchmark=benchmark, version=version).exists():
-        raise DomainError(f"{benchmark.name} already has a release {version}: choose another version.", code="duplicate")
     unknown = set(private) - set(PRIVATE_PARTS)
     if unknown:
         raise DomainError(f"Unknown private part(s): {', '.join(sorted(unknown))}; choose among {', '.join(PRIVATE_PARTS)}.")
@@ -76,8 +123,7 @@ def create_release(
     task_ids = [getattr(t, "pk", t) for t in tasks]
     if benchmark.tasks.filter(pk__in=task_ids).count() != len(set(task_ids)):
         raise DomainError("Some tasks are not tasks of this benchmark.")
-    source = Release.objects.filter(benchmark=benchmark, status=Release.Status.FROZEN).order_by("-frozen_at").first()
-    return Release.objects.create(
+    return Release(
         benchmark=benchmark,
         version=version,
         notes=notes,
@@ -87,20 +133,38 @@ def create_release(
         split_seed=split_seed,
         private=sorted(set(private)),
         license=license,
-        created_by=user,
-        source=source,
+    )
+
+
+def _define(release: Release, *, user) -> tuple[Release, bool]:
+    """(the new release, True), or (the release that has its version, False): the version's unique
+    constraint decides between simultaneous requests, never a check made before them."""
+    permissions.require_researcher(user, "Building a release")
+    benchmark = release.benchmark
+
+    def create() -> Release:
+        release.created_by = user
+        release.source = Release.objects.filter(benchmark=benchmark, status=Release.Status.FROZEN).order_by("-frozen_at").first()
+        release.save()
+        return release
+
+    return create_unique(
+        create, lambda: Release.objects.filter(benchmark=benchmark, version=release.version).select_related("benchmark").first()
     )
 
 
 def start_build(release: Release, *, user, here: bool = False) -> Release:
     """Build (or rebuild, while not frozen) the release as a job; `here`: run it in this process
-    now (management commands) instead of handing it to the job runner."""
+    now (management commands) instead of handing it to the job runner. A release being built is not
+    built twice at once: a second press joins the build under way (the release names its job)."""
     permissions.require_researcher(user, "Building a release")
-    if release.is_frozen:
-        raise FrozenRelease(f"Release {release.version} is frozen: it is built for good.")
-    if release.status == Release.Status.BUILDING:
-        raise DomainError(f"Release {release.version} is being built (job #{release.job_id}).")
     with transaction.atomic():
+        # Freezes and other presses take turns on this lock, and the status is read after it.
+        release = lock(Release, release.pk)
+        if release.is_frozen:
+            raise FrozenRelease(f"Release {release.version} is frozen: it is built for good.")
+        if release.status == Release.Status.BUILDING and _building(release.job_id):
+            return _fresh(release)
         job = jobs.create_job(
             BUILD_JOB, user=user, benchmark=release.benchmark, total=1 + 2 * len(VARIANTS) + 1, params={"release": release.pk}
         )
@@ -109,19 +173,54 @@ def start_build(release: Release, *, user, here: bool = False) -> Release:
             jobs.enqueue(job)
     if here:
         jobs.run_now(job)
-    release.refresh_from_db()
+    return _fresh(release)
+
+
+def _building(job_id) -> bool:
+    """Whether this build job is still under way (queued, or running with a live worker)."""
+    job = Job.objects.filter(pk=job_id).first()
+    return job is not None and not job.is_finished and not job.is_interrupted
+
+
+def _fresh(release: Release) -> Release:
+    return Release.objects.select_related("benchmark", "job", "source").get(pk=release.pk)
+
+
+class BuildTakenOver(DomainError):
+    status = 409
+    code = "build_taken_over"
+
+
+def _owned(release_id: int, run) -> Release:
+    """Lock the release for one step of its build, refusing when this job no longer builds it: it was
+    frozen, deleted, or a newer build took over from this one (whose worker was given up for dead)."""
+    release = Release.objects.select_for_update().filter(pk=release_id).first()
+    if release is None:
+        raise BuildTakenOver(f"Release #{release_id} was deleted: job #{run.job.pk} has nothing to build.")
+    if release.job_id != run.job.pk or release.status not in (Release.Status.BUILDING, Release.Status.DRAFT):
+        raise BuildTakenOver(
+            f"Release {release.version} is {release.get_status_display().lower()} by job #{release.job_id}: "
+            f"job #{run.job.pk} no longer builds it and stops."
+        )
     return release
 
 
 def run_build(run) -> dict:
-    """The build job: the snapshot, then each file; a resumed build redoes only what is missing."""
-    release = Release.objects.select_related("benchmark").get(pk=run.params["release"])
+    """The build job: the snapshot, then each file; a resumed build redoes only what is missing.
+    Each step writes under the release's lock, and only while this job is the release's build."""
+    release_id = run.params["release"]
+    with transaction.atomic():
+        _owned(release_id, run)
+        Release.objects.filter(pk=release_id).update(status=Release.Status.BUILDING)  # a resumed build builds again
+    release = Release.objects.select_related("benchmark").get(pk=release_id)
     done = run.done_keys()
     try:
         if "snapshot" not in done:
-            with run.unit("snapshot") as unit:
-                counts = snapshot(release)
-                unit.ok(f"{counts['items']} items, {counts['images']} images")
+            with transaction.atomic():
+                _owned(release_id, run)
+                with run.unit("snapshot") as unit:
+                    counts = snapshot(release)
+                    unit.ok(f"{counts['items']} items, {counts['images']} images")
         release.refresh_from_db()
         with tempfile.TemporaryDirectory(prefix="benchforge-release-") as tmp:
             for variant in VARIANTS:
@@ -130,20 +229,30 @@ def run_build(run) -> dict:
                 for kind, writer in ((f"{variant}.tar.gz", write_tar_gz), (f"{variant}.zip", write_zip)):
                     if kind in done:
                         continue
-                    with run.unit(kind) as unit:
-                        archive = Path(tmp) / f"{release.top}-{kind}"
-                        writer(folder, archive, top=release.top)
-                        unit.ok(_store_file(release, kind, archive))
+                    archive = Path(tmp) / f"{release.top}-{kind}"
+                    writer(folder, archive, top=release.top)
+                    _store_step(release, run, kind, archive)
             if "parquet" not in done:
-                with run.unit("parquet") as unit:
-                    archive = Path(tmp) / f"{release.top}-parquet.zip"
-                    parquet.write_dataset_zip(release, iter_bundle_rows(release, "public"), archive)
-                    unit.ok(_store_file(release, ReleaseFile.Kind.PARQUET, archive))
+                archive = Path(tmp) / f"{release.top}-parquet.zip"
+                parquet.write_dataset_zip(release, iter_bundle_rows(release, "public"), archive)
+                _store_step(release, run, ReleaseFile.Kind.PARQUET, archive)
+        with transaction.atomic():
+            _owned(release_id, run)
+            Release.objects.filter(pk=release_id).update(status=Release.Status.BUILT)
     except Exception:
-        Release.objects.filter(pk=release.pk, status=Release.Status.BUILDING).update(status=Release.Status.DRAFT)
+        Release.objects.filter(pk=release_id, status=Release.Status.BUILDING, job_id=run.job.pk).update(
+            status=Release.Status.DRAFT
+        )
         raise
-    Release.objects.filter(pk=release.pk).update(status=Release.Status.BUILT)
     return release.counts
+
+
+def _store_step(release: Release, run, kind: str, archive: Path) -> None:
+    """Store one built file as a unit of the job, while the job still owns the release."""
+    with transaction.atomic():
+        _owned(release.pk, run)
+        with run.unit(kind) as unit:
+            unit.ok(_store_file(release, kind, archive))
 
 
 def _store_file(release: Release, kind: str, path: Path) -> str:
@@ -218,10 +327,14 @@ def assign_splits(units, *, dev_ratio: float, seed: int, previous=None) -> dict:
 
 @transaction.atomic
 def snapshot(release: Release) -> dict:
-    """Copy what the release holds into its own rows; replaces an earlier snapshot of a draft.
+    """Copy what the release holds into its own rows; replaces an earlier snapshot of a draft, and the
+    files built from it (they no longer match: every file a release has is from its latest build).
     Items are loaded and written SNAPSHOT_CHUNK at a time."""
     ReleaseItem.objects.filter(release=release).delete()
     ReleaseImage.objects.filter(release=release).delete()
+    old_files = list(ReleaseFile.objects.filter(release=release).values_list("storage_name", flat=True))
+    ReleaseFile.objects.filter(release=release).delete()
+    transaction.on_commit(lambda: [default_storage.delete(name) for name in old_files])
     units = _in_scope(release)
     if not units:
         raise DomainError(
@@ -449,13 +562,27 @@ def freeze(release: Release, *, user) -> Release:
     """Freeze a built release: from now on it refuses every change. Its items become released."""
     permissions.require_researcher(user, "Freezing a release")
     with transaction.atomic():
-        release = Release.objects.select_for_update().get(pk=release.pk)
+        release = lock(Release, release.pk)
         if release.is_frozen:
             raise FrozenRelease(f"Release {release.version} is already frozen.")
         if release.status != Release.Status.BUILT or not release.files.exists():
             raise DomainError(f"Release {release.version} is {release.get_status_display().lower()}: build it before freezing.")
-        items = Item.objects.filter(pk__in=release.items.values("item_id")).exclude(status=RELEASED)
-        change_status_many(list(items), RELEASED, user=user, action="released", note=f"In release {release.version}.")
+        # The items as they are now, locked: one flagged or sent back since the build must not be frozen in.
+        items = lock_items(release.items.values_list("item_id", flat=True))
+        moved = [i for i in items if i.status != RELEASED and RELEASED not in TRANSITIONS[i.status]]
+        if moved:
+            raise Conflict(
+                f"{len(moved)} item(s) of release {release.version} changed since it was built (e.g. item #{moved[0].pk} is "
+                f"now '{moved[0].status_label}'): build it again before freezing.",
+                extra={"items": [i.pk for i in moved[:100]]},
+            )
+        change_status_many(
+            [i for i in items if i.status != RELEASED],
+            RELEASED,
+            user=user,
+            action="released",
+            note=f"In release {release.version}.",
+        )
         Release.objects.filter(pk=release.pk).update(status=Release.Status.FROZEN, frozen_at=timezone.now(), frozen_by=user)
     release.refresh_from_db()
     return release

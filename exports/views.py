@@ -68,7 +68,7 @@ def release_list(request, slug):
             raise PermissionDenied("Building a release needs the researcher role.")
         if form.is_valid():
             data = form.cleaned_data
-            release = services.create_release(
+            release, created = services.submit_release(
                 benchmark,
                 user=request.user,
                 version=data["version"].strip(),
@@ -80,8 +80,8 @@ def release_list(request, slug):
                 private=data["private"],
                 license=data["license"],
             )
-            services.start_build(release, user=request.user)
-            messages.success(request, f"Release {release.version} is being built.")
+            if created:
+                messages.success(request, f"Release {release.version} is being built.")
             return redirect("release-detail", slug=slug, version=release.version)
     releases = Release.objects.filter(benchmark=benchmark).order_by("-created_at")
     return render(request, "exports/list.html", {"benchmark": benchmark, "releases": releases, "form": form})
@@ -99,8 +99,12 @@ def release_detail(request, slug, version):
 @require_POST
 def release_build(request, slug, version):
     _benchmark, release = _release(request, slug, version)
-    services.start_build(release, user=request.user)
-    messages.success(request, f"Release {release.version} is being built again.")
+    before = release.job_id
+    release = services.start_build(release, user=request.user)
+    if release.job_id == before and release.status == release.Status.BUILDING:
+        messages.info(request, f"Release {release.version} is already being built (job #{release.job_id}).")
+    else:
+        messages.success(request, f"Release {release.version} is being built again.")
     return redirect("release-detail", slug=slug, version=version)
 
 

@@ -180,7 +180,8 @@ class MyReviews(generics.ListAPIView):
 
 class ReviewDetail(APIView):
     """One of your reviews. POST a verdict (accept, revision, reject), reasons (required unless
-    accepting), a comment and the item version you judged."""
+    accepting), a comment and the item version you judged. The same verdict sent again answers 200;
+    a different one after the round decided the item, or once the round is closed, answers 409."""
 
     permission_classes = [role_permission(REVIEWER)]
 

@@ -17,8 +17,10 @@ from annotation.selectors import editors_of
 from annotation.services import change_status, change_status_many, requeue_for_author
 from annotation.workflow import ACCEPTED, ANSWERED, IN_REVIEW, REJECTED, REVISION
 from benchforge import permissions
-from benchforge.errors import DomainError, NotAllowed, StaleVersion
+from benchforge.concurrency import lock, lock_rows
+from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.roles import RESEARCHER, REVIEWER
+from curation.models import Benchmark
 from jobs import services as jobs
 
 from .models import REASON_LABELS, Review, ReviewRound, RoundItem
@@ -122,9 +124,7 @@ def open_round(
         raise DomainError(f"Each item gets 1 to {MAX_REVIEWERS_PER_ITEM} reviewers.")
     if sample_per_task is not None and (kind != Kind.EXPERT or int(sample_per_task) < 1):
         raise DomainError("A sample per task is for expert verification, and at least 1.")
-    busy = benchmark.review_rounds.exclude(status=ReviewRound.Status.CLOSED).first()
-    if busy:
-        raise DomainError(f"Round {busy.number} is still {busy.get_status_display().lower()}: close it before opening another.")
+    _refuse_if_busy(benchmark)
     pool = _pool(benchmark, kind, reviewers, user)
     rows = _scope(benchmark, kind, tasks, authors, sample_per_task, seed)
     if not rows:
@@ -143,6 +143,9 @@ def open_round(
     # load never strands them (a reviewer who wrote many items can take none of those).
     rows.sort(key=lambda r: (len(possible[r[0]]), r[0]))
     with transaction.atomic():
+        # One round at a time is the benchmark's rule: a second request waits here, then sees this round.
+        lock(Benchmark, benchmark.pk)
+        _refuse_if_busy(benchmark)
         number = (benchmark.review_rounds.aggregate(n=Max("number"))["n"] or 0) + 1
         review_round = ReviewRound.objects.create(
             benchmark=benchmark,
@@ -170,6 +173,15 @@ def open_round(
         review_round.job = job
         jobs.enqueue(job)
     return review_round
+
+
+def _refuse_if_busy(benchmark) -> None:
+    busy = benchmark.review_rounds.exclude(status=ReviewRound.Status.CLOSED).first()
+    if busy:
+        raise Conflict(
+            f"Round {busy.number} is still {busy.get_status_display().lower()}: close it before opening another.",
+            extra={"existing": {"round": busy.number, "status": busy.status}},
+        )
 
 
 def run_round_opening(run) -> dict:
@@ -232,24 +244,30 @@ def run_round_opening(run) -> dict:
 def submit_review(review: Review, *, user, verdict: str, reasons=(), comment: str = "", item_version: int) -> Review:
     """A reviewer's verdict on the version they read. Refused when it is not theirs, when the
     round closed or already decided the item, for their own work, or when the item changed since
-    they opened it (they must judge the current version)."""
+    they opened it (they must judge the current version). The same verdict sent twice is one verdict;
+    a different one for an item the round already decided is refused (409)."""
+    reasons = list(dict.fromkeys(reasons))
+    comment = comment.strip()
     with transaction.atomic():
-        review = (
-            # Lock only the review row: Postgres refuses FOR UPDATE on the nullable side of a join.
-            Review.objects.select_for_update(of=("self",))
-            .select_related("round", "entry", "item__benchmark", "item__author")
-            .get(pk=review.pk)
-        )
-        item, review_round = review.item, review.round
+        # The round entry is what a verdict decides: lock it first, then read everything after the lock
+        # (another reviewer's verdict, the round's closing and the item's version are all seen).
+        entry = lock(RoundItem, Review.objects.values_list("entry_id", flat=True).get(pk=review.pk))
+        review = lock(Review, review.pk)
+        review_round = ReviewRound.objects.get(pk=entry.round_id)
+        item = Item.objects.select_related("benchmark", "author").get(pk=entry.item_id)
         if review.reviewer_id != user.pk:
             raise NotAllowed("This review is assigned to someone else.")
+        same = bool(review.verdict) and review.verdict == verdict and review.reasons == reasons and review.comment == comment
+        if same and review.item_version == int(item_version):
+            return review  # sent twice: the first one counted
         if not review_round.is_open:
-            raise DomainError(
+            raise Conflict(
                 f"Round {review_round.number} is {review_round.get_status_display().lower()}: its reviews cannot change."
             )
-        if review.entry.outcome:
-            raise DomainError(
-                f"Round {review_round.number} already decided item #{item.pk} ({review.entry.get_outcome_display().lower()})."
+        if entry.outcome:
+            raise Conflict(
+                f"Round {review_round.number} already decided item #{item.pk} ({entry.get_outcome_display().lower()})"
+                + (f" on your verdict '{review.get_verdict_display().lower()}'." if review.verdict else ".")
             )
         permissions.require(
             permissions.item_review_refusal(user, item, editors=editors_of(item.benchmark, [item.pk]).get(item.pk, ()))
@@ -262,16 +280,14 @@ def submit_review(review: Review, *, user, verdict: str, reasons=(), comment: st
             )
         if verdict not in Verdict.values:
             raise DomainError("Choose a verdict: accept, revision (needs revision) or reject.")
-        reasons = list(dict.fromkeys(reasons))
         unknown = [r for r in reasons if r not in REASON_LABELS]
         if unknown:
             raise DomainError(f"Unknown reason code(s): {', '.join(unknown)}.")
         if verdict != Verdict.ACCEPT and not reasons:
             raise DomainError("Give at least one reason when the item needs revision or is rejected.")
-        review.verdict, review.reasons, review.comment = verdict, reasons, comment.strip()
+        review.verdict, review.reasons, review.comment = verdict, reasons, comment
         review.item_version, review.submitted_at = item.version, timezone.now()
         review.save(update_fields=["verdict", "reasons", "comment", "item_version", "submitted_at"])
-        entry = review.entry
         if not entry.reviews.filter(verdict="").exists():
             _resolve(entry, review_round, by=user)
     _close_if_complete(review_round)
@@ -314,7 +330,8 @@ def close_round(review_round: ReviewRound, *, user) -> ReviewRound:
             return review_round
         if review_round.status == ReviewRound.Status.OPENING:
             raise DomainError(f"Round {review_round.number} is still being opened (job #{review_round.job_id}); wait for it.")
-        for entry in review_round.entries.filter(outcome="").select_related("item"):
+        # Its undecided entries, locked: a verdict being given now finishes first, and its entry is then decided.
+        for entry in lock_rows(review_round.entries.filter(outcome="")):
             if entry.reviews.exclude(verdict="").exists():
                 _resolve(entry, review_round, by=user)
                 continue

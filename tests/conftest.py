@@ -206,6 +206,14 @@ def fake_dns(monkeypatch):
 
 
 @pytest.fixture
+def postgres(transactional_db):
+    """Real concurrent transactions on Postgres (the race kit, tests/races.py); SQLite serialises writers."""
+    from django.db import connection
+
+    require(connection.vendor == "postgresql", "Postgres via DATABASE_URL (the race tests need real concurrent transactions)")
+
+
+@pytest.fixture
 def celery_workers(transactional_db, tmp_path, settings):
     """Real Celery workers on Redis sharing the test database (tests/jobs/workers.py)."""
     from tests.jobs.workers import celery_workers_for

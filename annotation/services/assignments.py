@@ -1,4 +1,9 @@
-"""Assignments and queues: handing images and items to annotators, and working through a queue."""
+"""Assignments and queues: handing images and items to annotators, and working through a queue.
+
+Under simultaneous requests (docs/architecture.md, "State changes"): handing out images locks the
+task (its quota and "one seed per image" are the task's), and every change to open assignments
+locks them before the items that follow them, then reads them again.
+"""
 
 from collections import Counter
 
@@ -6,14 +11,15 @@ from django.db import transaction
 from django.db.models import Q
 
 from benchforge import permissions
-from benchforge.errors import DomainError, NotAllowed
+from benchforge.concurrency import lock, lock_rows
+from benchforge.errors import Conflict, DomainError, NotAllowed
 from benchforge.roles import ANNOTATOR, has_role
 from curation.models import Benchmark, Image, Task
 
 from ..models import Assignment, Item, ItemImage
 from ..selectors import assignable_images, queue_for
 from ..workflow import REJECTED, STATUS_LABELS
-from .items import create_item, resolve_task
+from .items import create_item, lock_items, resolve_task
 from .validation import image_refusals, raise_problems
 
 
@@ -47,6 +53,7 @@ def assign_images(benchmark: Benchmark, *, task, image_ids, assignee, user) -> d
     if not ids:
         raise DomainError("Select at least one image.")
     raise_problems(image_refusals(benchmark, ids), prefix="Nothing assigned")
+    lock(Task, task.pk)  # whoever hands out images for this task at the same time waits, then sees these
     taken = _taken_image_ids(task)
     fresh = [i for i in ids if i not in taken]
     Assignment.objects.bulk_create(
@@ -61,7 +68,7 @@ def assign_items(benchmark: Benchmark, *, item_ids, assignee, user) -> dict:
     permissions.require_researcher(user, "Assigning work")
     _check_assignee(benchmark, assignee)
     ids = list(dict.fromkeys(int(i) for i in item_ids))
-    items = {i.pk: i for i in Item.objects.filter(benchmark=benchmark, pk__in=ids)}
+    items = {i.pk: i for i in lock_items(Item.objects.filter(benchmark=benchmark, pk__in=ids).values_list("pk", flat=True))}
     problems = [f"Item #{i} does not exist in this benchmark." for i in ids if i not in items]
     problems += [
         f"Item #{i.pk} is '{STATUS_LABELS[i.status]}': only drafts and items to revise can be assigned."
@@ -87,19 +94,25 @@ def reassign(benchmark: Benchmark, *, assignment_ids, assignee, user) -> int:
     """Move open assignments to another annotator (their drafts follow)."""
     permissions.require_researcher(user, "Assigning work")
     _check_assignee(benchmark, assignee)
-    open_ones = Assignment.objects.filter(benchmark=benchmark, pk__in=list(assignment_ids), status=Assignment.Status.OPEN)
-    item_ids = [i for i in open_ones.values_list("item_id", flat=True) if i]
-    Item.objects.filter(pk__in=item_ids).update(assignee=assignee)
-    return open_ones.update(assignee=assignee, assigned_by=user)
+    locked = _lock_open(benchmark, assignment_ids)
+    Item.objects.filter(pk__in=[a.item_id for a in locked if a.item_id]).update(assignee=assignee)
+    return Assignment.objects.filter(pk__in=[a.pk for a in locked]).update(assignee=assignee, assigned_by=user)
 
 
 @transaction.atomic
 def cancel_assignments(benchmark: Benchmark, *, assignment_ids, user) -> int:
     """Withdraw open assignments; drafts already started stay with their author."""
     permissions.require_researcher(user, "Assigning work")
-    open_ones = Assignment.objects.filter(benchmark=benchmark, pk__in=list(assignment_ids), status=Assignment.Status.OPEN)
-    Item.objects.filter(pk__in=[i for i in open_ones.values_list("item_id", flat=True) if i]).update(assignee=None)
-    return open_ones.delete()[0]
+    locked = _lock_open(benchmark, assignment_ids)
+    Item.objects.filter(pk__in=[a.item_id for a in locked if a.item_id]).update(assignee=None)
+    return Assignment.objects.filter(pk__in=[a.pk for a in locked]).delete()[0]
+
+
+def _lock_open(benchmark: Benchmark, assignment_ids) -> list[Assignment]:
+    """The open ones among these assignments, locked and read now: a draft that an annotator's
+    queue made for one of them meanwhile is on the row read here, so it follows the assignment."""
+    ids = [int(i) for i in assignment_ids]
+    return lock_rows(Assignment.objects.filter(benchmark=benchmark, pk__in=ids, status=Assignment.Status.OPEN))
 
 
 def remaining_quota(task: Task) -> int:
@@ -127,6 +140,8 @@ def assign_evenly(benchmark: Benchmark, *, tasks, assignees, user) -> dict:
     for person in assignees:
         _check_assignee(benchmark, person)
     tasks = [resolve_task(benchmark, t) for t in tasks] or list(benchmark.tasks.all())
+    # The tasks' quotas are what this protects: a second press waits here, then counts what the first assigned.
+    lock_rows(Task.objects.filter(pk__in=[t.pk for t in tasks]))
     load = Counter(
         {
             p.pk: Assignment.objects.filter(benchmark=benchmark, assignee=p, status=Assignment.Status.OPEN).count()
@@ -167,7 +182,12 @@ def start_assignment(assignment: Assignment, *, user) -> Item:
     if assignment.item_id:
         return assignment.item
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        # Read again under the lock: a researcher may have moved or withdrawn it since the queue showed it.
+        locked = Assignment.objects.select_for_update().filter(pk=assignment.pk).first()
+        if locked is None:
+            raise Conflict("This assignment was withdrawn by a researcher meanwhile: it is no longer in your queue.")
+        if locked.assignee_id != user.pk:
+            raise NotAllowed("This assignment was given to someone else meanwhile: it is no longer in your queue.")
         if locked.item_id:
             return locked.item
         item = create_item(locked.benchmark, task=locked.task, user=user, assignee=user, images=[locked.image_id])

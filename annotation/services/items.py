@@ -5,6 +5,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from benchforge import permissions
+from benchforge.concurrency import lock_rows
 from benchforge.errors import DomainError, NotAllowed, StaleVersion
 from curation.models import Benchmark, Image, Task
 
@@ -159,9 +160,24 @@ def item_snapshot_defaults() -> dict:
     }
 
 
+def lock_items(ids) -> list[Item]:
+    """Lock items for a state change, in the house order (docs/architecture.md, "State changes"):
+    their assignments first, then the items, each in id order. Returns the items as they are now."""
+    ids = sorted(set(ids))
+    lock_rows(Assignment.objects.filter(item_id__in=ids))
+    return lock_rows(Item.objects.filter(pk__in=ids))
+
+
+def lock_item(item: Item | int) -> Item:
+    """One item locked for a state change (its assignments first) and read fresh, with its benchmark and task."""
+    pk = getattr(item, "pk", item)
+    lock_items([pk])
+    return Item.objects.select_related("benchmark", "task").get(pk=pk)
+
+
 def _locked(item: Item, expected_version: int | None) -> Item:
     """Re-read the item under a row lock (Postgres) and refuse a save based on an old version."""
-    current = Item.objects.select_for_update().select_related("benchmark", "task").get(pk=item.pk)
+    current = lock_item(item)
     if expected_version is not None and int(expected_version) != current.version:
         raise _stale(current)
     return current
@@ -228,7 +244,8 @@ def change_status_many(items, target: str, *, user, action: str, note: str = "")
     Returns those moved; items another writer moved meanwhile are left out."""
     ids = [item.pk for item in items]
     with transaction.atomic():
-        current = list(Item.objects.select_for_update().filter(pk__in=ids).prefetch_related("item_images", "criteria"))
+        lock_items(ids)
+        current = list(Item.objects.filter(pk__in=ids).order_by("pk").prefetch_related("item_images", "criteria"))
         moved = [item for item in current if target in TRANSITIONS.get(item.status, ())]
         now = timezone.now()
         # The rows are locked (or, on SQLite, the transaction holds the write lock): one UPDATE per
@@ -251,9 +268,14 @@ def change_status_many(items, target: str, *, user, action: str, note: str = "")
 
 def submit_item(item: Item, *, user, expected_version: int | None = None) -> Item:
     """Send a draft (or an item sent back for revision) to review: only when it is complete.
-    Closes the annotator's open assignment for it."""
+    Closes the annotator's open assignment for it. The same submission of a version sent twice (a
+    double click, a retry) is answered with the item it submitted."""
     with transaction.atomic():
-        current = _locked(item, expected_version)
+        current = _locked(item, None)
+        if _submitted_by(current, user, expected_version):
+            return current
+        if expected_version is not None and int(expected_version) != current.version:
+            raise _stale(current)
         check_transition(current.status, ANSWERED)
         check_can_edit(user, current)
         problems = readiness_problems(current)
@@ -266,6 +288,15 @@ def submit_item(item: Item, *, user, expected_version: int | None = None) -> Ite
     return current
 
 
+def _submitted_by(current: Item, user, expected_version: int | None) -> bool:
+    """Whether `current` is what this user's submission of `expected_version` made (so a second
+    identical request has nothing left to do). Without a version, "the same request" is unknown: refused."""
+    if current.status != ANSWERED or expected_version is None or int(expected_version) != current.version - 1:
+        return False
+    last = last_revision(current)
+    return last is not None and last.action == ItemRevision.Action.SUBMITTED and last.changed_by_id == user.pk
+
+
 def return_to_draft(item: Item, *, user, expected_version: int | None = None, note: str = "") -> Item:
     """Take a submitted item back before review starts (its author, its assignee or a researcher);
     it goes back into the assignee's queue."""
@@ -273,7 +304,7 @@ def return_to_draft(item: Item, *, user, expected_version: int | None = None, no
         current = _locked(item, expected_version)
         permissions.require(permissions.item_withdraw_refusal(user, current))
         current = change_status(current, DRAFT, user=user, action=ItemRevision.Action.RETURNED, note=note)
-        reopen_assignment(current)
+        requeue_for_author(current, by=user)  # an item written outside any assignment gets one: it is work in a queue again
     return current
 
 

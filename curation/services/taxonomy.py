@@ -3,7 +3,8 @@
 from django.db import transaction
 from django.utils.text import slugify
 
-from benchforge.errors import DomainError
+from benchforge.concurrency import create_unique
+from benchforge.errors import AlreadyExists, DomainError
 from jobs import services as jobs
 
 from ..models import Benchmark, Category, Task
@@ -19,9 +20,15 @@ def create_benchmark(*, name: str, slug: str = "", description: str = "", user=N
     slug = slug or slugify(name)[:80]
     if not slug:
         raise DomainError("A benchmark needs a name made of letters or digits.")
-    if Benchmark.objects.filter(slug=slug).exists():
-        raise DomainError(f"A benchmark with the slug '{slug}' already exists; choose another name or slug.", code="duplicate")
-    benchmark = Benchmark.objects.create(name=name, slug=slug, description=description, created_by=user)
+    benchmark, created = create_unique(
+        lambda: Benchmark.objects.create(name=name, slug=slug, description=description, created_by=user),
+        lambda: Benchmark.objects.filter(slug=slug).first(),
+    )
+    if not created:
+        raise AlreadyExists(
+            f"A benchmark with the slug '{slug}' already exists; choose another name or slug.",
+            extra={"existing": {"slug": slug, "name": benchmark.name}},
+        )
     if user is not None:
         benchmark.members.add(user)
     if preset:

@@ -9,12 +9,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Item
-from annotation.services import change_status
+from annotation.services import change_status, lock_item
 from annotation.workflow import QC_FLAGGED, QC_PASSED
 from benchforge import permissions
+from benchforge.concurrency import lock
 from benchforge.errors import DomainError
 
-from ..models import QCItem
+from ..models import QCItem, QCRun
 
 Decision = QCItem.Decision
 DECISION_ACTION = "qc_decided"
@@ -29,8 +30,11 @@ def decide(entry: QCItem, *, user, decision: str, note: str = "") -> QCItem:
     if decision == Decision.REMOVE and not note and not entry.flagged:
         raise DomainError("Removing an item the filter did not flag needs a note saying why.")
     with transaction.atomic():
-        entry = QCItem.objects.select_for_update(of=("self",)).select_related("run", "item").get(pk=entry.pk)
-        item = entry.item
+        # The item's status is what a decision changes: lock it (then the entry) and read both after
+        # the locks, so a decision given meanwhile by someone else is seen and the last one stands whole.
+        item = lock_item(entry.item_id)
+        entry = lock(QCItem, entry.pk)
+        entry.run = QCRun.objects.get(pk=entry.run_id)
         if item.status not in (QC_FLAGGED, QC_PASSED):
             raise DomainError(
                 f"Item #{item.pk} is '{item.status_label}' now: only items in QC (flagged or passed) can be decided here."

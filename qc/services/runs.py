@@ -25,7 +25,9 @@ from annotation.selectors import with_payload_data
 from annotation.services import change_status_many
 from annotation.workflow import ACCEPTED, QC_FLAGGED, QC_PASSED, REWRITTEN
 from benchforge import permissions
+from benchforge.concurrency import lock
 from benchforge.errors import DomainError
+from curation.models import Benchmark
 from harness.llm import IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
 from harness.llm.cost import DEFAULT_COMPLETION_TOKENS
 from harness.mcq import format_options
@@ -219,6 +221,7 @@ def start_run(
         check_endpoints(client, [*models, *([extractor] if extractor else []), *([judge] if judge else [])])
     parts = min(parts, len(items))
     with transaction.atomic():
+        lock(Benchmark, benchmark.pk)  # runs started at once take turns for their numbers
         number = (QCRun.objects.filter(benchmark=benchmark).aggregate(n=Max("number"))["n"] or 0) + 1
         run = QCRun.objects.create(
             benchmark=benchmark,

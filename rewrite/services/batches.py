@@ -16,7 +16,9 @@ from django.utils import timezone
 from annotation.models import Item
 from annotation.workflow import ACCEPTED
 from benchforge import permissions
-from benchforge.errors import DomainError
+from benchforge.concurrency import lock
+from benchforge.errors import Conflict, DomainError
+from curation.models import Benchmark
 from harness.llm import estimate_text_tokens
 from jobs import services as jobs
 from jobs.models import Job
@@ -133,8 +135,13 @@ def start_batch(
     estimate = estimate_batch(
         benchmark, endpoint=endpoint, template_version=version, n=n, include_mcq=include_mcq, items=items, params=params
     )
-    seed_ids = list(eligible_seeds(benchmark, include_mcq=include_mcq, items=items).values_list("pk", flat=True))
     with transaction.atomic():
+        # Batches of a benchmark take turns here: the seeds are read after the lock, so a batch started
+        # twice at once (a double click) does not send the same seeds twice, and numbers never collide.
+        lock(Benchmark, benchmark.pk)
+        seed_ids = list(eligible_seeds(benchmark, include_mcq=include_mcq, items=items).values_list("pk", flat=True))
+        if not seed_ids:
+            raise Conflict("No seed to rewrite: another batch started meanwhile took every eligible seed.")
         number = (RewriteBatch.objects.filter(benchmark=benchmark).aggregate(n=Max("number"))["n"] or 0) + 1
         batch = RewriteBatch.objects.create(
             benchmark=benchmark,

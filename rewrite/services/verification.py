@@ -9,10 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Item
-from annotation.services import change_status, create_item
+from annotation.services import change_status, create_item, lock_item
 from annotation.workflow import ACCEPTED, REWRITTEN
 from benchforge import permissions
-from benchforge.errors import DomainError, NotAllowed
+from benchforge.concurrency import lock
+from benchforge.errors import Conflict, DomainError, NotAllowed
 
 from ..models import Rewrite
 from ..parsing import normalized
@@ -28,16 +29,19 @@ def similarity_to_seed(text: str, question: str) -> float:
 
 
 def refresh_similarities(seed_id: int) -> None:
-    """Each rewrite's highest similarity to another rewrite of the same seed (any batch, by hand too)."""
-    rows = list(Rewrite.objects.filter(seed_id=seed_id).only("id", "text", "similarity_siblings"))
-    changed = []
-    for row in rows:
-        best = max((similarity(row.text, other.text) for other in rows if other.pk != row.pk), default=0.0)
-        if best != row.similarity_siblings:
-            row.similarity_siblings = best
-            changed.append(row)
-    if changed:
-        Rewrite.objects.bulk_update(changed, ["similarity_siblings"])
+    """Each rewrite's highest similarity to another rewrite of the same seed (any batch, by hand too),
+    under the seed's lock: whoever else writes these rows holds it too, so nobody waits in a circle."""
+    with transaction.atomic():
+        lock_item(seed_id)
+        rows = list(Rewrite.objects.filter(seed_id=seed_id).order_by("pk").only("id", "text", "similarity_siblings"))
+        changed = []
+        for row in rows:
+            best = max((similarity(row.text, other.text) for other in rows if other.pk != row.pk), default=0.0)
+            if best != row.similarity_siblings:
+                row.similarity_siblings = best
+                changed.append(row)
+        if changed:
+            Rewrite.objects.bulk_update(changed, ["similarity_siblings"])
 
 
 def check_verifier(user, seed: Item) -> None:
@@ -48,11 +52,24 @@ def check_verifier(user, seed: Item) -> None:
 
 
 def _locked(rewrite: Rewrite) -> Rewrite:
-    # Only the rewrite's row: Postgres refuses FOR UPDATE on the nullable side of an outer join (batch).
-    return (
-        Rewrite.objects.select_for_update(of=("self",))
-        .select_related("seed", "seed__benchmark", "seed__task", "batch")
-        .get(pk=rewrite.pk)
+    """The rewrite's seed, then the rewrite, locked (parents first) and read now: verifications of one
+    seed's rewrites take turns, so two approvals never both move the seed and two edits never update
+    the same siblings' similarities in opposite orders."""
+    seed = lock_item(Rewrite.objects.values_list("seed_id", flat=True).get(pk=rewrite.pk))
+    current = lock(Rewrite, rewrite.pk)
+    current.seed = seed
+    return current
+
+
+def _approved_already(current: Rewrite, user) -> Item:
+    """An approval is final: the same verifier approving again gets its item (a double click); anyone
+    else is told who approved it."""
+    if current.decided_by_id == user.pk:
+        return current.item
+    who = current.decided_by.username if current.decided_by_id else "someone"
+    raise Conflict(
+        f"Rewrite #{current.pk} is already approved by {who} (item #{current.item_id}); an approval is final.",
+        extra={"existing": {"item": current.item_id}},
     )
 
 
@@ -80,11 +97,10 @@ def approve(rewrite: Rewrite, *, user) -> Item:
     the verifier. The seed's first approval moves it from accepted to rewritten."""
     with transaction.atomic():
         current = _locked(rewrite)
-        # The seed's row too: two rewrites of one seed approved at once must not both move it.
-        seed = Item.objects.select_for_update(of=("self",)).select_related("benchmark", "task").get(pk=current.seed_id)
+        seed = current.seed
         check_verifier(user, seed)
         if current.state == Rewrite.State.APPROVED:
-            raise DomainError(f"Rewrite #{current.pk} is already approved (item #{current.item_id}); an approval is final.")
+            return _approved_already(current, user)
         permissions.require(permissions.own_work_refusal(user, current.writer_ids, f"Rewrite #{current.pk}"))
         _check_seed(seed)
         # The item is the work of whoever wrote its words (by hand or by editing), else of the verifier.
@@ -125,7 +141,7 @@ def reject(rewrite: Rewrite, *, user, reason: str, comment: str = "") -> Rewrite
         current = _locked(rewrite)
         check_verifier(user, current.seed)
         if current.state == Rewrite.State.APPROVED:
-            raise DomainError(f"Rewrite #{current.pk} is approved (item #{current.item_id}); an approval is final.")
+            raise Conflict(f"Rewrite #{current.pk} is approved (item #{current.item_id}); an approval is final.")
         current.state, current.reason, current.comment = Rewrite.State.REJECTED, reason, comment[:2000]
         current.decided_by, current.decided_at = user, timezone.now()
         current.save(update_fields=["state", "reason", "comment", "decided_by", "decided_at"])
@@ -139,7 +155,7 @@ def edit(rewrite: Rewrite, *, user, text: str) -> Rewrite:
         current = _locked(rewrite)
         check_verifier(user, current.seed)
         if current.state == Rewrite.State.APPROVED:
-            raise DomainError(f"Rewrite #{current.pk} is approved; an approval is final: edit item #{current.item_id} instead.")
+            raise Conflict(f"Rewrite #{current.pk} is approved; an approval is final: edit item #{current.item_id} instead.")
         if text == current.text:
             return current
         if not current.edited:
@@ -160,7 +176,7 @@ def add_manual(seed: Item, *, user, text: str) -> Rewrite:
     verified like the others."""
     text = _clean_text(text)
     with transaction.atomic():
-        seed = Item.objects.select_for_update().select_related("benchmark").get(pk=seed.pk)
+        seed = lock_item(seed)
         check_verifier(user, seed)
         if seed.seed_id is not None:
             raise DomainError(f"Item #{seed.pk} is itself a rewrite: add rewrites to its seed #{seed.seed_id}.")

@@ -12,7 +12,7 @@ from annotation.workflow import (
     QC_PASSED,
     RELEASED,
 )
-from benchforge.errors import DomainError, IllegalTransition, NotAllowed, StaleVersion
+from benchforge.errors import Conflict, DomainError, IllegalTransition, NotAllowed, StaleVersion
 from curation.services import load_preset
 from tests.factories import complete_fields, make_image
 
@@ -382,3 +382,20 @@ def test_assigning_existing_items_moves_open_work(benchmark, counting, draft, an
     Item.objects.filter(pk=draft.pk).update(status=ACCEPTED)
     with pytest.raises(DomainError, match="only drafts and items to revise can be assigned"):
         services.assign_items(benchmark, item_ids=[draft.pk], assignee=other, user=researcher)
+
+
+def test_an_assignment_moved_or_withdrawn_after_the_queue_showed_it_is_not_started(
+    benchmark, counting, annotator, researcher, make_user
+):
+    otto = make_user("annotator", "otto", benchmarks=[benchmark])
+    images = [make_image(benchmark, tasks=[counting]) for _ in range(2)]
+    services.assign_images(benchmark, task=counting, image_ids=[i.pk for i in images], assignee=annotator, user=researcher)
+    moved, withdrawn = Assignment.objects.filter(image__in=images).order_by("pk")  # as anna's queue read them
+    services.reassign(benchmark, assignment_ids=[moved.pk], assignee=otto, user=researcher)
+    services.cancel_assignments(benchmark, assignment_ids=[withdrawn.pk], user=researcher)
+    with pytest.raises(NotAllowed, match="given to someone else meanwhile"):
+        services.start_assignment(moved, user=annotator)
+    with pytest.raises(Conflict, match="withdrawn by a researcher meanwhile"):
+        services.start_assignment(withdrawn, user=annotator)
+    assert not Item.objects.exists()  # no half-made draft for either
+    assert services.start_assignment(Assignment.objects.get(pk=moved.pk), user=otto).assignee == otto

@@ -105,7 +105,8 @@ def test_api_create_benchmark_needs_researcher(api_for, annotator, researcher):
     assert resp.status_code == 201, resp.content
     assert Benchmark.objects.get(slug="touch").tasks.count() == 27
     dup = api_for(researcher).post("/api/v1/benchmarks/", {"name": "Touch"}, format="json")
-    assert dup.status_code == 400 and "already exists" in dup.json()["detail"]
+    assert dup.status_code == 409 and "already exists" in dup.json()["detail"]  # creating what exists: 409, naming it
+    assert dup.json()["existing"] == {"slug": "touch", "name": "Touch"}
     bad = api_for(researcher).post("/api/v1/benchmarks/", {"name": "Y", "preset": "nope"}, format="json")
     assert bad.status_code == 400 and "preset" in bad.json()
 

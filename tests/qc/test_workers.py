@@ -80,7 +80,9 @@ def test_a_killed_worker_resumes_the_run_without_repeating_a_recorded_call(
     # the 40+ recorded before the kill, and those answered but not yet recorded (in the shared
     # cache), were not asked again. Models are asked one at a time: at most one bound in flight.
     assert len(recorded) >= 40
-    assert len(repeated) <= 4 and all(killed_at - 1.0 <= times[0] <= killed_at for times in repeated.values())
+    assert len(repeated) <= 4 and all(
+        times[0] <= killed_at for times in repeated.values()
+    )  # asked before the kill (no lower bound: under load a reply can take seconds)
     expected = {n for n in range(30) if sum(n in k for k in known.values()) >= 2}
     flagged = {int(e.item.external_id[1:]) for e in QCItem.objects.filter(run=run, flagged=True).select_related("item")}
     assert flagged == expected

@@ -6,7 +6,7 @@ import pytest
 
 from annotation.contract import item_payload
 from annotation.models import Item, ItemRevision
-from benchforge.errors import DomainError, NotAllowed
+from benchforge.errors import Conflict, DomainError, NotAllowed
 from rewrite import selectors, services
 from rewrite.models import BatchSeed, RawReply, Rewrite, RewriteBatch
 
@@ -28,7 +28,7 @@ def candidates(make_seed, batch):
     return seed, rows
 
 
-def test_approving_makes_an_item_sharing_the_seed_answer_and_moves_the_seed_once(candidates, reviewer):
+def test_approving_makes_an_item_sharing_the_seed_answer_and_moves_the_seed_once(candidates, reviewer, researcher):
     seed, (first, second, _third) = candidates
     item = services.approve(first, user=reviewer)
     item = Item.objects.get(pk=item.pk)
@@ -47,9 +47,12 @@ def test_approving_makes_an_item_sharing_the_seed_answer_and_moves_the_seed_once
     assert seed.status == "rewritten" and seed.version == version  # only the first approval moves it
     first.refresh_from_db()
     assert first.state == "approved" and first.item_id == item.pk and first.decided_by == reviewer
-    with pytest.raises(DomainError, match="an approval is final"):
-        services.approve(first, user=reviewer)
-    with pytest.raises(DomainError, match="an approval is final"):
+    # Approving again (a double click) is the same approval; anything else is refused: it is final.
+    assert services.approve(first, user=reviewer).pk == item.pk
+    assert seed.rewrites.count() == 2
+    with pytest.raises(Conflict, match="already approved by rita .* an approval is final"):
+        services.approve(first, user=researcher)
+    with pytest.raises(Conflict, match="an approval is final"):
         services.reject(first, user=reviewer, reason="not_fluent")
 
 
@@ -182,7 +185,7 @@ def test_templates_are_versioned_and_edited_by_researchers(benchmark, researcher
 # ---------------------------------------------------------------- API and pages
 
 
-def test_the_api_verifies_and_reports(candidates, api_for, reviewer, annotator):
+def test_the_api_verifies_and_reports(candidates, api_for, reviewer, annotator, researcher):
     seed, (first, second, _third) = candidates
     api = api_for(reviewer)
     rows = api.get(f"/api/v1/benchmarks/demo/rewrite/seeds/{seed.pk}/rewrites/").json()
@@ -190,7 +193,9 @@ def test_the_api_verifies_and_reports(candidates, api_for, reviewer, annotator):
     done = api.post(f"/api/v1/benchmarks/demo/rewrite/rewrites/{first.pk}/approve/")
     assert done.status_code == 200 and done.json()["state"] == "approved" and done.json()["item"]
     again = api.post(f"/api/v1/benchmarks/demo/rewrite/rewrites/{first.pk}/approve/")
-    assert again.status_code == 400 and "final" in again.json()["detail"]
+    assert again.status_code == 200 and again.json()["item"] == done.json()["item"]  # the same approval, once
+    other = api_for(researcher).post(f"/api/v1/benchmarks/demo/rewrite/rewrites/{first.pk}/approve/")
+    assert other.status_code == 409 and "final" in other.json()["detail"]
     bad = api.post(f"/api/v1/benchmarks/demo/rewrite/rewrites/{second.pk}/reject/", {"reason": "other"}, format="json")
     assert bad.status_code == 400 and "comment" in bad.json()["detail"]
     ok = api.post(f"/api/v1/benchmarks/demo/rewrite/rewrites/{second.pk}/reject/", {"reason": "not_fluent"}, format="json")

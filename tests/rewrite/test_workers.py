@@ -86,5 +86,7 @@ def test_a_killed_worker_resumes_without_duplicate_rewrites_or_a_repeated_paid_c
     # No recorded call was asked again; the only repeats were in flight when the worker died.
     repeated = {q: t for q, t in arrivals.times.items() if len(t) > 1}
     assert not set(repeated) & answered_before
-    assert len(repeated) <= 4 and all(killed_at - 1.0 <= times[0] <= killed_at for times in repeated.values())
+    assert len(repeated) <= 4 and all(
+        times[0] <= killed_at for times in repeated.values()
+    )  # asked before the kill (no lower bound: under load a reply can take seconds)
     assert len(fake_llm.requests("glm-4")) == 120 + len(repeated) and fake_llm.max_in_flight("glm-4") <= 4
