@@ -30,7 +30,7 @@ def parquet_rows(release) -> dict[str, list[dict]]:
     return tables
 
 
-def test_small_chunks_write_the_same_release(built, researcher, monkeypatch, django_capture_on_commit_callbacks):
+def test_small_chunks_write_the_same_release(built, researcher, monkeypatch):
     release = built()
     files = dict(release.files.values_list("kind", "sha256"))
     counts, rows = release.counts, parquet_rows(release)
@@ -38,8 +38,7 @@ def test_small_chunks_write_the_same_release(built, researcher, monkeypatch, dja
     # images shared across chunks, MCQ rows pointing back at an earlier chunk's image, counts.
     monkeypatch.setattr(services, "SNAPSHOT_CHUNK", 3)
     monkeypatch.setattr(parquet, "GROUP_ROWS", 2)
-    with django_capture_on_commit_callbacks(execute=True):
-        services.start_build(release, user=researcher)
+    services.start_build(release, user=researcher, here=True)
     release.refresh_from_db()
     assert release.counts == counts
     rechunked = dict(release.files.values_list("kind", "sha256"))
