@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
@@ -37,8 +38,13 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Performance checks print their numbers; they are not part of `make test`.
-bench: setup
+# Performance checks print their numbers; they are not part of `make test`. Their extra
+# packages (faiss, to compare against) are installed here, never for `make run`.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,labelstudio,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	@set -e; for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script; done
 
 # The demo's main pages at 1280x800 and 390x844 for each role, as PNG files in var/screenshots/

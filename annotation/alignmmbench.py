@@ -16,7 +16,6 @@ from pathlib import Path
 from django.db import transaction
 
 from benchforge.errors import DomainError
-from curation.imaging import ImageRejected
 from curation.models import Image, Task
 
 from .models import Item
@@ -139,7 +138,7 @@ def _read_rows(run, tasks) -> tuple[list[Row], set[str], int]:
 def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
     """Ingest images found next to metadata.jsonl (accepted: screened by their publisher).
     Returns {image_path: image id} for the images stored (in this run or an earlier one)."""
-    from curation.services import ingest_image, screen_images
+    from curation.services import INGEST_BATCH, Ingester, IngestFile, IngestOutcome, ingest_stream, screen_images
 
     job = run.job
     wanted: dict[str, list[Row]] = {}
@@ -152,40 +151,56 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
     found = {path: image_id for path, image_id in earlier.items() if image_id}
     # Only a metadata file on this server can have images next to it; an upload comes alone.
     base = Path(job.params["path"]).parent.resolve() if job.params.get("path") else None
-    for image_path, users in wanted.items():
-        key = f"image {image_path}"
-        if key in done:
-            continue
-        candidate = (base / image_path).resolve() if base else None
-        if candidate is None or not candidate.is_relative_to(base) or not candidate.is_file():
-            run.record(
-                key, "skipped", f"image {image_path} not provided; {len(users)} item(s) imported without image", {"image": True}
-            )
-            continue
-        try:
-            with transaction.atomic():
-                outcome = ingest_image(
-                    job.benchmark,
-                    candidate.read_bytes(),
-                    original_name=candidate.name,
-                    source="AlignMMBench",
-                    collected_by=job.created_by,
-                    tasks=sorted({r.task for r in users}, key=lambda t: t.pk),
-                )
-                if outcome.image.status != Image.Status.ACCEPTED:
-                    screen_images(job.benchmark, [outcome.image.pk], action="accept", user=job.created_by)
+
+    def batches():
+        """(files, [(image path, its rows)]) a batch at a time; missing files are recorded here."""
+        files, paths = [], []
+        for image_path, users in wanted.items():
+            key = f"image {image_path}"
+            if key in done:
+                continue
+            candidate = (base / image_path).resolve() if base else None
+            if candidate is None or not candidate.is_relative_to(base) or not candidate.is_file():
                 run.record(
-                    key, "ok", f"image {image_path} stored as #{outcome.image.pk}", {"image": True, "image_id": outcome.image.pk}
+                    key,
+                    "skipped",
+                    f"image {image_path} not provided; {len(users)} item(s) imported without image",
+                    {"image": True},
                 )
-        except (ImageRejected, DomainError) as exc:
-            run.record(
-                key,
-                "error",
-                f"image {image_path} could not be stored ({exc.message}); {len(users)} item(s) imported without image",
-                {"image": True},
-            )
-            continue
-        found[image_path] = outcome.image.pk
+                continue
+            tasks = sorted({r.task for r in users}, key=lambda t: t.pk)
+            files.append(IngestFile(candidate.read_bytes, original_name=candidate.name, source="AlignMMBench", tasks=tasks))
+            paths.append((image_path, users))
+            if len(files) >= INGEST_BATCH:
+                yield files, paths
+                files, paths = [], []
+        if files:
+            yield files, paths
+
+    def record(paths, outcomes) -> None:
+        """In the batch's transaction: accept the images (screened by their publisher), one entry each."""
+        stored = [o.image.pk for o in outcomes if isinstance(o, IngestOutcome) and o.image.status != Image.Status.ACCEPTED]
+        if stored:
+            screen_images(job.benchmark, stored, action="accept", user=job.created_by)
+        entries = []
+        for (image_path, users), outcome in zip(paths, outcomes):
+            key = f"image {image_path}"
+            if outcome is None:
+                continue
+            if isinstance(outcome, IngestOutcome):
+                image_id = outcome.image.pk
+                entries.append((key, "ok", f"image {image_path} stored as #{image_id}", {"image": True, "image_id": image_id}))
+                found[image_path] = image_id
+            else:
+                message = (
+                    f"image {image_path} could not be stored ({outcome.message}); {len(users)} item(s) imported without image"
+                )
+                entries.append((key, "error", message, {"image": True}))
+        run.record_many(entries)
+
+    with Ingester(job.benchmark, collected_by=job.created_by) as ingester:
+        for _ in ingest_stream(ingester, batches(), record=record):
+            pass
     return found
 
 

@@ -1,22 +1,28 @@
-"""Release build time against plain `tar` + `sha256sum` over the same files.
+"""Release builds: bundle writing against plain `tar` + `sha256sum`, and peak memory at two sizes.
 
-Run: .venv/bin/python bench/export.py [--items 5000] [--images 1000] [--image-kb 300]
+Run: .venv/bin/python bench/export.py [--items 5000,50000] [--items-per-image 20] [--image-kb 40]
+                                      [--compare 5000,1000,300] [--no-compare]
 
-Works in a throwaway embedded runtime (SQLite and media in a temporary folder): generates
---images photos of about --image-kb KB each (noise, so they do not compress, like real JPEGs),
-one accepted seed question per image and rewrites up to --items questions, then builds a
-release and prints, side by side:
-  * writing one bundle (the files, the sha256 manifest) and its tar.gz, as the build does, vs
-    `sha256sum` over the bundle's files plus `tar czf` of the same folder (target: under 2x);
-  * the whole build job (snapshot, public and private bundles as tar.gz and zip, the Parquet
-    export) for context: it writes five archives where the baseline writes one.
+Each release lives in a throwaway embedded runtime (SQLite and media in a temporary folder): one
+process generates the benchmark (noise photos, so they do not compress, like real JPEGs; one
+accepted seed question per image and rewrites of it up to the item count), then a fresh process
+builds a release of it (snapshot, public and private bundles as tar.gz and zip, the Parquet
+export) and reports its peak resident memory (ru_maxrss) and how much it grew during the build.
+
+  * Speed (--compare ITEMS,IMAGES,KB): writing one bundle (the files, the sha256 manifest) and its
+    tar.gz, as the build does, vs `sha256sum` over the bundle's files plus `tar czf` of the same
+    folder (target: under 2x).
+  * Memory (--items, one image per --items-per-image items, --image-kb each): the build's memory
+    does not grow with the release (the largest build's growth within 1.5x of the smallest's).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -27,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 TARGET = 2.0
+MEMORY_TARGET = 1.5
 
 
 def setup(var: Path) -> None:
@@ -39,9 +46,6 @@ def setup(var: Path) -> None:
     import django
 
     django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def photo(n: int, kb: int) -> bytes:
@@ -56,17 +60,18 @@ def photo(n: int, kb: int) -> bytes:
     return out.getvalue()
 
 
-def populate(n_items: int, n_images: int, kb: int):
+def populate(n_items: int, n_images: int, kb: int) -> dict:
     from django.contrib.auth import get_user_model
+    from django.core.management import call_command
 
     from annotation.models import Item, ItemImage
+    from benchforge.roles import RESEARCHER, set_role
     from curation.models import Image
     from curation.services import ingest_image, load_preset
 
+    call_command("migrate", verbosity=0)
     benchmark = load_preset("alignmmbench", slug="bench")
     researcher = get_user_model().objects.create_user("bench-researcher", password="x" * 16)
-    from benchforge.roles import RESEARCHER, set_role
-
     set_role(researcher, RESEARCHER)
     tasks = list(benchmark.tasks.order_by("pk"))
     started = time.perf_counter()
@@ -78,7 +83,6 @@ def populate(n_items: int, n_images: int, kb: int):
             benchmark, data, original_name=f"photo-{n}.jpg", source="bench", license="CC0", tasks=[tasks[n % len(tasks)]]
         )
     Image.objects.filter(benchmark=benchmark).update(status="accepted")
-    print(f"generated {n_images} images, {size / 1e6:.0f} MB, in {time.perf_counter() - started:.0f} s")
     images = list(Image.objects.filter(benchmark=benchmark).order_by("pk"))
     seeds = Item.objects.bulk_create(
         Item(
@@ -93,20 +97,65 @@ def populate(n_items: int, n_images: int, kb: int):
     )
     ItemImage.objects.bulk_create(ItemImage(item=item, image=image) for item, image in zip(seeds, images))
     per_seed = max(0, (n_items - n_images) // n_images)
-    Item.objects.bulk_create(
-        Item(
-            benchmark=benchmark,
-            task=seed.task,
-            question=f"{seed.question} (rewrite {k})",
-            reference_answer=seed.reference_answer,
-            seed=seed,
-            status="accepted",
-            author=researcher,
+    for start in range(0, len(seeds), 500):
+        Item.objects.bulk_create(
+            Item(
+                benchmark=benchmark,
+                task=seed.task,
+                question=f"{seed.question} (rewrite {k})",
+                reference_answer=seed.reference_answer,
+                seed=seed,
+                status="accepted",
+                author=researcher,
+            )
+            for seed in seeds[start : start + 500]
+            for k in range(per_seed)
         )
-        for seed in seeds
-        for k in range(per_seed)
-    )
-    return benchmark, researcher
+    return {"images": n_images, "image_mb": size / 1e6, "seconds": time.perf_counter() - started}
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def build(var: Path, compare: bool) -> dict:
+    from django.contrib.auth import get_user_model
+
+    from curation.models import Benchmark
+    from exports import services
+    from exports.models import Release
+
+    benchmark = Benchmark.objects.get(slug="bench")
+    researcher = get_user_model().objects.get(username="bench-researcher")
+    release = services.create_release(benchmark, user=researcher, version="1.0.0")
+    before = rss_bytes()
+    started = time.perf_counter()
+    services.start_build(release, user=researcher)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    release.refresh_from_db()
+    if release.status != Release.Status.BUILT:
+        raise SystemExit(f"the build failed: {release.job.message}")
+    result = {
+        "items": release.counts["items"],
+        "images": release.counts["images"],
+        "seconds": seconds,
+        "rss_before": before,
+        "peak": peak,
+        "files": {f.kind: f.size for f in release.files.all()},
+    }
+    if compare:
+        from harness.bundle import write_tar_gz
+
+        folder = var / "bundle"
+        started = time.perf_counter()
+        services.write_bundle(release, "public", folder)
+        write_tar_gz(folder, var / "ours.tar.gz", top=release.top)
+        result["ours"] = time.perf_counter() - started
+        result["theirs"] = baseline(folder, var)
+        shutil.rmtree(folder)
+    return result
 
 
 def baseline(folder: Path, work: Path) -> float:
@@ -117,48 +166,84 @@ def baseline(folder: Path, work: Path) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=5000)
-    parser.add_argument("--images", type=int, default=1000)
-    parser.add_argument("--image-kb", type=int, default=300)
-    args = parser.parse_args()
+def child(args) -> None:
+    """One step in its own process, so the build's memory is not the generator's."""
+    var = Path(args.var)
+    setup(var)
+    from django.conf import settings
+
+    settings.DEBUG = False  # DEBUG keeps every SQL statement: memory a deployed build never spends
+    if args.step == "populate":
+        result = populate(args.items_one, args.images_one, args.image_kb)
+    else:
+        result = build(var, args.with_tar)
+    print("RESULT " + json.dumps(result))
+
+
+def run_step(var: Path, step: str, items: int, images: int, kb: int, with_tar: bool = False) -> dict:
+    command = [sys.executable, __file__, "--step", step, "--var", str(var), "--items-one", str(items)]
+    command += ["--images-one", str(images), "--image-kb", str(kb)] + (["--with-tar"] if with_tar else [])
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{step} failed:\n{done.stdout}\n{done.stderr}")
+    line = next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+def one_release(items: int, images: int, kb: int, with_tar: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
-        tmp = Path(tmp)
-        setup(tmp / "var")
-        from harness.bundle import write_tar_gz
+        var = Path(tmp) / "var"
+        made = run_step(var, "populate", items, images, kb)
+        built = run_step(var, "build", items, images, kb, with_tar)
+    growth = (built["peak"] - built["rss_before"]) / 1e6
+    print(
+        f"{built['items']:>7,} items, {built['images']:,} images ({made['image_mb']:.0f} MB): build {built['seconds']:6.1f} s, "
+        f"peak RSS {built['peak'] / 1e6:5.0f} MB, grew {growth:4.0f} MB during the build (load {os.getloadavg()[0]:.1f}); "
+        + ", ".join(f"{kind} {size / 1e6:.0f} MB" for kind, size in sorted(built["files"].items())),
+        flush=True,
+    )
+    return built
 
-        benchmark, researcher = populate(args.items, args.images, args.image_kb)
-        from exports import services
-        from exports.models import Release
 
-        release = services.create_release(benchmark, user=researcher, version="1.0.0")
-        started = time.perf_counter()
-        services.start_build(release, user=researcher)
-        job_seconds = time.perf_counter() - started
-        release.refresh_from_db()
-        if release.status != Release.Status.BUILT:
-            raise SystemExit(f"the build failed: {release.job.message}")
-        sizes = {f.kind: f.size for f in release.files.all()}
-
-        folder = tmp / "bundle"
-        started = time.perf_counter()
-        services.write_bundle(release, "public", folder)
-        write_tar_gz(folder, tmp / "ours.tar.gz", top=release.top)
-        ours = time.perf_counter() - started
-        theirs = baseline(folder, tmp)
-        shutil.rmtree(folder)
-
-        print(f"release: {release.counts['items']} items, {release.counts['images']} images")
-        print(f"one bundle + its tar.gz (build):        {ours:6.1f} s")
-        print(f"sha256sum + tar czf, same files:        {theirs:6.1f} s")
-        ratio = ours / theirs
-        print(f"ratio: {ratio:.2f}x (target < {TARGET}x) -> {'OK' if ratio < TARGET else 'SLOWER THAN TARGET'}")
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", default="5000,50000", help="release sizes for the memory figures, comma-separated")
+    parser.add_argument("--items-per-image", type=int, default=20)
+    parser.add_argument("--image-kb", type=int, default=40)
+    parser.add_argument("--compare", default="5000,1000,300", help="items,images,KB of the release for the speed figure")
+    parser.add_argument("--no-compare", action="store_true")
+    parser.add_argument("--step", choices=["populate", "build"], help=argparse.SUPPRESS)
+    parser.add_argument("--var", help=argparse.SUPPRESS)
+    parser.add_argument("--items-one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--images-one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--with-tar", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.step:
+        child(args)
+        return 0
+    ok = True
+    if not args.no_compare:
+        items, images, kb = (int(x) for x in args.compare.split(","))
+        built = one_release(items, images, kb, with_tar=True)
+        ratio = built["ours"] / built["theirs"]
+        ok &= ratio < TARGET
+        print(f"    one bundle + its tar.gz (build):        {built['ours']:6.1f} s")
+        print(f"    sha256sum + tar czf, same files:        {built['theirs']:6.1f} s")
+        print(f"    ratio: {ratio:.2f}x (target < {TARGET}x) -> {'OK' if ratio < TARGET else 'SLOWER THAN TARGET'}")
+    sizes = [int(x) for x in args.items.split(",") if x]
+    results = [one_release(n, max(1, n // args.items_per_image), args.image_kb, with_tar=False) for n in sizes]
+    if len(results) > 1:
+        small, large = results[0], results[-1]
+        grew = [(b["peak"] - b["rss_before"]) for b in (small, large)]
+        ratio = grew[1] / max(grew[0], 1)
+        ok &= ratio < MEMORY_TARGET
         print(
-            f"whole build job (snapshot, 4 archives, Parquet): {job_seconds:.1f} s; files: "
-            + ", ".join(f"{kind} {size / 1e6:.0f} MB" for kind, size in sorted(sizes.items()))
+            f"memory growth during the build: {grew[0] / 1e6:.0f} MB at {small['items']:,} items, {grew[1] / 1e6:.0f} MB at "
+            f"{large['items']:,}: {ratio:.2f}x for {large['items'] / small['items']:.0f}x the items (target < {MEMORY_TARGET}x)"
         )
+    print("all targets met" if ok else "SOME TARGETS MISSED")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -13,13 +13,14 @@ release's job, so the release always names the job that built the files it has.
 
 import base64
 import csv
-import io
 import json
 import random
 import shutil
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from django.core.exceptions import ValidationError
 from django.core.files import File
@@ -233,7 +234,7 @@ def run_build(run) -> dict:
                     _store_step(release, run, kind, archive)
             if "parquet" not in done:
                 archive = Path(tmp) / f"{release.top}-parquet.zip"
-                parquet.write_dataset_zip(release, bundle_rows(release, "public"), archive)
+                parquet.write_dataset_zip(release, iter_bundle_rows(release, "public"), archive)
                 _store_step(release, run, ReleaseFile.Kind.PARQUET, archive)
         with transaction.atomic():
             _owned(release_id, run)
@@ -270,14 +271,26 @@ def _store_file(release: Release, kind: str, path: Path) -> str:
 # ---- the snapshot ---------------------------------------------------------------------------------
 
 
-def _in_scope(release: Release):
+# Items are read, turned into rows and written this many at a time, so a build's memory does
+# not grow with the release (bench/export.py measures it at 5,000 and 50,000 items).
+SNAPSHOT_CHUNK = 500
+
+
+class _Unit(NamedTuple):
+    pk: int
+    seed_id: int | None
+    task_id: int
+
+
+def _in_scope(release: Release) -> list[_Unit]:
+    """The items the release takes, by id (in id order): ids only, so a large release is cheap."""
     items = Item.objects.filter(benchmark=release.benchmark, status__in=release.statuses)
     if release.tasks:
         items = items.filter(task__in=release.tasks)
-    items = list(with_payload_data(items.select_related("task__category__parent")).order_by("pk"))
-    seeds = {i.pk for i in items if i.seed_id is None}
+    units = [_Unit(*values) for values in items.order_by("pk").values_list("pk", "seed_id", "task_id")]
+    seeds = {u.pk for u in units if u.seed_id is None}
     # A rewrite goes with its seed: one whose seed is not in the release would name a missing group.
-    return [i for i in items if i.seed_id is None or i.seed_id in seeds]
+    return [u for u in units if u.seed_id is None or u.seed_id in seeds]
 
 
 def assign_splits(units, *, dev_ratio: float, seed: int, previous=None) -> dict:
@@ -315,75 +328,98 @@ def assign_splits(units, *, dev_ratio: float, seed: int, previous=None) -> dict:
 @transaction.atomic
 def snapshot(release: Release) -> dict:
     """Copy what the release holds into its own rows; replaces an earlier snapshot of a draft, and the
-    files built from it (they no longer match: every file a release has is from its latest build)."""
+    files built from it (they no longer match: every file a release has is from its latest build).
+    Items are loaded and written SNAPSHOT_CHUNK at a time."""
     ReleaseItem.objects.filter(release=release).delete()
     ReleaseImage.objects.filter(release=release).delete()
     old_files = list(ReleaseFile.objects.filter(release=release).values_list("storage_name", flat=True))
     ReleaseFile.objects.filter(release=release).delete()
     transaction.on_commit(lambda: [default_storage.delete(name) for name in old_files])
-    items = _in_scope(release)
-    if not items:
+    units = _in_scope(release)
+    if not units:
         raise DomainError(
             f"No item of {release.benchmark.name} is {', '.join(release.statuses)} in this scope: nothing to release."
         )
     previous = dict(release.source.items.values_list("item_id", "split")) if release.source_id else {}
     splits = assign_splits(
-        [(i.pk, i.seed_id or i.pk, i.task_id) for i in items],
+        [(u.pk, u.seed_id or u.pk, u.task_id) for u in units],
         dev_ratio=release.dev_ratio,
         seed=release.split_seed,
         previous=previous,
     )
-    origins = provenance.for_items(items)
-    rows, images = [], {}
-    for order, item in enumerate(items):
-        row = release_row(item, split=splits[item.pk])
-        rows.append(
-            ReleaseItem(
-                release=release,
-                key=row["id"],
-                item_id=item.pk,
-                task=item.task.name,
-                split=row["split"],
-                row=row,
-                provenance=origins.get(item.pk, {}),
-                order=order,
+    counts, image_names = _Counts(), set()
+    for start in range(0, len(units), SNAPSHOT_CHUNK):
+        chunk = Item.objects.filter(pk__in=[u.pk for u in units[start : start + SNAPSHOT_CHUNK]])
+        items = list(with_payload_data(chunk.select_related("task__category__parent")).order_by("pk"))
+        origins = provenance.for_items(items)
+        rows, images = [], []
+        for order, item in enumerate(items, start):
+            row = release_row(item, split=splits[item.pk])
+            rows.append(
+                ReleaseItem(
+                    release=release,
+                    key=row["id"],
+                    item_id=item.pk,
+                    task=item.task.name,
+                    split=row["split"],
+                    row=row,
+                    provenance=origins.get(item.pk, {}),
+                    order=order,
+                )
             )
-        )
-        for link in (item.seed or item).item_images.all():
-            image = link.image
-            images[image_name(image)] = ReleaseImage(
-                release=release,
-                name=image_name(image),
-                sha256=image.sha256,
-                storage_name=image.file.name,
-                size=image.file_size,
-                source=image.source,
-                license=image.license,
-            )
-    ReleaseItem.objects.bulk_create(rows, batch_size=1000)
-    ReleaseImage.objects.bulk_create(sorted(images.values(), key=lambda i: i.name), batch_size=1000)
-    counts = _counts(rows)
-    counts["images"] = len(images)
+            for link in (item.seed or item).item_images.all():
+                image = link.image
+                if image_name(image) in image_names:
+                    continue
+                image_names.add(image_name(image))
+                images.append(
+                    ReleaseImage(
+                        release=release,
+                        name=image_name(image),
+                        sha256=image.sha256,
+                        storage_name=image.file.name,
+                        size=image.file_size,
+                        source=image.source,
+                        license=image.license,
+                    )
+                )
+        ReleaseItem.objects.bulk_create(rows, batch_size=1000)
+        ReleaseImage.objects.bulk_create(images, batch_size=1000)
+        for row in rows:
+            counts.add(row)
+    totals = counts.result()
+    totals["images"] = len(image_names)
     Release.objects.filter(pk=release.pk).update(
         built_at=timezone.now().replace(microsecond=0),
         taxonomy=taxonomy_of(release.benchmark),
-        counts=counts,
-        construction=provenance.construction(release.benchmark, items),
+        counts=totals,
+        construction=provenance.construction(release.benchmark, units),
     )
-    return counts
+    return totals
 
 
-def _counts(rows) -> dict:
-    per_task: dict = defaultdict(Counter)
-    for r in rows:
-        per_task[r.task][r.split] += 1
-    return {
-        "items": len(rows),
-        "seeds": sum(1 for r in rows if r.row["seed_id"] is None),
-        "dev": sum(1 for r in rows if r.split == "dev"),
-        "test": sum(1 for r in rows if r.split == "test"),
-        "tasks": {task: dict(sorted(c.items())) for task, c in sorted(per_task.items())},
-    }
+class _Counts:
+    """A release's counts (items, seeds, per split and per task), added up row by row."""
+
+    def __init__(self):
+        self.items = self.seeds = 0
+        self.splits: Counter = Counter()
+        self.per_task: dict = defaultdict(Counter)
+
+    def add(self, row: ReleaseItem) -> None:
+        self.items += 1
+        self.seeds += row.row["seed_id"] is None
+        self.splits[row.split] += 1
+        self.per_task[row.task][row.split] += 1
+
+    def result(self) -> dict:
+        return {
+            "items": self.items,
+            "seeds": self.seeds,
+            "dev": self.splits["dev"],
+            "test": self.splits["test"],
+            "tasks": {task: dict(sorted(c.items())) for task, c in sorted(self.per_task.items())},
+        }
 
 
 def taxonomy_of(benchmark) -> dict:
@@ -420,25 +456,31 @@ def withheld(row: dict, private) -> dict:
     return out
 
 
+def iter_bundle_rows(release: Release, variant: str) -> Iterator[dict]:
+    """The release's items.jsonl rows in order, read from the database a chunk at a time."""
+    rows = release.items.order_by("order").values_list("row", flat=True).iterator(chunk_size=SNAPSHOT_CHUNK)
+    for row in rows:
+        yield withheld(row, release.private) if variant == "public" else row
+
+
 def bundle_rows(release: Release, variant: str) -> list[dict]:
-    rows = list(release.items.order_by("order").values_list("row", flat=True))
-    return [withheld(r, release.private) for r in rows] if variant == "public" else rows
+    return list(iter_bundle_rows(release, variant))
 
 
 def write_bundle(release: Release, variant: str, folder: Path) -> None:
-    """The bundle folder of one variant, from the release's rows only (same rows, same bytes)."""
+    """The bundle folder of one variant, from the release's rows only (same rows, same bytes).
+    Rows are streamed to the files, never held all at once."""
     if folder.exists():
         shutil.rmtree(folder)
     (folder / "images").mkdir(parents=True)
-    rows = bundle_rows(release, variant)
-    _write_text(folder / "items.jsonl", "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows))
-    for image in release.images.order_by("name"):
+    with (folder / "items.jsonl").open("wb") as out:
+        for row in iter_bundle_rows(release, variant):
+            out.write((json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    for image in release.images.order_by("name").iterator(chunk_size=SNAPSHOT_CHUNK):
         with default_storage.open(image.storage_name, "rb") as source, open(folder / image.name, "wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
     _write_text(folder / "taxonomy.json", json.dumps(release.taxonomy, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    mcq = _mcq_tsv(release, rows, folder)
-    if mcq:
-        _write_text(folder / "mcq.tsv", mcq)
+    _write_mcq_tsv(iter_bundle_rows(release, variant), folder)
     _copy_harness(folder / "harness")
     (folder / "charts").mkdir()
     _write_text(folder / "charts" / "items_per_task.svg", card.task_chart(release.counts, release.taxonomy))
@@ -472,43 +514,45 @@ def _copy_harness(target: Path) -> None:
             shutil.copyfile(path, target / relative)
 
 
-def _mcq_tsv(release: Release, rows: list[dict], folder: Path) -> str:
-    """Multiple-choice rows in MMBench's columns: an image once as base64, then by the index of the
-    first row that carried it."""
-    mcq = [r for r in rows if r["choices"]]
-    if not mcq:
-        return ""
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=MMBENCH_COLUMNS, delimiter="\t", lineterminator="\n")
-    writer.writeheader()
+def _write_mcq_tsv(rows: Iterable[dict], folder: Path) -> None:
+    """folder/mcq.tsv (when there are multiple-choice rows) in MMBench's columns: an image once as
+    base64, then by the index of the first row that carried it. Written row by row."""
     first_row: dict[str, int] = {}
-    for index, row in enumerate(mcq):
-        image = row["images"][0] if row["images"] else ""
-        if image and image in first_row:
-            image_value = str(first_row[image])
-        elif image:
-            first_row[image] = index
-            image_value = base64.b64encode((folder / image).read_bytes()).decode("ascii")
-        else:
-            image_value = ""
-        choices = list(row["choices"].values()) + [""] * (4 - len(row["choices"]))
-        writer.writerow(
-            {
-                "index": index,
-                "question": row["question"],
-                "hint": row["hint"] or "",
-                "A": choices[0],
-                "B": choices[1],
-                "C": choices[2],
-                "D": choices[3],
-                "answer": row["answer"] or "",
-                "category": row["task"] or "",
-                "l2-category": row["subcategory"] or row["category"] or "",
-                "split": row["split"] or "",
-                "image": image_value,
-            }
-        )
-    return out.getvalue()
+    out = writer = None
+    try:
+        for index, row in enumerate(r for r in rows if r["choices"]):
+            if writer is None:
+                out = (folder / "mcq.tsv").open("w", encoding="utf-8", newline="")
+                writer = csv.DictWriter(out, fieldnames=MMBENCH_COLUMNS, delimiter="\t", lineterminator="\n")
+                writer.writeheader()
+            image = row["images"][0] if row["images"] else ""
+            if image and image in first_row:
+                image_value = str(first_row[image])
+            elif image:
+                first_row[image] = index
+                image_value = base64.b64encode((folder / image).read_bytes()).decode("ascii")
+            else:
+                image_value = ""
+            choices = list(row["choices"].values()) + [""] * (4 - len(row["choices"]))
+            writer.writerow(
+                {
+                    "index": index,
+                    "question": row["question"],
+                    "hint": row["hint"] or "",
+                    "A": choices[0],
+                    "B": choices[1],
+                    "C": choices[2],
+                    "D": choices[3],
+                    "answer": row["answer"] or "",
+                    "category": row["task"] or "",
+                    "l2-category": row["subcategory"] or row["category"] or "",
+                    "split": row["split"] or "",
+                    "image": image_value,
+                }
+            )
+    finally:
+        if out is not None:
+            out.close()
 
 
 # ---- freezing -----------------------------------------------------------------------------------

@@ -117,3 +117,16 @@ def complete_fields(image, **overrides):
     }
     fields.update(overrides)
     return fields
+
+
+def b64_jpeg_variants(n: int) -> list[str]:
+    """Base64 JPEGs: n // 2 pictures, each also as a smaller, more compressed copy (a near
+    duplicate), for MMBench-style rows."""
+    import base64
+
+    out = []
+    for k in range(n // 2):
+        picture = photo((640, 520), 700 + k)
+        out.append(base64.b64encode(encode(picture, "JPEG", quality=92)).decode())
+        out.append(base64.b64encode(encode(picture.resize((560, 455)), "JPEG", quality=60)).decode())
+    return out

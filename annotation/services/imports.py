@@ -11,7 +11,7 @@ from ..contract import SCALAR_FIELDS
 from ..models import Criterion, Item, ItemImage, ItemRevision
 from ..workflow import ACCEPTED
 from .items import item_snapshot_defaults, merged_state
-from .validation import shape_problems
+from .validation import load_image_rows, shape_problems
 
 
 def import_external_items(benchmark: Benchmark, specs: list[dict], *, user) -> tuple[list[Item], dict[int, list[str]]]:
@@ -22,6 +22,10 @@ def import_external_items(benchmark: Benchmark, specs: list[dict], *, user) -> t
     if user_role(user) != RESEARCHER:
         raise NotAllowed("Importing a benchmark needs the researcher role.")
     items, states, problems = [], [], {}
+    # Every spec's images in one query (a spec's images are ids; a malformed list is the shape check's to refuse).
+    image_rows = load_image_rows(
+        {i for spec in specs if isinstance(spec.get("images"), list) for i in spec["images"] if isinstance(i, int)}
+    )
     for n, spec in enumerate(specs):
         spec = dict(spec)
         item = Item(
@@ -33,7 +37,7 @@ def import_external_items(benchmark: Benchmark, specs: list[dict], *, user) -> t
             status=ACCEPTED,
         )
         state = merged_state(item, {**item_snapshot_defaults(), "task": item.task_id}, spec)
-        found = shape_problems(item, state)
+        found = shape_problems(item, state, image_rows=image_rows)
         if found:
             problems[n] = found
             continue

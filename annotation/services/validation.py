@@ -41,9 +41,10 @@ def image_refusals(benchmark: Benchmark, image_ids) -> list[str]:
     return _image_problems(Item(benchmark=benchmark), ids, load_image_rows(ids))
 
 
-def shape_problems(item: Item, state: dict, before_images=()) -> list[str]:
+def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict | None = None) -> list[str]:
     """Rules every stored version obeys, draft or not. Images already on the item
-    (`before_images`) are re-checked by readiness instead: they may have been rejected since."""
+    (`before_images`) are re-checked by readiness instead: they may have been rejected since.
+    `image_rows`: the images' load_image_rows, when the caller read them for many items at once."""
     problems = []
     kind = state["kind"]
     if kind not in Item.Kind.values:
@@ -109,7 +110,7 @@ def shape_problems(item: Item, state: dict, before_images=()) -> list[str]:
         repeated = sorted(i for i, n in Counter(images).items() if n > 1)
         problems += [f"Image #{i} is listed twice." for i in repeated]
         added = [i for i in dict.fromkeys(images) if i not in set(before_images)]
-        problems += _image_problems(item, added, load_image_rows(added))
+        problems += _image_problems(item, added, image_rows if image_rows is not None else load_image_rows(added))
 
     if item.seed_id is not None:
         seed_only = [f for f in SEED_ONLY_FIELDS if state[f]]

@@ -12,6 +12,8 @@ from .contamination import (
 from .dedup import find_near_duplicates, resolve_near_duplicate, set_near_dup_threshold
 from .imports import (
     IMPORT_KINDS,
+    INGEST_BATCH,
+    INGEST_BATCH_BYTES,
     UrlRow,
     check_zip_members,
     create_import_job,
@@ -24,10 +26,13 @@ from .imports import (
 from .indexes import image_indexes, known_index
 from .ingest import (
     THUMBNAIL_PX,
+    Ingester,
+    IngestFile,
     IngestOutcome,
     check_tasks,
     image_limits,
     ingest_image,
+    ingest_stream,
     ingest_uploads,
 )
 from .screening import SCREEN_ACTIONS, screen_images
@@ -44,9 +49,13 @@ from .taxonomy import (
 
 __all__ = [
     "IMPORT_KINDS",
+    "INGEST_BATCH",
+    "INGEST_BATCH_BYTES",
     "SCREEN_ACTIONS",
     "THUMBNAIL_PX",
+    "IngestFile",
     "IngestOutcome",
+    "Ingester",
     "KnownSetImport",
     "UrlRow",
     "check_tasks",
@@ -60,6 +69,7 @@ __all__ = [
     "image_limits",
     "import_known_set",
     "ingest_image",
+    "ingest_stream",
     "ingest_uploads",
     "known_index",
     "load_preset",

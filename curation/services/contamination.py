@@ -44,6 +44,43 @@ def flag_contamination(image: Image) -> list[ContaminationMatch]:
     return created
 
 
+def flag_contamination_of_batch(benchmark: Benchmark, images: list[Image]) -> None:
+    """flag_contamination for new images stored together (saved), with one lookup of each kind."""
+    if not images:
+        return
+    by_md5: dict[str, list[KnownHash]] = {}
+    for known in KnownHash.objects.filter(md5__in={i.md5 for i in images}).order_by("pk"):
+        by_md5.setdefault(known.md5, []).append(known)
+    radius = _contamination_radius(benchmark)
+    near: dict[int, list[int]] = {}
+    if radius >= 0:
+        index = known_index.get("phash")
+        near = {image.pk: index.query(image.phash, radius)[0].tolist() for image in images}
+    wanted = {pk for found in near.values() for pk in found}
+    known_by_pk = {k.pk: k for k in KnownHash.objects.filter(pk__in=wanted).order_by("pk")} if wanted else {}
+    matches, flagged = [], []
+    for image in images:
+        best: dict[int, tuple[KnownHash, str, int]] = {}
+        for known in by_md5.get(image.md5, []):
+            best[known.known_set_id] = (known, ContaminationMatch.Kind.MD5, 0)
+        for pk in sorted(near.get(image.pk, [])):
+            known = known_by_pk.get(pk)
+            if known is None:
+                continue
+            d = hamming(known.phash, image.phash)  # recomputed: the index may be stale
+            if d <= radius and (known.known_set_id not in best or best[known.known_set_id][2] > d):
+                best[known.known_set_id] = (known, ContaminationMatch.Kind.PHASH, d)
+        matches += [
+            ContaminationMatch(image=image, known_set_id=set_id, known_hash=known, kind=kind, distance=d)
+            for set_id, (known, kind, d) in best.items()
+        ]
+        if best:
+            image.contaminated = True
+            flagged.append(image)
+    ContaminationMatch.objects.bulk_create(matches)
+    Image.objects.bulk_update(flagged, ["contaminated"])
+
+
 _HEX = set("0123456789abcdef")
 
 

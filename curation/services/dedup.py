@@ -40,6 +40,37 @@ def flag_near_duplicate(image: Image) -> None:
         image.save(update_fields=["near_duplicate_of", "near_duplicate_distance"])
 
 
+def flag_near_duplicates_of_batch(benchmark: Benchmark, images: list[Image]) -> None:
+    """flag_near_duplicate for new images stored together (saved, in their order): each is compared
+    with the images before it (a smaller id), as if they had come one after another."""
+    radius = benchmark.near_dup_threshold - 1
+    if radius < 0 or not images:
+        return
+    candidates: dict[int, set[int]] = {image.pk: set() for image in images}
+    for field in ("phash", "dhash"):
+        index = image_indexes.get((benchmark.pk, field))
+        for image in images:
+            ids, _ = index.query(getattr(image, field), radius, exclude=image.pk)
+            candidates[image.pk].update(i for i in ids.tolist() if i < image.pk)
+    wanted = set().union(*candidates.values())
+    # Re-read from the database: the index may hold rows deleted elsewhere.
+    hashes = {
+        pk: (phash, dhash)
+        for pk, phash, dhash in Image.objects.filter(benchmark_id=benchmark.pk, pk__in=wanted).values_list("pk", "phash", "dhash")
+    }
+    flagged = []
+    for image in images:
+        found = []
+        for pk in candidates[image.pk] & hashes.keys():
+            pd, dd = hamming(image.phash, hashes[pk][0]), hamming(image.dhash, hashes[pk][1])
+            if min(pd, dd) <= radius:
+                found.append((pd, dd, pk))
+        if found:
+            image.near_duplicate_distance, _, image.near_duplicate_of_id = min(found)
+            flagged.append(image)
+    Image.objects.bulk_update(flagged, ["near_duplicate_of", "near_duplicate_distance"])
+
+
 def resolve_near_duplicate(image: Image, *, keep: bool, user) -> Image:
     """After a person compared the pair: keep both, or drop this one as similar content."""
     if image.near_duplicate_of_id is None:

@@ -9,32 +9,72 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import transaction
 
 from benchforge import outbound
 from benchforge.errors import DomainError
 from jobs import services as jobs
 from jobs.staging import open_staged, stage_upload
 
-from ..imaging import ImageRejected
 from ..models import Benchmark, Task
 from . import ingest as ingesting
-from .ingest import check_tasks
+from .ingest import Ingester, IngestFile, IngestOutcome, check_tasks
 
 _JUNK_NAMES = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 
 
-def _ingest_unit(run, key: str, func, warning: str = "") -> None:
-    """Run one unit of an import and record what happened to it (with `warning` appended). The
-    image row and the unit's entry commit together, so a killed worker leaves neither and the
-    unit is redone on resume."""
-    note = f" Warning: {warning}" if warning else ""
-    try:
-        with transaction.atomic():
-            outcome = func()
-            run.record(key, "ok" if outcome.created else "skipped", outcome.message + note, outcome.as_dict())
-    except (ImageRejected, DomainError) as exc:
-        run.record(key, "error", exc.message + note)
+# Files decoded together and written in one transaction with their entries (a killed worker
+# leaves neither, and the batch is redone on resume): this many, or fewer when their bytes reach
+# INGEST_BATCH_BYTES (two batches are in memory at once: one decoding, one being written).
+INGEST_BATCH = 32
+INGEST_BATCH_BYTES = 4 << 20
+
+
+@dataclass
+class _Unit:
+    key: str
+    file: IngestFile
+    warning: str = ""
+
+
+def _refuse(exc: DomainError):
+    def load() -> bytes:
+        raise exc
+
+    return load
+
+
+def _ingest_units(run, units) -> None:
+    """Ingest the units (an iterable of _Unit) in batches, decoding in threads while the
+    database takes the batch before; each unit's entry says what happened (warning appended)."""
+
+    def batches():
+        chunk: list[_Unit] = []
+        size = 0
+        for unit in units:
+            chunk.append(unit)
+            size += unit.file.size
+            if len(chunk) >= INGEST_BATCH or size >= INGEST_BATCH_BYTES:
+                yield [u.file for u in chunk], chunk
+                chunk, size = [], 0
+        if chunk:
+            yield [u.file for u in chunk], chunk
+
+    def record(chunk: list[_Unit], outcomes) -> None:
+        rows = []
+        for unit, outcome in zip(chunk, outcomes):
+            note = f" Warning: {unit.warning}" if unit.warning else ""
+            if outcome is None:
+                continue
+            if isinstance(outcome, IngestOutcome):
+                rows.append((unit.key, "ok" if outcome.created else "skipped", outcome.message + note, outcome.as_dict()))
+            else:
+                rows.append((unit.key, "error", outcome.message + note, None))
+        run.record_many(rows)
+
+    job = run.job
+    with Ingester(job.benchmark, collected_by=job.created_by, job=job) as ingester:
+        for _ in ingesting.ingest_stream(ingester, batches(), record=record):
+            pass
 
 
 IMPORT_KINDS = ("ingest_zip", "ingest_folder", "ingest_url_list")
@@ -55,15 +95,10 @@ def create_import_job(
 
 
 def _job_context(job):
+    """The job's tasks, and the source and license it gives every file."""
     params = job.params
     tasks = list(Task.objects.filter(pk__in=params.get("task_ids", []), benchmark=job.benchmark))
-    common = {
-        "source": params.get("source", ""),
-        "license": params.get("license", ""),
-        "collected_by": job.created_by,
-        "job": job,
-    }
-    return tasks, common
+    return tasks, {"source": params.get("source", ""), "license": params.get("license", "")}
 
 
 def _summary(run, unmatched: dict[str, int] | None = None) -> dict:
@@ -148,36 +183,40 @@ def run_zip_import(run):
         run.set_total(len(members))
         unmatched = Counter(f for f in (_unmatched_folder(m.filename, by_slug) for m in members) if f)
         seen: dict[str, int] = {}
-        for member in members:
-            # Keys must be stable across runs (resume) and unique even for repeated names.
-            seen[member.filename] = seen.get(member.filename, 0) + 1
-            key = member.filename if seen[member.filename] == 1 else f"{member.filename} (copy {seen[member.filename]})"
-            if key in done:
-                continue
 
-            def one(member=member):
-                if _unsafe_member_name(member.filename):
-                    raise DomainError("Unsafe name inside the zip (absolute path or '..'); entry ignored.")
-                if member.file_size > max_bytes:
-                    raise DomainError(
-                        f"Entry is {member.file_size / 1e6:.1f} MB uncompressed; the limit is {max_bytes / 1e6:.0f} MB."
-                    )
-                if member.flag_bits & 0x1:
-                    raise DomainError("Entry is encrypted; re-create the zip without a password.")
-                try:
-                    with archive.open(member) as fh:
-                        data = fh.read(max_bytes + 1)
-                except (zipfile.BadZipFile, OSError, EOFError) as exc:
-                    raise DomainError(f"Entry cannot be extracted ({exc}).") from None
-                return ingesting.ingest_image(
-                    job.benchmark,
-                    data,
+        def units():
+            for member in members:
+                # Keys must be stable across runs (resume) and unique even for repeated names.
+                seen[member.filename] = seen.get(member.filename, 0) + 1
+                key = member.filename if seen[member.filename] == 1 else f"{member.filename} (copy {seen[member.filename]})"
+                if key in done:
+                    continue
+
+                def load(member=member) -> bytes:
+                    if _unsafe_member_name(member.filename):
+                        raise DomainError("Unsafe name inside the zip (absolute path or '..'); entry ignored.")
+                    if member.file_size > max_bytes:
+                        raise DomainError(
+                            f"Entry is {member.file_size / 1e6:.1f} MB uncompressed; the limit is {max_bytes / 1e6:.0f} MB."
+                        )
+                    if member.flag_bits & 0x1:
+                        raise DomainError("Entry is encrypted; re-create the zip without a password.")
+                    try:
+                        with archive.open(member) as fh:  # zipfile reads members safely from several threads
+                            return fh.read(max_bytes + 1)
+                    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                        raise DomainError(f"Entry cannot be extracted ({exc}).") from None
+
+                file = IngestFile(
+                    load,
+                    size=member.file_size,
                     original_name=PurePosixPath(member.filename).name,
                     tasks=tasks + _task_from_folder(member.filename, by_slug),
                     **common,
                 )
+                yield _Unit(key, file, _folder_warning(_unmatched_folder(member.filename, by_slug), by_slug))
 
-            _ingest_unit(run, key, one, _folder_warning(_unmatched_folder(member.filename, by_slug), by_slug))
+        _ingest_units(run, units())
     return _summary(run, unmatched)
 
 
@@ -192,19 +231,24 @@ def run_folder_import(run):
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and p.name not in _JUNK_NAMES)
     run.set_total(len(files))
     unmatched = Counter(f for f in (_unmatched_folder(p.relative_to(root).as_posix(), by_slug) for p in files) if f)
-    for path in files:
-        key = path.relative_to(root).as_posix()
-        if key in done:
-            continue
 
-        def one(path=path, key=key):
-            if path.stat().st_size > settings.BENCHFORGE_MAX_UPLOAD_BYTES:
-                raise DomainError(f"File is larger than {settings.BENCHFORGE_MAX_UPLOAD_BYTES / 1e6:.0f} MB.")
-            return ingesting.ingest_image(
-                job.benchmark, path.read_bytes(), original_name=path.name, tasks=tasks + _task_from_folder(key, by_slug), **common
+    def units():
+        for path in files:
+            key = path.relative_to(root).as_posix()
+            if key in done:
+                continue
+
+            def load(path=path) -> bytes:
+                if path.stat().st_size > settings.BENCHFORGE_MAX_UPLOAD_BYTES:
+                    raise DomainError(f"File is larger than {settings.BENCHFORGE_MAX_UPLOAD_BYTES / 1e6:.0f} MB.")
+                return path.read_bytes()
+
+            file = IngestFile(
+                load, size=path.stat().st_size, original_name=path.name, tasks=tasks + _task_from_folder(key, by_slug), **common
             )
+            yield _Unit(key, file, _folder_warning(_unmatched_folder(key, by_slug), by_slug))
 
-        _ingest_unit(run, key, one, _folder_warning(_unmatched_folder(key, by_slug), by_slug))
+    _ingest_units(run, units())
     return _summary(run, unmatched)
 
 
@@ -259,29 +303,28 @@ def run_url_list_import(run):
         by_key[task.name.lower()] = task
         by_key[task.slug.lower()] = task
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
-    with outbound.download_client() as client:
-        for row in rows:
-            key = f"line {row.line}: {row.url}"
-            if key in done:
-                continue
+    with outbound.download_client() as client:  # shared by the download threads
 
-            def one(row=row):
-                row_tasks = _resolve_tasks(job.benchmark, row.tasks, by_key)
-                data = outbound.download(client, row.url, max_bytes=max_bytes)
-                options = {
-                    **common,
-                    "source": row.source or common["source"] or row.url,
-                    "license": row.license or common["license"],
-                }
-                return ingesting.ingest_image(
-                    job.benchmark,
-                    data,
+        def units():
+            for row in rows:
+                key = f"line {row.line}: {row.url}"
+                if key in done:
+                    continue
+                try:
+                    row_tasks = _resolve_tasks(job.benchmark, row.tasks, by_key)
+                except DomainError as exc:
+                    yield _Unit(key, IngestFile(_refuse(exc)))
+                    continue
+                file = IngestFile(
+                    lambda url=row.url: outbound.download(client, url, max_bytes=max_bytes),
                     original_name=PurePosixPath(urlsplit(row.url).path).name,
+                    source=row.source or common["source"] or row.url,
+                    license=row.license or common["license"],
                     tasks=tasks + [t for t in row_tasks if t not in tasks],
-                    **options,
                 )
+                yield _Unit(key, file)
 
-            _ingest_unit(run, key, one)
+        _ingest_units(run, units())
     return _summary(run)
 
 

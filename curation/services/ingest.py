@@ -2,6 +2,9 @@
 Hash values are signed 64-bit ints (see curation.imaging); files are content-addressed."""
 
 import hashlib
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -12,7 +15,7 @@ from django.utils import timezone
 
 from benchforge.errors import DomainError
 
-from ..imaging import ImageLimits, ImageRejected, analyse_image, hamming
+from ..imaging import ImageAnalysis, ImageLimits, ImageRejected, analyse_image, hamming
 from ..models import Benchmark, Image, Task
 from . import contamination, dedup
 
@@ -186,3 +189,228 @@ def ingest_uploads(benchmark: Benchmark, files, *, user, tasks=(), source: str =
             continue
         results.append({"name": name, "outcome": "added" if outcome.created else "duplicate", **outcome.as_dict()})
     return results
+
+
+# ---- many images at once: decoding and hashing in threads, the database side a batch at a time ----
+
+
+@dataclass
+class IngestFile:
+    """One file for `Ingester`: `load` returns its bytes (called in a worker thread: a read or a
+    download) and may raise DomainError; the rest is what ingest_image takes."""
+
+    load: Callable[[], bytes]
+    size: int = 0  # expected bytes, when known: how batches are kept small in memory
+    original_name: str = ""
+    source: str = ""
+    license: str = ""
+    tasks: Sequence[Task] = ()
+
+
+Outcome = IngestOutcome | ImageRejected | DomainError
+
+
+def ingest_threads() -> int:
+    """Threads that decode and hash (Pillow, numpy and hashlib release the GIL, so they use every
+    core): BENCHFORGE_INGEST_THREADS, by default one per core."""
+    return max(1, settings.BENCHFORGE_INGEST_THREADS or len(os.sched_getaffinity(0)) or 1)
+
+
+@dataclass
+class _Prepared:
+    """A file read, its MD5 taken and (unless it cannot be new) analysed, in a worker thread."""
+
+    md5: str = ""
+    data: bytes = b""
+    analysis: ImageAnalysis | None = None
+    error: ImageRejected | DomainError | None = None
+    written: tuple[str, ...] = ()  # content-addressed files this thread wrote (the rest existed)
+
+
+class Ingester:
+    """Ingests files the way ingest_image does, with the same outcomes, but decodes and hashes
+    them in threads and does the database side a batch at a time: one MD5 lookup, one insert,
+    one near-duplicate and one contamination pass per batch. `submit` a list of files (the threads
+    start on them at once), then `store` the ticket it returned: submitting the next batch before
+    storing this one keeps the threads busy while the database works.
+
+    Images of a batch are checked for near duplicates against the benchmark's earlier images and
+    against the batch's earlier files, in order, exactly as one ingest_image after another would."""
+
+    def __init__(self, benchmark: Benchmark, *, collected_by=None, collected_at=None, job=None, threads: int | None = None):
+        self.benchmark = benchmark
+        self.limits = image_limits(benchmark)
+        self.collected_by, self.collected_at, self.job = collected_by, collected_at, job
+        self._pool = ThreadPoolExecutor(max_workers=threads or ingest_threads(), thread_name_prefix="benchforge-ingest")
+
+    def __enter__(self) -> "Ingester":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _prepare(self, file: IngestFile) -> _Prepared:
+        try:
+            data = file.load()
+        except (ImageRejected, DomainError) as exc:
+            return _Prepared(error=exc)
+        prepared = _Prepared(md5=hashlib.md5(data).hexdigest(), data=data)
+        try:
+            analysis = prepared.analysis = analyse_image(data, limits=self.limits, thumbnail_size=THUMBNAIL_PX)
+        except ImageRejected as exc:
+            prepared.error = exc
+            return prepared
+        # The files too, here in the thread (storage is I/O): a file no row ends up using is removed by store().
+        names = (_content_name("images", analysis.sha256, analysis.extension), _content_name("thumbs", analysis.sha256, "jpg"))
+        prepared.written = tuple(name for name, content in zip(names, (data, analysis.thumbnail)) if _store(name, content))
+        return prepared
+
+    def submit(self, files: Sequence[IngestFile]) -> list:
+        return [(file, self._pool.submit(self._prepare, file)) for file in files]
+
+    def store(self, ticket: list, record: Callable[[list[Outcome]], None] | None = None) -> list[Outcome]:
+        """Write a submitted batch; returns one outcome per file, in order (an IngestOutcome, or the
+        ImageRejected / DomainError that refused it). `record(outcomes)` runs inside the transaction
+        that stores them, so what the caller writes about them commits with them; it gets one
+        entry per file of the batch, None for the files that transaction did not settle."""
+        files = [file for file, _ in ticket]
+        prepared = [future.result() for _, future in ticket]
+        try:
+            return self._store(files, prepared, record)
+        except IntegrityError:
+            # Another process stored some of these bytes meanwhile: one at a time, each settles its race.
+            return self.store_one_by_one(ticket, record)
+
+    def store_one_by_one(self, ticket: list, record=None) -> list[Outcome]:
+        """`store` through ingest_image, a file at a time (each with its own transaction and
+        `record` call): what the batch must be equal to."""
+        outcomes: list = [None] * len(ticket)
+        for n, (file, future) in enumerate(ticket):
+            ready = future.result()
+            with transaction.atomic():
+                outcomes[n] = ready.error if isinstance(ready.error, DomainError) else self._one(file, ready.data)
+                if record is not None:
+                    record([outcome if m == n else None for m, outcome in enumerate(outcomes)])
+        for _, future in ticket:  # files the threads wrote that no image uses after all
+            ready = future.result()
+            if ready.written:
+                _remove_if_unreferenced(list(ready.written), ready.analysis.sha256)
+        return outcomes
+
+    def _one(self, file: IngestFile, data: bytes) -> Outcome:
+        try:
+            return ingest_image(
+                self.benchmark,
+                data,
+                original_name=file.original_name,
+                source=file.source,
+                license=file.license,
+                collected_by=self.collected_by,
+                collected_at=self.collected_at,
+                tasks=file.tasks,
+                job=self.job,
+            )
+        except (ImageRejected, DomainError) as exc:
+            return exc
+
+    def _store(self, files, prepared: list[_Prepared], record) -> list[Outcome]:
+        outcomes: list = [None] * len(files)
+        md5s = {p.md5 for p in prepared if p.md5}
+        written = [(name, p.analysis.sha256) for p in prepared if p.analysis is not None for name in p.written]
+        try:
+            with transaction.atomic():
+                existing = {image.md5: image for image in Image.objects.filter(benchmark=self.benchmark, md5__in=md5s)}
+                fresh: dict[str, tuple[int, Image]] = {}  # md5 -> (position, new image)
+                for n, (file, ready) in enumerate(zip(files, prepared)):
+                    # In ingest_image's order: the tasks, the MD5 (before the decode's verdict), the decode.
+                    try:
+                        tasks = check_tasks(self.benchmark, file.tasks)
+                    except DomainError as exc:
+                        outcomes[n] = exc
+                        continue
+                    if isinstance(ready.error, DomainError):  # the file could not even be read
+                        outcomes[n] = ready.error
+                    elif ready.md5 in existing:
+                        outcomes[n] = IngestOutcome(existing[ready.md5], created=False)
+                    elif ready.md5 in fresh:
+                        outcomes[n] = ready.md5  # a copy of an earlier file of this batch: settled below
+                    elif ready.error is not None:
+                        outcomes[n] = ready.error
+                    else:
+                        fresh[ready.md5] = (n, self._new_image(file, ready, tasks))
+                images = [image for _, image in fresh.values()]
+                Image.objects.bulk_create(images)
+                links = [
+                    Image.tasks.through(image_id=image.pk, task_id=task.pk)
+                    for image in images
+                    for task in {t.pk: t for t in image._ingest_tasks}.values()
+                ]
+                Image.tasks.through.objects.bulk_create(links)
+                dedup.flag_near_duplicates_of_batch(self.benchmark, images)
+                contamination.flag_contamination_of_batch(self.benchmark, images)
+                for n, image in fresh.values():
+                    outcomes[n] = IngestOutcome(image, created=True)
+                for n, outcome in enumerate(outcomes):
+                    if isinstance(outcome, str):
+                        outcomes[n] = IngestOutcome(fresh[outcome][1], created=False)
+                if record is not None:
+                    record(outcomes)
+        except BaseException:
+            for name, sha256 in written:
+                _remove_if_unreferenced([name], sha256)
+            raise
+        kept = {image.sha256 for _, image in fresh.values()}
+        for name, sha256 in written:  # written for a file that became no image (its tasks were refused)
+            if sha256 not in kept:
+                _remove_if_unreferenced([name], sha256)
+        return outcomes
+
+    def _new_image(self, file: IngestFile, ready: _Prepared, tasks) -> Image:
+        analysis = ready.analysis
+        file_name = _content_name("images", analysis.sha256, analysis.extension)
+        thumb_name = _content_name("thumbs", analysis.sha256, "jpg")
+        image = Image(
+            benchmark=self.benchmark,
+            file=file_name,
+            thumbnail=thumb_name,
+            original_name=file.original_name[:255],
+            sha256=analysis.sha256,
+            md5=analysis.md5,
+            phash=analysis.phash,
+            dhash=analysis.dhash,
+            width=analysis.width,
+            height=analysis.height,
+            format=analysis.format,
+            file_size=len(ready.data),
+            animated=analysis.animated,
+            low_resolution=analysis.low_resolution,
+            source=file.source[:1000],
+            license=file.license[:200],
+            collected_by=self.collected_by,
+            collected_at=self.collected_at or timezone.now(),
+            job=self.job,
+        )
+        image._ingest_tasks = tasks
+        return image
+
+
+def ingest_stream(ingester: Ingester, batches, *, record=None):
+    """Store batches of IngestFiles one after another, the next one decoding while this one is
+    written; yields (batch, outcomes) per batch. `batches` yields (files, context) pairs; the
+    context comes back with the outcomes, and `record(context, outcomes)` runs inside each
+    batch's transaction."""
+    pending = None
+    for files, context in batches:
+        ticket = ingester.submit(files)
+        if pending is not None:
+            yield pending[1], ingester.store(pending[0], _bound(record, pending[1]))
+        pending = (ticket, context)
+    if pending is not None:
+        yield pending[1], ingester.store(pending[0], _bound(record, pending[1]))
+
+
+def _bound(record, context):
+    return None if record is None else (lambda outcomes: record(context, outcomes))

@@ -39,9 +39,17 @@ from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
 from benchforge import permissions
 from benchforge.errors import DomainError
-from curation.imaging import ImageRejected
 from curation.models import Benchmark, Category, Image, Task
-from curation.services import create_benchmark, ingest_image, screen_images, unique_task_slug
+from curation.services import (
+    INGEST_BATCH,
+    INGEST_BATCH_BYTES,
+    Ingester,
+    IngestFile,
+    IngestOutcome,
+    create_benchmark,
+    screen_images,
+    unique_task_slug,
+)
 from jobs import services as jobs
 from jobs.runner import JobRun
 from jobs.staging import open_staged, stage_upload
@@ -211,6 +219,63 @@ class _Batch:
             self.run.record_many(entries)
 
 
+class _RowsWithImages:
+    """Rows of a TSV in file order, each waiting for its images before it becomes an item: the
+    images are decoded and hashed in threads and stored a batch at a time by curation's Ingester
+    (the next batch decoding while this one is written). Rows finish in the order they were read."""
+
+    def __init__(self, run: JobRun, ingester: Ingester, finish, name: str):
+        self.run, self.ingester, self.finish, self.name = run, ingester, finish, name
+        self.open: list[tuple] = []  # (line, index, row, task, image ids or None, files)
+        self.files: list[IngestFile] = []
+        self.flight: tuple | None = None  # (ticket, rows) submitted, not stored yet
+
+    def add(self, line: int, index: int, row: dict, task: Task, *, images=(), shares=()) -> None:
+        """Queue a row: with its own decoded `images`, or `shares` (the indexes of earlier rows
+        whose images it uses; settled when it comes up, after those rows)."""
+        files = [
+            IngestFile(
+                lambda data=data: data, size=len(data), original_name=f"{self.name}#{index}", source=self.name, tasks=[task]
+            )
+            for data in images
+        ]
+        self.open.append((line, index, row, task, shares, files))
+        self.files += files
+        if len(self.files) >= INGEST_BATCH or sum(f.size for f in self.files) >= INGEST_BATCH_BYTES:
+            self._submit()
+
+    def waits_for(self, indexes) -> bool:
+        rows = self.open + (self.flight[1] if self.flight else [])
+        return bool({r[1] for r in rows} & set(indexes))
+
+    def _submit(self) -> None:
+        ticket = self.ingester.submit(self.files)
+        if self.flight is not None:
+            self._complete(*self.flight)
+        self.flight, self.open, self.files = (ticket, self.open), [], []
+
+    def flush(self) -> None:
+        if self.open:
+            self._submit()
+        if self.flight is not None:
+            flight, self.flight = self.flight, None
+            self._complete(*flight)
+
+    def _complete(self, ticket, rows) -> None:
+        outcomes = iter(self.ingester.store(ticket))
+        for line, index, row, task, shares, files in rows:
+            found = [next(outcomes) for _ in files]
+            refused = next((o for o in found if not isinstance(o, IngestOutcome)), None)
+            if refused is not None:
+                problem = f"the image is not a usable image ({refused.message})"
+                self.run.record(f"line {line}", "error", f"line {line}: {problem}", {"row": True})
+                continue
+            try:
+                self.finish(line, index, row, task, shares, [o.image.pk for o in found])
+            except RowProblem as exc:
+                self.run.record(f"line {line}", "error", f"line {line}: {exc}", {"row": True})
+
+
 class _Progress:
     def __init__(self, run: JobRun, handle, size: int, name: str):
         self.run, self.handle, self.size, self.name = run, handle, size, name
@@ -326,7 +391,16 @@ def _run_tsv(run: JobRun) -> dict:
         images_of[index] = image_ids
         batch.add(f"line {line}", line, spec, {"index": str(index), "split": split})
 
-    with _open(job) as (handle, size):
+    def finish_queued(line: int, index: int, row: dict, task: Task, shares: list[int], image_ids: list[int]) -> None:
+        if not shares:
+            finish_row(line, index, row, task, image_ids)
+        elif all(i in images_of for i in shares):
+            finish_row(line, index, row, task, [i for v in shares for i in images_of[v]])
+        else:  # a row it shares with was refused: said at the end, as for any row it waited for
+            waiting.append((line, row, [str(i) for i in shares], task))
+
+    with Ingester(benchmark, collected_by=user, job=job) as ingester, _open(job) as (handle, size):
+        pending = _RowsWithImages(run, ingester, finish_queued, name)
         progress = _Progress(run, handle, size, name)
         text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
         reader = csv.reader(text, delimiter="\t")
@@ -390,33 +464,22 @@ def _run_tsv(run: JobRun) -> dict:
                 if not values or not all(values):
                     raise RowProblem("missing columns: the image is empty")
                 if any(_is_reference(v) for v in values):
-                    if all(_is_reference(v) and int(v) in images_of for v in values):
-                        finish_row(line, index, {**row, "image": ""}, task, [i for v in values for i in images_of[int(v)]])
-                    elif not all(_is_reference(v) for v in values):
+                    if not all(_is_reference(v) for v in values):
                         raise RowProblem("the image list mixes base64 images and row indexes")
+                    shared = [int(v) for v in values]
+                    # Rows it points to that are read already are done, or still being stored (then
+                    # it waits in line behind them); rows not read yet are waited for to the end.
+                    if all(i in images_of or pending.waits_for([i]) for i in shared):
+                        pending.add(line, index, {**row, "image": ""}, task, shares=shared)
                     else:
                         waiting.append((line, {**row, "image": ""}, values, task))
                     continue
-                image_ids = []
-                for value in values:
-                    data = _decode(value)
-                    try:
-                        outcome = ingest_image(
-                            benchmark,
-                            data,
-                            original_name=f"{name}#{index}",
-                            source=name,
-                            collected_by=user,
-                            tasks=[task],
-                            job=job,
-                        )
-                    except ImageRejected as exc:
-                        raise RowProblem(f"the image is not a usable image ({exc.message})") from None
-                    image_ids.append(outcome.image.pk)
-                finish_row(line, index, row, task, image_ids)
+                # The row waits without its base64 text (it can be megabytes): the decoded bytes are enough.
+                pending.add(line, index, {**row, "image": ""}, task, images=[_decode(value) for value in values])
             except RowProblem as exc:
                 run.record(key, "error", f"line {line}: {exc}", {"row": True})
         progress.tick(rows_read, force=True)
+        pending.flush()
 
     for line, row, values, task in waiting:  # their rows are all read now
         key = f"line {line}"

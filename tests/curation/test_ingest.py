@@ -21,6 +21,7 @@ from curation import services
 from curation.imaging import ImageRejected, hamming
 from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
 from curation.services import contamination
+from curation.services import imports as imports_module
 from curation.services import ingest as ingesting
 from jobs.models import Job, JobEntry
 from jobs.services import requeue, run_now
@@ -538,7 +539,7 @@ def test_an_import_left_running_by_a_killed_server_resumes_and_its_upload_is_cle
     media = Path(settings.MEDIA_ROOT)
     staged = stage_upload(ContentFile(make_zip([("a.jpg", jpeg(60)), ("b.jpg", jpeg(61)), ("c.jpg", jpeg(62))])), ".zip")
     job = services.create_import_job("ingest_zip", benchmark, user=researcher, staged=staged)
-    real = services.ingest_image
+    real = ingesting.Ingester._store
     calls = {"n": 0}
 
     def dies_on_the_second_image(*args, **kwargs):
@@ -547,10 +548,11 @@ def test_an_import_left_running_by_a_killed_server_resumes_and_its_upload_is_cle
             raise KeyboardInterrupt  # the process is gone: no handler runs, nothing is marked
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ingesting, "ingest_image", dies_on_the_second_image)
+    monkeypatch.setattr(imports_module, "INGEST_BATCH", 1)  # a batch is the unit that commits whole
+    monkeypatch.setattr(ingesting.Ingester, "_store", dies_on_the_second_image)
     with pytest.raises(KeyboardInterrupt):
         run_now(job)
-    monkeypatch.setattr(ingesting, "ingest_image", real)
+    monkeypatch.setattr(ingesting.Ingester, "_store", real)
     job.refresh_from_db()
     assert job.status == Job.Status.RUNNING and not job.is_interrupted  # its heartbeat is still fresh
     settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT = 0  # ... until the heartbeat timeout passes

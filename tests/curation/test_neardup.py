@@ -1,7 +1,5 @@
 """Near-duplicate hash index (curation.neardup)."""
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -114,59 +112,124 @@ def _brute(hashes: np.ndarray, ids: np.ndarray, probe: int, radius: int) -> list
     return sorted(zip(d[keep].tolist(), ids[keep].tolist()))
 
 
-def test_multi_index_answers_exactly_like_a_full_scan(monkeypatch):
+def _random_bits(rng, n):
+    return rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, dtype=np.int64, endpoint=True)
+
+
+def _flipped(rng, values, max_bits):
+    out = values.view(np.uint64).copy()
+    for row, k in enumerate(rng.integers(0, max_bits + 1, len(out))):
+        for bit in rng.choice(64, size=int(k), replace=False):
+            out[row] ^= np.uint64(1) << np.uint64(bit)
+    return out.view(np.int64)
+
+
+def _clustered(rng, n, scenes=40):
+    """Like real pHashes of a crawl: scenes with many near copies (bursts, re-encodes: 0-8 bits
+    apart, many identical), a first bit that is nearly always set, low-variance high bits, and
+    a pile of near-constant pictures on a few values."""
+    centres = _random_bits(rng, scenes)
+    centres |= np.int64(-(2**63))  # the DC bit
+    centres &= ~np.int64(0x0FF0 << 48)  # bits that hardly vary
+    members = _flipped(rng, centres[rng.integers(0, len(centres), n - n // 10)], 8)
+    flat = np.array([0x5A5A_5A5A_0000_0001, 0x5A5A_5A5A_0000_0003], dtype=np.int64)
+    return np.concatenate([members, flat[rng.integers(0, 2, n // 10)]])
+
+
+def _probes(rng, hashes, count=30):
+    near = _flipped(rng, hashes[rng.integers(0, len(hashes), count)], 12)
+    return [int(h) for h in near] + [int(h) for h in _random_bits(rng, 5)]
+
+
+def _contents(index):
+    """(ids, hashes) of the live entries, read from the index's own arrays."""
+    ids, hashes = [index._tail_ids[: index._tail]], [index._tail_hashes[: index._tail]]
+    alive = [index._tail_alive[: index._tail]]
+    if index._blocks is not None:
+        ids.append(index._blocks.ids)
+        hashes.append(index._blocks.hashes())
+        alive.append(index._alive)
+    keep = np.concatenate(alive)
+    return np.concatenate(ids)[keep], np.concatenate(hashes)[keep].view(np.int64)
+
+
+def _check(index, probes, radii=(0, 1, 2, 4, 7, 8, 10, 11, 13, 16, 24)):
+    """Every answer equals a full scan over what the index holds now."""
+    live, stored = _contents(index)
+    assert len(set(live.tolist())) == len(live) == len(index)
+    for probe in probes:
+        for radius in radii:
+            got_ids, got_d = index.query(probe, radius)
+            assert list(zip(got_d.tolist(), got_ids.tolist())) == _brute(stored, live, probe, radius), (probe, radius)
+
+
+@pytest.fixture
+def small_builds(monkeypatch):
+    """Build the block index from 500 entries (20,000 in production) so tests stay small."""
     import curation.neardup as neardup
 
-    monkeypatch.setattr(neardup, "_MULTI_INDEX_FROM", 500)
-    rng = np.random.default_rng(1)
-    base = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 3000, dtype=np.int64)
-    # Near copies at 1..16 bits from random stored hashes, so every radius has real hits.
-    near = np.array(
-        [
-            flip(int(base[i]) & 0xFFFF_FFFF_FFFF_FFFF, *rng.choice(64, size=k, replace=False).tolist())
-            for i, k in zip(rng.integers(0, 3000, 600), itertools.cycle(range(1, 17)))
-        ],
-        dtype=np.int64,
-    )
-    hashes = np.concatenate([base, near])
-    ids = np.arange(100, 100 + len(hashes), dtype=np.int64)
+    monkeypatch.setattr(neardup, "_BUILD_FROM", 500)
+    monkeypatch.setattr(neardup, "_TAIL_MIN", 200)
+    return neardup
+
+
+@pytest.mark.parametrize("blocks", [3, 4])
+@pytest.mark.parametrize("distribution", ["random", "clustered"])
+def test_the_block_index_answers_exactly_like_a_full_scan(small_builds, monkeypatch, blocks, distribution):
+    monkeypatch.setattr(small_builds, "_THREE_BLOCKS_FROM", 0 if blocks == 3 else 2**40)
+    rng = np.random.default_rng(blocks * 10 + len(distribution))
+    hashes = _random_bits(rng, 4000) if distribution == "random" else _clustered(rng, 4000)
+    ids = rng.permutation(np.arange(100, 100 + len(hashes), dtype=np.int64))  # ids in no order
     index = HashIndex()
     index.add_many(ids, hashes)
-    probes = [int(h) for h in near[:40]] + [int(x) for x in rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 10)]
-
-    def check():
-        live = np.array(sorted(index._position), dtype=np.int64)
-        stored = np.array([int(index._hashes[index._position[i]]) for i in live], dtype=np.uint64).view(np.int64)
-        for probe in probes:
-            for radius in (0, 2, 5, 7, 10, 13, 15, 20):
-                got_ids, got_d = index.query(probe, radius)
-                assert list(zip(got_d.tolist(), got_ids.tolist())) == _brute(stored, live, probe, radius), radius
-
-    check()
-    assert index._indexed == len(hashes)  # the multi-index was built...
-    assert len(index._candidates(np.uint64(probes[0]), 10)) < len(hashes) // 32  # ...and narrows the search
-    # Entries added afterwards are found through the direct scan of the tail...
-    index.add_many([1, 2], [probes[0], flip(probes[1] & 0xFFFF_FFFF_FFFF_FFFF, 3, 40)])
-    check()
-    assert index._indexed == len(hashes)
-    # ...and removing or replacing an indexed entry drops the multi-index until the next build.
-    index.remove(100)
-    index.add(101, probes[2])
-    assert index._indexed == 0
-    check()
+    probes = _probes(rng, hashes)
+    _check(index, probes)
+    assert index._blocks is not None and len(index._blocks.widths) == blocks and len(index._blocks) == len(hashes)
+    # Entries added later sit in the tail, found by the direct scan...
+    index.add_many([1, 2, 3], [probes[0], probes[1], int(hashes[7])])
+    _check(index, probes)
+    # ...removed and replaced entries vanish from the answers at once...
+    for item_id in ids[:50].tolist():
+        assert index.remove(item_id)
+    index.add_many(ids[50:60], _random_bits(rng, 10))
+    index.add(2, probes[3])
+    assert len(index) == len(hashes) + 3 - 50
+    _check(index, probes)
+    # ...and a rebuild (the tail grew past its share) keeps every answer.
+    index.add_many(np.arange(10_000, 10_300), _flipped(rng, hashes[:300], 3))
+    _check(index, probes[:10])
+    assert index._tail == 0 and len(index._blocks) == len(index)
 
 
-def test_crowded_blocks_fall_back_to_the_full_scan(monkeypatch):
-    import curation.neardup as neardup
-
-    monkeypatch.setattr(neardup, "_MULTI_INDEX_FROM", 500)
-    rng = np.random.default_rng(2)
-    # Clustered hashes (like pHashes of very similar pictures): only the low 20 bits vary.
-    hashes = rng.integers(0, 1 << 20, 5000, dtype=np.int64) | np.int64(0x5A5A_5A5A_5A00_0000)
-    ids = np.arange(len(hashes), dtype=np.int64)
+def test_crowded_blocks_are_searched_through_the_others(small_builds, monkeypatch):
+    """Clustered hashes crowd the blocks near a cluster; a block that never varies holds every
+    hash in one bucket. Thresholds chosen per query keep the search off the full scan."""
+    monkeypatch.setattr(small_builds, "_THREE_BLOCKS_FROM", 2**40)  # four blocks of 16 bits
+    rng = np.random.default_rng(5)
+    hashes = _clustered(rng, 12_000, scenes=300) & np.int64(0x0000_FFFF_FFFF_FFFF)  # 16 bits always 0
     index = HashIndex()
-    index.add_many(ids, hashes)
-    probe = int(hashes[0])
-    got_ids, got_d = index.query(probe, 6)
-    assert list(zip(got_d.tolist(), got_ids.tolist())) == _brute(hashes, ids, probe, 6)
-    assert index._candidates(np.uint64(probe), 6) is None  # the blocks were too crowded to help
+    index.add_many(np.arange(len(hashes)), hashes)
+    index.query(0, 0)  # builds
+
+    def no_scan(*args):
+        raise AssertionError("fell back to the full scan")
+
+    monkeypatch.setattr(index._blocks, "_scan", no_scan)
+    _check(index, _probes(rng, hashes, 20), radii=(2, 6, 10))
+
+
+def test_radius_beyond_what_the_blocks_can_split_is_a_full_scan(small_builds):
+    rng = np.random.default_rng(6)
+    hashes = _random_bits(rng, 2000)
+    index = HashIndex()
+    index.add_many(np.arange(len(hashes)), hashes)
+    _check(index, _probes(rng, hashes, 5), radii=(15, 20, 31, 40, 64))
+
+
+def test_equal_hashes_are_stored_once_and_all_their_ids_found(small_builds):
+    index = HashIndex()
+    index.add_many(np.arange(1000), np.repeat(np.array([7, 6, 2**40], dtype=np.int64), [600, 300, 100]))
+    ids, distances = index.query(7, 1)
+    assert ids.tolist() == list(range(600)) + list(range(600, 900)) and distances.tolist() == [0] * 600 + [1] * 300
+    assert len(index._blocks.distinct) == 3
+    assert index.query(7, 1, exclude=5)[0].tolist() == [i for i in range(900) if i != 5]

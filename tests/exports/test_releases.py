@@ -53,8 +53,12 @@ def test_the_split_is_reproducible_and_keeps_seed_groups_together(built, accepte
             assert splits[item.pk] == splits[item.seed_id]  # a rewrite lives where its seed does
     again = services.assign_splits([(i.pk, i.seed_id or i.pk, i.task_id) for i in accepted], dev_ratio=0.4, seed=3)
     assert again == splits
-    other = services.assign_splits([(i.pk, i.seed_id or i.pk, i.task_id) for i in accepted], dev_ratio=0.4, seed=4)
-    assert other != splits  # another seed, another draw
+    # Another seed, another draw (with ten groups two seeds can draw alike: one of several must differ).
+    others = [
+        services.assign_splits([(i.pk, i.seed_id or i.pk, i.task_id) for i in accepted], dev_ratio=0.4, seed=seed)
+        for seed in range(4, 12)
+    ]
+    assert any(other != splits for other in others)
     per_task = release.counts["tasks"]
     # Whole groups: 0.4 * 18 = 7.2 is reached as closely as groups of 3 allow (6, not 9).
     assert per_task["Counting"]["dev"] == 6 and per_task["Counting"]["test"] == 12

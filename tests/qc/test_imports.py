@@ -15,6 +15,7 @@ from PIL import Image as PILImage
 
 from annotation.models import Item
 from curation.models import Benchmark, Image
+from curation.services import Ingester
 from jobs import services as jobs
 from jobs.models import Job
 from qc.models import ExternalSource
@@ -169,7 +170,7 @@ def test_a_large_tsv_is_streamed_not_read_whole(external, researcher, tmp_path, 
 @pytest.mark.django_db(transaction=True)
 def test_a_failed_import_resumes_after_the_rows_it_had_done(external, researcher, monkeypatch, fresh_image_indexes):
     rows = [row(n, image=b64(jpeg(20 + n))) for n in range(1, 8)]
-    real = imports.ingest_image
+    real = Ingester._store
     calls = []
 
     def failing(*args, **kwargs):
@@ -179,13 +180,14 @@ def test_a_failed_import_resumes_after_the_rows_it_had_done(external, researcher
         return real(*args, **kwargs)
 
     monkeypatch.setattr(imports, "CHUNK", 2)
-    monkeypatch.setattr(imports, "ingest_image", failing)
+    monkeypatch.setattr(imports, "INGEST_BATCH", 1)  # each image its own batch: the fifth one fails
+    monkeypatch.setattr(Ingester, "_store", failing)
     job = run_import(external, researcher, tsv(rows))
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and "disk full" in job.message
     assert Item.objects.filter(benchmark=external).count() == 4
 
-    monkeypatch.setattr(imports, "ingest_image", real)
+    monkeypatch.setattr(Ingester, "_store", real)
     jobs.run_now(jobs.requeue(job))
     job.refresh_from_db()
     assert job.status == Job.Status.SUCCEEDED and job.result["imported"] == 7
