@@ -4,6 +4,7 @@ from annotation.workflow import STATUS_CHOICES
 from curation.selectors import task_choices
 
 from .models import DEFAULT_TOKEN_ENV, URL_ENV, token_env_validator
+from .services import APPLY_CHOICES, SEVERAL_CHOICES
 
 
 class ConnectionForm(forms.Form):
@@ -34,3 +35,8 @@ class PushForm(forms.Form):
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["task"].choices = [("", "every task")] + task_choices(benchmark)
+
+
+class PullForm(forms.Form):
+    apply = forms.ChoiceField(choices=list(APPLY_CHOICES.items()), label="Apply")
+    several = forms.ChoiceField(choices=list(SEVERAL_CHOICES.items()), label="When annotators disagree")

@@ -300,7 +300,7 @@ def _project_for(client, benchmark, title: str, user, payloads: list[dict]) -> L
     project = client.project_or_none(link.project_id)
     if project is None:
         _mark_gone(link)
-        raise DomainError(_gone_message(link), code="labelstudio_project_gone")
+        raise DomainError(gone_message(link), code="labelstudio_project_gone")
     pushed = Item.objects.filter(labelstudio_tasks__link=link).values("history", "choices", "kind")
     config = ls.labeling_config(**ls.config_sections(list(pushed) + payloads))
     if project.get("label_config") != config:
@@ -308,7 +308,7 @@ def _project_for(client, benchmark, title: str, user, payloads: list[dict]) -> L
     return link
 
 
-def _gone_message(link: LabelStudioLink) -> str:
+def gone_message(link: LabelStudioLink) -> str:
     return (
         f"The Label Studio project '{link.title}' (#{link.project_id} on {link.url}) no longer exists: it was deleted "
         "in Label Studio. Unlink it (the Label Studio page, or manage.py labelstudio unlink) to forget it here and "
@@ -434,7 +434,7 @@ def _pull(run, link: LabelStudioLink, user) -> dict:
     with open_client(link.benchmark, url=link.url) as client:
         if client.project_or_none(link.project_id) is None:
             _mark_gone(link)
-            raise LabelStudioError(_gone_message(link), code="labelstudio_project_gone")
+            raise LabelStudioError(gone_message(link), code="labelstudio_project_gone")
         annotated = {
             task["id"]
             for task in client.iter_tasks(link.project_id, include="id,total_annotations")

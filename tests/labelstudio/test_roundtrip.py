@@ -71,7 +71,16 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
 
     pulled = lss.pull_from_labelstudio(link, user=researcher)
     assert pulled.status == Job.Status.SUCCEEDED, pulled.message
-    assert pulled.result == {"applied": 2, "unchanged": 1, "already_pulled": 0, "not_annotated": 1, "conflicts": 0, "errors": 0}
+    assert pulled.result == {
+        "applied": 2,
+        "unchanged": 1,
+        "already_pulled": 0,
+        "not_annotated": 1,
+        "not_accepted": 0,
+        "disagreements": 0,
+        "conflicts": 0,
+        "errors": 0,
+    }
 
     single = fresh(items["single"])
     assert single.reference_answer == "Sales rise every year, fastest in 2023." and single.question_type == "compound"
