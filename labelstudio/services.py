@@ -21,11 +21,12 @@ import html
 import logging
 import os
 import re
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from annotation.contract import item_payload
@@ -34,7 +35,7 @@ from annotation.selectors import with_payload_data
 from annotation.services import update_item
 from benchforge import outbound, permissions
 from benchforge.errors import DomainError, StaleVersion
-from curation.models import Benchmark, Image
+from curation.models import Image
 from jobs import services as jobs
 from jobs.models import Job, JobEntry
 
@@ -48,6 +49,7 @@ PULL_ACTION = "labelstudio"  # ItemRevision.action of an edit that came from Lab
 BATCH_TASKS = 25
 BATCH_BYTES = 32 * 1024 * 1024
 FIELD_NAMES = ls.FIELD_NAMES
+PUSH_LOCK_BASE = 0x4C53_0000_0000  # advisory lock keys of Label Studio pushes: this + benchmark id
 # What a pull applies (job params): every annotation or only accepted ones (verdict OK: the
 # community edition has no review state), and with several annotators of one task the latest
 # one, or a disagreement flagged for the researcher to decide in benchforge.
@@ -181,7 +183,31 @@ def run_push(run) -> dict:
     return _push(run, run.benchmark, run.user)
 
 
+@contextmanager
+def _one_push_at_a_time(benchmark):
+    """Pushes of one benchmark run one after the other. Two at once would race twice: both
+    creating a project for the same new title, and one adopting (by their meta) the tasks the
+    other has just imported but not yet recorded. A session-level advisory lock on Postgres (it
+    spans the push's many short transactions); SQLite serialises writers anyway."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    key = PUSH_LOCK_BASE + benchmark.pk
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [key])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
 def _push(run, benchmark, user) -> dict:
+    with _one_push_at_a_time(benchmark):
+        return _push_locked(run, benchmark, user)
+
+
+def _push_locked(run, benchmark, user) -> dict:
     job = run.job
     ids = job.params["item_ids"]
     done = run.done_keys()
@@ -281,22 +307,18 @@ def _refresh(client, row: LabelStudioTask, payload: dict, task: dict, report: _R
 def _project_for(client, benchmark, title: str, user, payloads: list[dict]) -> LabelStudioLink:
     """The project titled `title` on this server (created if new), its labeling config widened
     to show what the new items need (dialogue history, options)."""
-    with transaction.atomic():
-        # Two pushes with the same new title at once: the second waits here, then finds the
-        # first one's project instead of creating a second one (or failing on the unique title).
-        Benchmark.objects.select_for_update().filter(pk=benchmark.pk).first()
-        link = LabelStudioLink.objects.filter(benchmark=benchmark, url=client.url, title=title).first()
-        if link is None:
-            config = ls.labeling_config(**ls.config_sections(payloads))
-            project = client.create_project(title=title, label_config=config, instructions=_instructions(benchmark))
-            try:
-                with transaction.atomic():
-                    return LabelStudioLink.objects.create(
-                        benchmark=benchmark, url=client.url, project_id=project["id"], title=title, created_by=user
-                    )
-            except IntegrityError:
-                client.delete_project(project["id"])  # no orphan project left behind
-                raise
+    link = LabelStudioLink.objects.filter(benchmark=benchmark, url=client.url, title=title).first()
+    if link is None:
+        config = ls.labeling_config(**ls.config_sections(payloads))
+        project = client.create_project(title=title, label_config=config, instructions=_instructions(benchmark))
+        try:
+            with transaction.atomic():
+                return LabelStudioLink.objects.create(
+                    benchmark=benchmark, url=client.url, project_id=project["id"], title=title, created_by=user
+                )
+        except IntegrityError:  # another server process pushed the same title meanwhile
+            client.delete_project(project["id"])  # no orphan project left behind
+            raise DomainError(f"Another push created the project '{title}' at the same time: push again.") from None
     project = client.project_or_none(link.project_id)
     if project is None:
         _mark_gone(link)
