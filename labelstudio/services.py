@@ -18,7 +18,6 @@ never stored.
 """
 
 import html
-import logging
 import os
 import re
 from contextlib import contextmanager
@@ -59,10 +58,6 @@ APPLY_CHOICES = {ALL: "every annotation", ACCEPTED: "only accepted annotations (
 SEVERAL_CHOICES = {LATEST: "the latest annotation wins", FLAG: "flag a disagreement for a decision here"}
 
 OK, SKIPPED, ERROR = JobEntry.Outcome.OK, JobEntry.Outcome.SKIPPED, JobEntry.Outcome.ERROR
-
-# httpx logs one INFO line per request ("HTTP Request: GET ..."): a pull of a thousand tasks would
-# print a thousand lines. Its warnings and errors still show.
-logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 class _Report:
