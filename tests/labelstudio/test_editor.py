@@ -28,8 +28,7 @@ def every_kind(items, benchmark, researcher):
     def bare(**fields):
         return create_item(benchmark, task=chart, user=researcher, images=[], **fields)
 
-    return {
-        **items,
+    return {  # no image first: the kind the editor could not open
         "no_image": bare(question="What is 17 + 25?", reference_answer="42", criteria=[{"kind": "exact", "text": "42"}]),
         "mcq_no_image": bare(
             kind="mcq",
@@ -47,6 +46,7 @@ def every_kind(items, benchmark, researcher):
             reference_answer="8.",
             criteria=[{"kind": "exact", "text": "8"}],
         ),
+        **items,
     }
 
 
