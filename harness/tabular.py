@@ -68,6 +68,12 @@ class Record:
     line: int
     value: Any = None
     problem: str = ""
+    element: int | None = None  # its position in a JSON list (several may share a line)
+
+    @property
+    def where(self) -> str:
+        """ "line 7", or "line 1, element 3" in a JSON list: unique within the file."""
+        return f"line {self.line}" if self.element is None else f"line {self.line}, element {self.element}"
 
 
 def size_text(n: int) -> str:
@@ -142,7 +148,7 @@ class TableReader:
         self.stream, self.name, self.format, self.limits = stream, name, format, limits
         self.use_header, self.required, self.fold_header, self.objects = header, tuple(required), fold_header, objects
         self.header: list[str] | None = None
-        self.problems: list[tuple[int, str]] = []
+        self.problems: list[tuple[str, str]] = []
         self.problem_count = 0
         self.rows = 0
         self._record_start = 0
@@ -150,12 +156,14 @@ class TableReader:
 
     # ---- problems
 
-    def problem(self, line: int, message: str) -> str:
-        """Count a row problem (the reader's or the importer's); returns "line N: message".
-        Raises FileProblem once there are more than `max_problems`."""
+    def problem(self, at: Record | int, message: str) -> str:
+        """Count a row problem (the reader's or the importer's) of a record (or a line number);
+        returns "line N: message". Raises FileProblem once there are more than `max_problems`."""
+        where = at.where if isinstance(at, Record) else f"line {at}"
+        line = at.line if isinstance(at, Record) else at
         self.problem_count += 1
         if len(self.problems) < 5:
-            self.problems.append((line, message))
+            self.problems.append((where, message))
         if self.problem_count > self.limits.max_problems:
             raise FileProblem(
                 f"{self.name}: stopped at line {line}: more than {self.limits.max_problems} rows have problems, "
@@ -169,7 +177,7 @@ class TableReader:
         """The problems counted so far, the first few quoted."""
         if not self.problem_count:
             return "no problems"
-        shown = "; ".join(f"line {n}: {m}" for n, m in self.problems)
+        shown = "; ".join(f"{where}: {m}" for where, m in self.problems)
         more = self.problem_count - len(self.problems)
         return f"{self.problem_count} problem(s): {shown}" + (f"; and {more} more" if more > 0 else "")
 
@@ -192,7 +200,7 @@ class TableReader:
             records = self._json_list()
         for record in records:
             if record.problem:
-                self.problem(record.line, record.problem)
+                self.problem(record, record.problem)
             else:
                 self.rows += 1
             yield record
@@ -358,7 +366,7 @@ class TableReader:
     def _list_elements(self, text: str) -> Iterator[Record]:
         """Split the list into its elements by the brackets and commas outside strings, so each
         element is parsed (and bounded) on its own and reported on the line it starts."""
-        depth, start, deepest, line, counted = 0, None, 0, 1, 0
+        depth, start, deepest, line, counted, count = 0, None, 0, 1, 0, 0
 
         def line_of(position: int) -> int:
             nonlocal line, counted
@@ -367,14 +375,18 @@ class TableReader:
             return line
 
         def element(begin: int, end: int) -> Record | None:
+            nonlocal count
             body = text[begin:end]
             if not body.strip():
                 return None
             first = begin + len(body) - len(body.lstrip())
-            at = line_of(first)
+            count += 1
             if deepest - 1 > self.limits.max_depth:
-                return Record(at, problem=f"it is nested more than {self.limits.max_depth} levels deep")
-            return self._value(at, body)
+                record = Record(line_of(first), problem=f"it is nested more than {self.limits.max_depth} levels deep")
+            else:
+                record = self._value(line_of(first), body)
+            record.element = count
+            return record
 
         for match in _JSON_TOKENS.finditer(text):
             char = match.group()
