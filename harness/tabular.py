@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 TSV, CSV, JSONL, JSON = "tsv", "csv", "jsonl", "json"  # JSON: a list of objects, or JSON Lines
-FORMATS = (TSV, CSV, JSONL, JSON)
+LINES = "lines"  # plain text, one value a line (a URL list); blank lines and '#' comments skipped
+FORMATS = (TSV, CSV, JSONL, JSON, LINES)
 
 # The csv module's own cap on a field is process-wide; the reader enforces its limits itself.
 csv.field_size_limit(2**31 - 1)
@@ -187,13 +188,15 @@ class TableReader:
             raise FileProblem(f"{self.name} was not imported: {self.summary()}.")
 
     def _format_name(self) -> str:
-        return {TSV: "TSV", CSV: "CSV", JSONL: "JSON Lines", JSON: "JSON"}[self.format]
+        return {TSV: "TSV", CSV: "CSV", JSONL: "JSON Lines", JSON: "JSON", LINES: "text"}[self.format]
 
     # ---- reading
 
     def __iter__(self) -> Iterator[Record]:
         if self.format in (TSV, CSV):
             records = self._tabular()
+        elif self.format == LINES:
+            records = self._text_lines()
         elif self.format == JSONL or self._peek_first() != b"[":
             records = self._json_lines()
         else:
@@ -327,6 +330,21 @@ class TableReader:
             )
         self.header = names
 
+    # ---- plain lines
+
+    def _text_lines(self) -> Iterator[Record]:
+        for number, text, problem in self._lines():
+            if text is None:
+                yield Record(number, problem=problem)
+                continue
+            text = text.strip()
+            if not text or text.startswith("#"):
+                continue
+            if "\x00" in text:
+                yield Record(number, problem="the line contains a NUL character, which cannot be stored")
+            else:
+                yield Record(number, text)
+
     # ---- JSON
 
     def _value(self, line: int, text: str) -> Record:
@@ -428,6 +446,7 @@ def _json_kind(value) -> str:
     )
 
 
-def read(stream: IO[bytes], **kwargs) -> TableReader:
-    """TableReader(stream, ...): the shorter spelling."""
-    return TableReader(stream, **kwargs)
+def format_for(name: str, default: str = CSV) -> str:
+    """The format a file's name says: .tsv, .csv, .jsonl/.ndjson, .json (a list or JSON Lines), .txt."""
+    suffix = name.lower().rsplit(".", 1)[-1] if "." in name else ""
+    return {"tsv": TSV, "csv": CSV, "jsonl": JSONL, "ndjson": JSONL, "json": JSON, "txt": LINES}.get(suffix, default)
