@@ -37,6 +37,7 @@ from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
 from benchforge import permissions
 from benchforge.errors import DomainError
+from benchforge.inputs import is_digits
 from curation.models import Benchmark, Category, Image, Task
 from curation.services import (
     CREATED_BENCHMARK,
@@ -323,7 +324,7 @@ def _image_values(value: str) -> list[str]:
 
 
 def _is_reference(value: str) -> bool:
-    return value.isdigit() and len(value) <= MAX_REFERENCE_DIGITS
+    return is_digits(value) and len(value) <= MAX_REFERENCE_DIGITS
 
 
 def _decode(value: str) -> bytes:
