@@ -16,9 +16,10 @@ class JobSerializer(serializers.ModelSerializer):
     benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     label = serializers.SerializerMethodField()
     state = serializers.ChoiceField(
-        choices=[*Job.Status.choices, ("interrupted", "Interrupted")],
+        choices=[*Job.Status.choices, ("interrupted", "Interrupted"), ("unsent", "Not sent")],
         read_only=True,
-        help_text="status, or 'interrupted' when a running job's worker stopped beating",
+        help_text="status, or 'interrupted' when a running job's worker stopped beating, or 'unsent' when a "
+        "queued job never reached the job queue (it was unreachable; resume it to send it again)",
     )
     can_resume = serializers.BooleanField(read_only=True)
     can_cancel = serializers.BooleanField(read_only=True)

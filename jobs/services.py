@@ -22,6 +22,15 @@ from .staging import sweep_staged
 
 log = logging.getLogger(__name__)
 RUN_TASK = "jobs.run"
+# A broker that does not answer is retried briefly, then the request gets its 503 (not a hang).
+SEND_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
+
+
+class QueueUnavailable(DomainError):
+    status = 503
+    code = "queue_unavailable"
+
+
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -60,17 +69,62 @@ def run_now(job: Job | int) -> Job:
 def _dispatch(job_id: int) -> None:
     mode = settings.BENCHFORGE_JOB_RUNNER
     if mode == "celery":
-        from benchforge.celery import app
-
-        # A connection per job start (not the app's pool): always the broker the settings name now.
-        with app.connection_for_write() as connection:
-            app.send_task(RUN_TASK, args=[job_id], queue=settings.BENCHFORGE_JOB_QUEUE, connection=connection)
+        _send(job_id)
+        resend_unsent()  # the queue answers again: hand it what it missed
     elif mode == "thread":
         _thread_pool().submit(_run_in_thread, job_id)
     elif mode == "inline":
         runner.execute(job_id)
     else:
         raise DomainError(f"BENCHFORGE_JOB_RUNNER is {mode!r}; use celery, thread or inline.")
+
+
+def _send(job_id: int) -> None:
+    """Hand the job to the broker, or mark it unsent and raise QueueUnavailable (a 503)."""
+    from benchforge.celery import app
+
+    try:
+        # A connection per job start (not the app's pool): always the broker the settings name now.
+        with app.connection_for_write() as connection:
+            app.send_task(
+                RUN_TASK,
+                args=[job_id],
+                queue=settings.BENCHFORGE_JOB_QUEUE,
+                connection=connection,
+                retry=True,
+                retry_policy=SEND_RETRY,
+            )
+    except Exception as exc:  # kombu's OperationalError, socket errors: the broker did not take it
+        log.warning("job %s not sent: the job queue is unreachable (%s)", job_id, exc)
+        message = (
+            f"Not sent: the job queue could not be reached ({type(exc).__name__}). Nothing has run; the job is "
+            "sent again when a worker starts, or resume it from its page once the queue is back."
+        )
+        Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(unsent_since=timezone.now(), message=message)
+        raise QueueUnavailable(
+            f"Job #{job_id} was saved but the job queue (Celery broker) could not be reached, so nothing runs yet. "
+            "Check that the broker (Redis) is up; the job is sent again when a worker starts, or resume it "
+            "from its page.",
+            extra={"job": job_id},
+        ) from None
+    Job.objects.filter(pk=job_id, unsent_since__isnull=False).update(unsent_since=None, message="")
+
+
+def resend_unsent() -> int:
+    """Send the queued jobs the broker never received (oldest first); returns how many were sent.
+    Called when a worker starts and after any job is sent; stops at the first failure."""
+    if settings.BENCHFORGE_JOB_RUNNER != "celery":
+        return 0
+    sent = 0
+    for job_id in (
+        Job.objects.filter(status=Job.Status.QUEUED, unsent_since__isnull=False).order_by("pk").values_list("pk", flat=True)
+    ):
+        try:
+            _send(job_id)
+        except QueueUnavailable:
+            break
+        sent += 1
+    return sent
 
 
 def _thread_pool() -> ThreadPoolExecutor:
@@ -97,8 +151,13 @@ def resume(job: Job, *, user) -> Job:
 
 
 def requeue(job: Job, *, note: str = "Resumed.") -> Job:
-    """Put a failed, cancelled or interrupted job back in the queue (the caller runs or enqueues it)."""
+    """Put a failed, cancelled or interrupted job back in the queue (the caller runs or enqueues it);
+    a job the queue never received stays queued and is sent again."""
     job.refresh_from_db()
+    if job.is_unsent:
+        Job.objects.filter(pk=job.pk).update(message=note)
+        job.refresh_from_db()
+        return job
     if not job.can_resume:
         if job.status == Job.Status.RUNNING:
             raise DomainError(
