@@ -189,3 +189,23 @@ def test_hash_and_url_lists_refuse_deep_nesting_and_bad_bytes_by_line():
     with pytest.raises(DomainError, match=r"line 2 is not UTF-8 text"):
         parse_url_list(b"http://a/1.jpg\nhttp://a/\xff.jpg\n")
     assert KnownHash.objects.count() == 0 and KnownImageSet.objects.count() == 0
+
+
+def test_every_rows_problem_is_listed_through_the_api(researcher, api_for, make_user, django_capture_on_commit_callbacks):
+    lines = [json.dumps({"id": n, "question": "Why?"}) for n in range(1, 11)]
+    lines += [json.dumps({"id": n}) for n in range(11, 71)]  # 60 rows without a question
+    job = start(
+        researcher, "\n".join(lines).encode(), name="q.jsonl", fmt=imports.MLLM_BENCH, capture=django_capture_on_commit_callbacks
+    )
+    assert job.status == Job.Status.SUCCEEDED and job.result["errors"] == 60
+    api = api_for(researcher)
+    detail = api.get(f"/api/v1/jobs/{job.pk}/").json()
+    first = api.get(detail["entries"], {"outcome": "error"}).json()
+    assert first["count"] == 60 and len(first["results"]) == 50 and first["next"]
+    rest = api.get(first["next"]).json()
+    listed = [e["message"] for e in first["results"] + rest["results"]]
+    assert listed == [f"line {n}: missing fields: question" for n in range(11, 71)]
+    assert api.get(detail["entries"]).json()["count"] == 70
+    assert api.get(detail["entries"], {"outcome": "bogus"}).status_code == 400
+    outsider = api_for(make_user("annotator", "otto"))
+    assert outsider.get(detail["entries"]).status_code == 404
