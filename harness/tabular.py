@@ -87,6 +87,8 @@ def size_text(n: int) -> str:
 
 def json_depth_exceeds(text: str, limit: int) -> bool:
     """True when brackets outside strings nest deeper than `limit` (checked before parsing)."""
+    if text.count("[") + text.count("{") <= limit:  # cannot nest deeper: no scan (most lines)
+        return False
     depth = 0
     for match in _JSON_TOKENS.finditer(text):
         char = match.group()
@@ -120,7 +122,7 @@ def loads_bounded(text: str, *, max_depth: int = Limits.max_depth) -> Any:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, say
         raise ValueError(f"not valid JSON ({str(exc)[:120]})") from None
-    if _has_nul(value):
+    if "\\u0000" in text and _has_nul(value):  # a NUL can only come from its escape (json refuses a raw one)
         raise ValueError("a text contains a NUL character (\\u0000), which cannot be stored")
     return value
 
