@@ -39,7 +39,7 @@ def counts():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_unreachable_broker_is_a_503_and_the_job_shows_not_sent(broker_down, api_for, researcher):
+def test_an_unreachable_broker_is_a_503_and_the_job_shows_not_sent(broker_down, api_for, client_for, researcher):
     api = api_for(researcher)
     before = counts()
     data = json.dumps({"id": 1, "question": "Why?"}).encode()
@@ -60,6 +60,8 @@ def test_an_unreachable_broker_is_a_503_and_the_job_shows_not_sent(broker_down, 
     assert row["status"] == "queued" and row["state"] == "unsent" and row["can_resume"] is True
     assert row["message"].startswith("Not sent: the job queue could not be reached")
 
+    page = client_for(researcher).get(f"/jobs/{job_id}/").content.decode()
+    assert "Not sent" in page and 'value="resume"' in page
     # Still down: resuming says so again, and the job stays resumable.
     again = api.post(f"/api/v1/jobs/{job_id}/resume/")
     assert again.status_code == 503 and Job.objects.get(pk=job_id).is_unsent

@@ -55,8 +55,9 @@ def start(researcher, data: bytes, *, name="bench.tsv", fmt=imports.MMBENCH_TSV,
 
 @pytest.mark.parametrize("where", ["early", "mid-file", "last line"])
 def test_a_bad_byte_fails_the_import_on_its_line_and_leaves_nothing(
-    where, researcher, django_capture_on_commit_callbacks, fresh_image_indexes
+    where, researcher, client_for, django_capture_on_commit_callbacks, fresh_image_indexes
 ):
+    client = client_for(researcher)
     data = big_tsv(60)
     line = {"early": 2, "mid-file": 41, "last line": 61}[where]
     data = with_bad_byte(data, line)
@@ -71,6 +72,8 @@ def test_a_bad_byte_fails_the_import_on_its_line_and_leaves_nothing(
     assert "Nothing was imported" in job.message and "'Imported' made for this import was removed" in job.message
     assert counts() == before  # no item, no image, no empty benchmark
     assert job.benchmark is None and not job.entries.exists()
+    assert client.get(f"/qc/import/?job={job.pk}").status_code == 200
+    assert f"line {line} is not UTF-8" in client.get(f"/jobs/{job.pk}/").content.decode()
 
     # Resuming the refused import explains what to do instead of failing on the same byte again.
     with django_capture_on_commit_callbacks(execute=True):
