@@ -26,6 +26,9 @@ RUN_TASK = "jobs.run"
 SEND_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
 
 
+RESEND_AFTER_SECONDS = 60  # younger unsent jobs may be on their way (their transaction's callbacks)
+
+
 class QueueUnavailable(DomainError):
     status = 503
     code = "queue_unavailable"
@@ -42,6 +45,10 @@ def create_job(kind: str, *, user=None, benchmark=None, total: int = 0, params: 
 
 def enqueue(job: Job) -> Job:
     """Have the job run (once the current transaction commits, so the worker sees the row)."""
+    if settings.BENCHFORGE_JOB_RUNNER == "celery":
+        # Marked until the broker has taken it: a job whose sending fails, or never comes (an
+        # earlier job of the same transaction failed to send), shows as not sent, never as queued.
+        Job.objects.filter(pk=job.pk).update(unsent_since=timezone.now())
     transaction.on_commit(lambda: _dispatch(job.pk))
     transaction.on_commit(_sweep_quietly)
     return job
@@ -70,7 +77,7 @@ def _dispatch(job_id: int) -> None:
     mode = settings.BENCHFORGE_JOB_RUNNER
     if mode == "celery":
         _send(job_id)
-        resend_unsent()  # the queue answers again: hand it what it missed
+        resend_unsent(older_than=RESEND_AFTER_SECONDS)  # the queue answers again: hand it what it missed
     elif mode == "thread":
         _thread_pool().submit(_run_in_thread, job_id)
     elif mode == "inline":
@@ -107,18 +114,21 @@ def _send(job_id: int) -> None:
             "from its page.",
             extra={"job": job_id},
         ) from None
-    Job.objects.filter(pk=job_id, unsent_since__isnull=False).update(unsent_since=None, message="")
+    Job.objects.filter(pk=job_id, unsent_since__isnull=False).update(unsent_since=None)
+    Job.objects.filter(pk=job_id, status=Job.Status.QUEUED, message__startswith="Not sent:").update(message="")
 
 
-def resend_unsent() -> int:
-    """Send the queued jobs the broker never received (oldest first); returns how many were sent.
-    Called when a worker starts and after any job is sent; stops at the first failure."""
+def resend_unsent(*, older_than: float = 0) -> int:
+    """Send the queued jobs the broker never received (oldest first), marked unsent at least
+    `older_than` seconds ago; returns how many were sent. Called when a worker starts, after any
+    job is sent, and by `manage.py resend_jobs`; stops at the first failure. (A job sent twice
+    runs once: a finished or running job is not claimed again.)"""
     if settings.BENCHFORGE_JOB_RUNNER != "celery":
         return 0
     sent = 0
-    for job_id in (
-        Job.objects.filter(status=Job.Status.QUEUED, unsent_since__isnull=False).order_by("pk").values_list("pk", flat=True)
-    ):
+    cutoff = timezone.now() - timezone.timedelta(seconds=older_than)
+    unsent = Job.objects.filter(status=Job.Status.QUEUED, unsent_since__isnull=False, unsent_since__lte=cutoff)
+    for job_id in unsent.order_by("pk").values_list("pk", flat=True):
         try:
             _send(job_id)
         except QueueUnavailable:

@@ -132,3 +132,14 @@ def test_token_authentication_and_throttles_answer_with_the_cache_down(cache_dow
 def test_the_dashboard_counts_afresh_with_the_cache_down(cache_down, client_for, researcher, benchmark):
     response = client_for(researcher).get(f"/b/{benchmark.slug}/")
     assert response.status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_jobs_started_together_all_show_not_sent_when_the_first_cannot_be_sent(broker_down, researcher):
+    from django.db import transaction
+
+    with pytest.raises(jobs.QueueUnavailable), transaction.atomic():
+        for units in (1, 2, 3):  # as a QC run starts one job per part
+            jobs.start_job(TOY, user=researcher, params={"units": units, "ledger": 0})
+    assert [j.state for j in Job.objects.filter(kind=TOY).order_by("pk")] == ["unsent"] * 3
+    assert not Job.objects.filter(kind=TOY, status=Job.Status.QUEUED, unsent_since__isnull=True).exists()
