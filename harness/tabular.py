@@ -380,7 +380,7 @@ class TableReader:
             line_start = data.rfind(b"\n", 0, exc.start) + 1
             line_end = data.find(b"\n", exc.start)
             self._decode(data[line_start : line_end if line_end >= 0 else len(data)], data.count(b"\n", 0, exc.start) + 1)
-            raise  # pragma: no cover - _decode raised
+            raise FileProblem(f"{self.name} is not UTF-8 text. Nothing was imported.") from None  # pragma: no cover
         yield from self._list_elements(text)
 
     def _list_elements(self, text: str) -> Iterator[Record]:
