@@ -10,6 +10,7 @@ from django.db.models.functions import TruncDate
 from django.http import Http404
 from django.utils import timezone
 
+from benchforge.inputs import is_digits
 from curation.models import Benchmark, Task
 from curation.selectors import benchmarks_for, get_benchmark_for
 
@@ -259,7 +260,7 @@ def picker_images(benchmark: Benchmark, *, query: str = "", task: str = ""):
     if query:
         bare = query.lstrip("#")
         match = Q(original_name__icontains=query)
-        if bare.isdigit() and len(bare) < 19:
+        if is_digits(bare) and len(bare) < 19:
             match |= Q(pk=int(bare))
         images = images.filter(match)
     return images.distinct().prefetch_related("tasks").order_by("-id")

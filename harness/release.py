@@ -35,13 +35,13 @@ written as a whole number (17) is read as the string id "17".
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.io import InputError, iter_jsonl_numbered
+from harness.tabular import loads_bounded
 
 SCHEMA_VERSION = 1
 QUESTION_TYPES = ("open-ended", "closed-ended", "compound", "multiple-choice")
@@ -219,9 +219,11 @@ def _optional_json(path: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        value = loads_bounded(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
     if not isinstance(value, dict):
         raise InputError(f"{path}: expected a JSON object")
     return value

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -125,7 +126,7 @@ def ready_client(args, names: Iterable[str]) -> llm.LLMClient:
 def _workers(value: str) -> int | str:
     if value == AUTO:
         return AUTO
-    if not value.isdigit() or int(value) < 1:
+    if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:  # ASCII digits only: str.isdigit accepts '²'
         raise argparse.ArgumentTypeError(f"expected 'auto' or a whole number of 1 or more, got {value!r}")
     return int(value)
 
