@@ -3,7 +3,15 @@ release's own rows only, so a rebuild writes the same bytes."""
 
 from xml.sax.saxutils import escape
 
-from .models import PRIVATE_PARTS, Release
+from annotation.withholding import statement
+
+from .models import Release
+
+
+def as_text(value: str) -> str:
+    """Text a person typed (release notes, a license name), safe in Markdown: any HTML in it is
+    shown as written, never rendered by whoever displays the card (GitHub, Hugging Face, this app)."""
+    return escape(value or "")
 
 
 def tasks_in_order(counts: dict, taxonomy: dict | None = None) -> list[tuple[str, dict]]:
@@ -28,9 +36,14 @@ def dataset_card(release: Release, variant: str) -> str:
         "",
     ]
     if release.notes:
-        lines += ["## Notes", "", release.notes, ""]
-    if variant == "public" and release.private:
-        lines += ["This bundle withholds: " + ", ".join(PRIVATE_PARTS[p] for p in release.private) + ".", ""]
+        lines += ["## Notes", "", as_text(release.notes), ""]
+    lines += ["## What is withheld", ""]
+    if variant == "public":
+        lines += [f"- {line}" for line in statement(release.private)]
+    else:
+        lines += ["This private bundle holds everything. Its public bundle withholds:", ""]
+        lines += [f"- {line}" for line in statement(release.private)]
+    lines.append("")
     lines += ["## Questions per task and split", "", "| task | dev | test | total |", "| --- | ---: | ---: | ---: |"]
     for task, split in tasks_in_order(counts, release.taxonomy):
         lines.append(f"| {task} | {split.get('dev', 0)} | {split.get('test', 0)} | {sum(split.values())} |")
@@ -74,7 +87,7 @@ def dataset_card(release: Release, variant: str) -> str:
         "",
         "## License",
         "",
-        f"{release.license}. Each image keeps its own source and license (see `LICENSE`).",
+        f"{as_text(release.license)}. Each image keeps its own source and license (see `LICENSE`).",
         "",
     ]
     return "\n".join(lines)

@@ -10,14 +10,12 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 
+from annotation.withholding import PARTS, default_private
 from benchforge.errors import DomainError
 
 SEMVER = RegexValidator(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$", "Use a semantic version: MAJOR.MINOR.PATCH, e.g. 1.0.0.")
-PRIVATE_PARTS = {
-    "test_answers": "answer keys of the test split",
-    "reference_answers": "reference answers",
-    "criteria": "per-sample criteria",
-}
+# What a public bundle may withhold (name: words); annotation.withholding is the one home.
+PRIVATE_PARTS = {name: part.label for name, part in PARTS.items()}
 
 
 class FrozenRelease(DomainError):
@@ -83,7 +81,9 @@ class Release(models.Model):
     dev_ratio = models.FloatField(default=0.4)
     split_seed = models.IntegerField(default=0)
     private = models.JSONField(
-        default=list, blank=True, help_text="what the public bundle withholds: " + ", ".join(PRIVATE_PARTS)
+        default=default_private,
+        blank=True,
+        help_text="what the public bundle withholds (annotation.withholding.PARTS); the private bundle holds everything",
     )
     license = models.CharField(max_length=200, default="CC BY-NC-SA 4.0")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)

@@ -32,7 +32,8 @@ import harness
 from annotation.contract import MMBENCH_COLUMNS, image_name, release_row
 from annotation.models import Item
 from annotation.selectors import with_payload_data
-from annotation.services import change_status_many, lock_items
+from annotation.services import change_status_many, lock_items, withhold_in_app
+from annotation.withholding import DEFAULT_PRIVATE, fields_withheld, withhold_row
 from annotation.workflow import ACCEPTED, QC_PASSED, RELEASED, REWRITTEN, TRANSITIONS
 from benchforge import permissions
 from benchforge.concurrency import create_unique, lock
@@ -107,7 +108,7 @@ def _checked(
     tasks=(),
     dev_ratio: float = 0.4,
     split_seed: int = 0,
-    private=("test_answers",),
+    private=DEFAULT_PRIVATE,
     license: str = "CC BY-NC-SA 4.0",
 ) -> Release:
     """The release a definition describes, checked and normalised, not saved."""
@@ -444,23 +445,11 @@ def taxonomy_of(benchmark) -> dict:
 # ---- bundles ------------------------------------------------------------------------------------
 
 
-def withheld(row: dict, private) -> dict:
-    """A row without the `private` parts (the public bundle's view of it)."""
-    out = json.loads(json.dumps(row))
-    if "reference_answers" in private:
-        out["reference_answer"] = None
-    if "criteria" in private:
-        out["criteria"], out["meta"]["criteria_kinds"] = [], []
-    if "test_answers" in private and out["split"] == "test":
-        out["answer"] = None
-    return out
-
-
 def iter_bundle_rows(release: Release, variant: str) -> Iterator[dict]:
     """The release's items.jsonl rows in order, read from the database a chunk at a time."""
     rows = release.items.order_by("order").values_list("row", flat=True).iterator(chunk_size=SNAPSHOT_CHUNK)
     for row in rows:
-        yield withheld(row, release.private) if variant == "public" else row
+        yield withhold_row(row, release.private) if variant == "public" else row
 
 
 def bundle_rows(release: Release, variant: str) -> list[dict]:
@@ -583,6 +572,14 @@ def freeze(release: Release, *, user) -> Release:
             action="released",
             note=f"In release {release.version}.",
         )
+        # From now on the app hides from annotators what the release keeps private (annotation.selectors.withheld_from).
+        withhold_in_app(
+            {
+                item_id: fields_withheld(release.private, split)
+                for item_id, split in release.items.values_list("item_id", "split")
+                if fields_withheld(release.private, split)
+            }
+        )
         Release.objects.filter(pk=release.pk).update(status=Release.Status.FROZEN, frozen_at=timezone.now(), frozen_by=user)
     release.refresh_from_db()
     return release
@@ -600,7 +597,9 @@ def compare(old: Release, new: Release, *, hide=()) -> dict:
         raise DomainError("Releases of different benchmarks cannot be compared.")
 
     def rows(release):
-        return {key: (item_id, withheld(row, hide)) for key, item_id, row in release.items.values_list("key", "item_id", "row")}
+        return {
+            key: (item_id, withhold_row(row, hide)) for key, item_id, row in release.items.values_list("key", "item_id", "row")
+        }
 
     before, after = rows(old), rows(new)
 

@@ -1,0 +1,158 @@
+"""What a release withholds: nothing of it in any byte of any public file (archives unpacked,
+Parquet read back, the MMBench TSV, the card), all of it in the private bundle, for the default
+and for every combination of parts; the dev split complete under the default."""
+
+import csv
+import io
+import json
+import zipfile
+from itertools import combinations
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from annotation import withholding
+from exports import parquet, services
+from exports.models import Release, ReleaseFile
+from harness.bundle import iter_bytes
+from tests.exports.conftest import stored
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
+
+PUBLIC_KINDS = (ReleaseFile.Kind.PUBLIC_TAR, ReleaseFile.Kind.PUBLIC_ZIP, ReleaseFile.Kind.PARQUET)
+
+
+def expected_hidden(private, split: str) -> set[str]:
+    """What the parts mean, written out here (not read from the module under test)."""
+    hidden = set()
+    if split == "test" and "test_answers" in private:
+        hidden.add("answer")
+    if "reference_answers" in private or (split == "test" and "test_references" in private):
+        hidden.add("reference_answer")
+    if "criteria" in private or (split == "test" and "test_criteria" in private):
+        hidden.add("criteria")
+    return hidden
+
+
+def members(path: Path) -> dict[str, bytes]:
+    """Every file of an archive, a zip inside it unpacked too."""
+    found = {}
+    for name, content in iter_bytes(path):
+        found[name] = content
+        if name.endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(content)) as inner:
+                found.update({f"{name}/{n}": inner.read(n) for n in inner.namelist()})
+    return found
+
+
+def readable(name: str, content: bytes) -> list[bytes]:
+    """The bytes of a file, and for Parquet (compressed) its values as JSON text too."""
+    texts = [content]
+    if name.endswith(".parquet"):
+        table = pq.read_table(io.BytesIO(content)).drop_columns(["images"])
+        texts.append(json.dumps(table.to_pylist(), ensure_ascii=False).encode())
+        texts.append(json.dumps(table.to_pylist()).encode())
+    return texts
+
+
+def structured_rows(files: dict[str, bytes]) -> list[tuple[str, dict]]:
+    """(where, row) for each question of items.jsonl, mcq.tsv and the Parquet files."""
+    rows = []
+    for name, content in files.items():
+        if name.endswith("items.jsonl"):
+            rows += [(name, json.loads(line)) for line in content.decode().splitlines()]
+        elif name.endswith("mcq.tsv"):
+            for row in csv.DictReader(io.StringIO(content.decode()), delimiter="\t"):
+                rows.append((name, {"split": row["split"], "answer": row["answer"] or None, "choices": True}))
+        elif name.endswith(".parquet"):
+            for row in pq.read_table(io.BytesIO(content)).drop_columns(["images"]).to_pylist():
+                row["choices"] = json.loads(row["choices"]) if row["choices"] else None
+                rows.append((name, row))
+    return rows
+
+
+def assert_withholds(files: dict[str, bytes], private_rows: list[dict], private) -> None:
+    """Nothing `private` withholds anywhere in `files`; what it does not withhold is there."""
+    blob = b"\n".join(text for name, content in files.items() for text in readable(name, content))
+    for row in private_rows:
+        hidden = expected_hidden(private, row["split"])
+        secrets = ([row["reference_answer"]] if "reference_answer" in hidden else []) + (
+            list(row["criteria"]) if "criteria" in hidden else []
+        )
+        for secret in secrets:
+            assert secret.encode() not in blob, (private, row["id"], secret)
+        if "reference_answer" not in hidden:
+            assert row["reference_answer"].encode() in blob, (private, row["id"])
+        for criterion in row["criteria"] if "criteria" not in hidden else ():
+            assert criterion.encode() in blob, (private, row["id"])
+    keys = {r["id"]: r for r in private_rows}
+    by_question = {(r["split"], r["question"]): r for r in private_rows}
+    seen = 0
+    for where, row in structured_rows(files):
+        if not row.get("choices"):
+            continue
+        hidden = expected_hidden(private, row["split"])
+        seen += 1
+        if "answer" in hidden:
+            assert row["answer"] is None, (private, where, row)
+        else:
+            source = keys.get(row.get("id")) or by_question.get((row["split"], row.get("question")))
+            assert row["answer"] == (source["answer"] if source else "C"), (private, where, row)
+    assert seen, "no multiple-choice row was checked"
+
+
+def test_the_default_withholds_the_test_splits_keys_references_and_criteria(built):
+    release = built()
+    assert release.private == sorted(withholding.DEFAULT_PRIVATE)
+    private_rows = services.bundle_rows(release, "private")
+    assert {r["split"] for r in private_rows} == {"dev", "test"}
+    public = {}
+    for kind in PUBLIC_KINDS:
+        public.update({f"{kind}:{n}": c for n, c in members(stored(release, kind)).items()})
+    assert_withholds(public, private_rows, withholding.DEFAULT_PRIVATE)
+    # The dev split is public in full: its rows in the public bundle are the private ones.
+    public_rows = [json.loads(line) for line in members(stored(release, "public.zip"))["items.jsonl"].decode().splitlines()]
+    assert [r for r in public_rows if r["split"] == "dev"] == [r for r in private_rows if r["split"] == "dev"]
+    # The private bundle holds everything.
+    private = members(stored(release, "private.tar.gz"))
+    private_blob = b"".join(private.values())
+    for row in private_rows:
+        assert row["reference_answer"].encode() in private_blob
+        assert all(c.encode() in private_blob for c in row["criteria"])
+    assert [json.loads(line) for line in private["items.jsonl"].decode().splitlines()] == private_rows
+    # The card says it, per split, from the same setting.
+    card = public["public.zip:README.md"].decode()
+    assert "- test split: withholds answer keys, reference answers and per-sample criteria" in card
+    assert "- dev split: public in full" in card
+
+
+def test_every_combination_of_parts_withholds_exactly_what_it_names(built, tmp_path):
+    release = built()
+    private_rows = services.bundle_rows(release, "private")
+    names = sorted(withholding.PARTS)
+    for size in range(len(names) + 1):
+        for private in combinations(names, size):
+            Release.objects.filter(pk=release.pk).update(private=list(private))
+            release.refresh_from_db()
+            folder = tmp_path / "-".join(private or ("none",))
+            services.write_bundle(release, "public", folder)
+            files = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+            parquet.write_dataset_zip(release, services.iter_bundle_rows(release, "public"), folder / "dataset.zip")
+            with zipfile.ZipFile(folder / "dataset.zip") as archive:
+                files.update({n: archive.read(n) for n in archive.namelist()})
+            assert_withholds(files, private_rows, private)
+            for line in withholding.statement(private):
+                assert line in files["README.md"].decode()
+
+
+def test_the_release_form_says_what_publishing_more_makes_public(client_for, researcher, benchmark, accepted):
+    client = client_for(researcher)
+    page = client.get(f"/b/{benchmark.slug}/releases/").content.decode()
+    assert "publishes the dev split in full" in page and "anyone who downloads the public bundle can read it" in page
+    for part in withholding.DEFAULT_PRIVATE:
+        assert f'value="{part}" ' in page and "checked" in page.split(f'value="{part}"')[1].split(">")[0]
+    assert withholding.published_beyond_default(["test_answers"]) == [
+        "the test split's reference answers and per-sample criteria"
+    ]
+    assert withholding.published_beyond_default(withholding.DEFAULT_PRIVATE + ("criteria",)) == []
