@@ -156,3 +156,67 @@ def test_the_release_form_says_what_publishing_more_makes_public(client_for, res
         "the test split's reference answers and per-sample criteria"
     ]
     assert withholding.published_beyond_default(withholding.DEFAULT_PRIVATE + ("criteria",)) == []
+
+
+# ---- inside the app ---------------------------------------------------------------------------------
+
+
+def test_a_frozen_release_hides_what_it_withholds_from_annotators_whose_work_it_is_not(
+    built, researcher, annotator, make_user, benchmark, api_for, client_for
+):
+    from review.models import Review, ReviewRound, RoundItem
+
+    release = built()
+    other = make_user("annotator", "abe", benchmarks=[benchmark])
+    reviewer = make_user("reviewer", "rhea", benchmarks=[benchmark])
+    splits = dict(release.items.values_list("item_id", "split"))
+    test_ids = sorted(pk for pk, split in splits.items() if split == "test")
+    # rhea was assigned to review one test item (a round before the release)
+    reviewed = test_ids[0]
+    review_round = ReviewRound.objects.create(benchmark=benchmark, number=1, status="closed", created_by=researcher)
+    entry = RoundItem.objects.create(round=review_round, item_id=reviewed, version=1, outcome="accepted")
+    Review.objects.create(round=review_round, entry=entry, item_id=reviewed, reviewer=reviewer, verdict="accept")
+    before = {
+        r["id"]: r for r in api_for(other).get(f"/api/v1/benchmarks/{benchmark.slug}/items/?page_size=100").json()["results"]
+    }
+    assert any(before[pk]["reference_answer"] for pk in test_ids)  # not frozen yet: nothing is withheld
+    services.freeze(release, user=researcher)
+
+    def items_seen_by(user) -> dict[int, dict]:
+        found, url = {}, f"/api/v1/benchmarks/{benchmark.slug}/items/?status=released"
+        while url:
+            page = api_for(user).get(url).json()
+            found.update({r["id"]: r for r in page["results"]})
+            url = page["next"]
+        assert len(found) == 22
+        return found
+
+    seen = items_seen_by(other)
+    for pk, split in splits.items():
+        row = seen[pk]
+        if split == "test":
+            assert row["reference_answer"] == "" and row["criteria"] == [] and row["answer"] == "", row
+            assert row["withheld"] == ["answer", "criteria", "reference_answer"]
+        else:
+            assert "SECRET-REFERENCE" in row["reference_answer"] and row["criteria"] and row["withheld"] == []
+    listing = json.dumps(seen)
+    detail = api_for(other).get(f"/api/v1/benchmarks/{benchmark.slug}/items/{test_ids[1]}/").json()
+    history = api_for(other).get(f"/api/v1/benchmarks/{benchmark.slug}/items/{test_ids[1]}/history/").json()
+    page = client_for(other).get(f"/b/{benchmark.slug}/items/{test_ids[1]}/").content.decode()
+    history_page = client_for(other).get(f"/b/{benchmark.slug}/items/{test_ids[1]}/history/").content.decode()
+    for text in (json.dumps(detail), json.dumps(history), page, history_page):
+        assert "SECRET-REFERENCE" not in text and "SECRET-CRITERION" not in text
+    assert "SECRET-REFERENCE" not in json.dumps([seen[pk] for pk in test_ids]) and "SECRET-REFERENCE" in listing  # dev ones
+    mcq_test = [pk for pk in test_ids if seen[pk]["kind"] == "mcq"]
+    assert mcq_test and all(seen[pk]["answer"] == "" for pk in mcq_test)
+    mcq_page = client_for(other).get(f"/b/{benchmark.slug}/items/{mcq_test[0]}/").content.decode()
+    assert 'value="C" checked' not in mcq_page and 'id="withheld-notice"' in mcq_page
+    # Their author, the reviewer assigned to one, and researchers read them in full.
+    for user in (annotator, researcher):
+        assert all("SECRET-REFERENCE" in items_seen_by(user)[pk]["reference_answer"] for pk in test_ids)
+    assert "SECRET-REFERENCE" in items_seen_by(reviewer)[reviewed]["reference_answer"]
+    full = items_seen_by(researcher)
+    elsewhere = next(pk for pk in test_ids if full[pk]["reference_answer"] != full[reviewed]["reference_answer"])
+    assert items_seen_by(reviewer)[elsewhere]["reference_answer"] == ""  # another group: not theirs
+    author_page = client_for(annotator).get(f"/b/{benchmark.slug}/items/{test_ids[1]}/").content.decode()
+    assert "SECRET-REFERENCE" in author_page or "SECRET-CRITERION" in author_page

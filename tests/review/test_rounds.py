@@ -422,3 +422,20 @@ def test_reviewers_see_only_their_own_reviews(benchmark, team, counting, rounds,
     listed = api_for(team["rev1"]).get("/api/v1/benchmarks/demo/reviews/").json()["results"]
     assert [r["id"] for r in listed] == [mine.pk]
     assert client_for(team["ann"]).get("/b/demo/review/").status_code == 403
+
+
+def test_a_round_that_hides_its_reviewers_hides_them_in_item_history_too(benchmark, team, counting, rounds, client_for, api_for):
+    items = submitted(benchmark, counting, team["ann"], 1)
+    review_round = rounds(reviewers=[team["rev1"]], reveal_reviewers=False)
+    give(Review.objects.get(round=review_round, item=items[0]), "revision", comment="Say more.")
+    services.close_round(review_round, user=team["boss"])
+    url = f"/api/v1/benchmarks/demo/items/{items[0].pk}/history/"
+    reviewed = [r for r in api_for(team["boss"]).get(url).json()["results"] if r["action"] == "reviewed"]
+    assert "rev1" in [r["changed_by"] for r in reviewed]  # researchers see who it was
+    for seen in (
+        api_for(team["ann"]).get(url).content.decode(),
+        client_for(team["ann"]).get(f"/b/demo/items/{items[0].pk}/history/").content.decode(),
+    ):
+        assert "Say more." in seen and "rev1" not in seen
+    # The reviewer still sees their own name.
+    assert "rev1" in api_for(team["rev1"]).get(url).content.decode()
