@@ -273,8 +273,23 @@ def release_score(request, slug, version, pk: int):
         "score": score,
         "headline": leaderboard.headline(score.method, score.results),
         "rows": rows,
+        # What reproduces the number from the private bundle (researchers: the bundle is theirs).
+        "reproduce": leaderboard.reproduce_commands(score) if permissions.is_researcher(request.user) else [],
+        "predictions_name": leaderboard.predictions_file_name(score),
     }
     return render(request, "exports/score.html", context)
+
+
+@role_required(RESEARCHER)
+def release_score_predictions(request, slug, version, pk: int):
+    """The answers a score judged, in the harness's predictions format (for reproducing it)."""
+    _benchmark, release = _release(request, slug, version)
+    score = release.scores.filter(pk=pk).first()
+    if score is None:
+        raise Http404(f"No score #{pk} on release {version}.")
+    response = HttpResponse(leaderboard.predictions_jsonl(score), content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{leaderboard.predictions_file_name(score)}"'
+    return response
 
 
 @role_required(ANNOTATOR)
