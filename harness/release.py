@@ -297,7 +297,9 @@ def read_predictions(
     if not lineno and not problems:
         problems.append(f"{name}: empty (expected {PREDICTIONS_FORMAT})")
     if len(models) > 1:
-        problems.append(f"{name}: expected exactly one 'model' name in the file (one model per file), found {', '.join(sorted(models))}")
+        problems.append(
+            f"{name}: expected exactly one 'model' name in the file (one model per file), found {', '.join(sorted(models))}"
+        )
     if problems:
         more = f"; and more (only the first {MAX_PROBLEMS} are listed)" if len(problems) > MAX_PROBLEMS else ""
         raise InputError("; ".join(problems[:MAX_PROBLEMS]) + more)

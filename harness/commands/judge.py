@@ -52,7 +52,9 @@ def run(args) -> int:
     if unscorable:
         common.say(f"{NAME}: {len(unscorable)} open question(s) cannot be scored: {no_reference_reason(release, unscorable)}")
     if not items:
-        raise InputError(f"{NAME}: no open question of {release.name} has a reference answer to judge against; nothing was scored")
+        raise InputError(
+            f"{NAME}: no open question of {release.name} has a reference answer to judge against; nothing was scored"
+        )
     out = Path(args.out)
     common.require_same_settings(
         out,
