@@ -271,6 +271,10 @@ def _store_file(release: Release, kind: str, path: Path) -> str:
 
 # ---- the snapshot ---------------------------------------------------------------------------------
 
+# The rewrite provenance a released rewrite carries in its items.jsonl meta (ids of the platform's
+# own rows and local endpoint names stay out: they mean nothing outside it).
+REWRITE_PROVENANCE = ("batch_number", "model", "template", "template_version", "source", "edited")
+
 
 # Items are read, turned into rows and written this many at a time, so a build's memory does
 # not grow with the release (bench/export.py measures it at 5,000 and 50,000 items).
@@ -356,6 +360,10 @@ def snapshot(release: Release) -> dict:
         rows, images = [], []
         for order, item in enumerate(items, start):
             row = release_row(item, split=splits[item.pk])
+            rewrite = origins.get(item.pk, {}).get("rewrite")
+            if rewrite:
+                # What wrote this rewrite, in items.jsonl itself (docs/rewrite.md): its batch, model and template version.
+                row["meta"]["rewrite"] = {key: rewrite.get(key) for key in REWRITE_PROVENANCE}
             rows.append(
                 ReleaseItem(
                     release=release,

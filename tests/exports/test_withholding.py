@@ -220,3 +220,70 @@ def test_a_frozen_release_hides_what_it_withholds_from_annotators_whose_work_it_
     assert items_seen_by(reviewer)[elsewhere]["reference_answer"] == ""  # another group: not theirs
     author_page = client_for(annotator).get(f"/b/{benchmark.slug}/items/{test_ids[1]}/").content.decode()
     assert "SECRET-REFERENCE" in author_page or "SECRET-CRITERION" in author_page
+
+
+# ---- the bundled harness with a public bundle ----------------------------------------------------
+
+
+def test_following_the_readme_in_a_public_bundle_scores_dev_says_what_it_skipped_and_verifies(built, tmp_path, fake_llm):
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    release = built()
+    with tarfile.open(stored(release, "public.tar.gz")) as archive:
+        archive.extractall(tmp_path, filter="data")
+    root = tmp_path / release.top
+    (root / "models.toml").write_text(  # where the README puts it: in the release folder
+        f'[models.vlm]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "vlm"\n'
+        f'api_key_env = "FAKE_KEY"\nvision = true\n\n'
+        f'[models.judge]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "judge"\napi_key_env = "FAKE_KEY"\n'
+    )
+    fake_llm.script("vlm", "There are three apples.")
+    fake_llm.script("judge", '{"rating": 8, "reason": "correct"}')
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "BENCHFORGE_MODELS")}
+    env.update(FAKE_KEY="test-key")
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "harness", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    assert run("infer", "--model", "vlm", "--workers", "1").returncode == 0  # predictions/, .harness-cache/
+    judged = run("judge", "--judge", "judge", "--predictions", "predictions/vlm.jsonl", "--workers", "1")
+    assert judged.returncode == 0, judged.stderr
+    counts = release.counts["tasks"]["Counting"]
+    assert (
+        f"judge: {counts['test']} open question(s) cannot be scored: this public bundle withholds their reference answers (test split)"
+        in judged.stderr
+    )
+    results = json.loads((root / "results/judge/results.json").read_text())
+    assert results["models"]["vlm"]["judged"] == counts["dev"]
+    card = (root / "README.md").read_text()
+    assert "`judge` scores the dev split and `mcq` scores the dev split" in card
+    verified = run("verify", ".")
+    assert verified.returncode == 0, verified.stderr  # the README's working files are not additions
+    (root / "harness" / "evil.py").write_text("print('smuggled')")
+    assert "harness/evil.py: not listed in the manifest" in run("verify", ".").stderr
+
+    # A bundle that withholds every split's references has nothing to judge: it says so and fails.
+    Release.objects.filter(pk=release.pk).update(private=["reference_answers"])
+    release.refresh_from_db()
+    bare = tmp_path / "bare"
+    services.write_bundle(release, "public", bare)
+    (bare / "p.jsonl").write_text((root / "predictions/vlm.jsonl").read_text())
+    env["BENCHFORGE_MODELS"] = str(root / "models.toml")
+    nothing = subprocess.run(
+        [sys.executable, "-m", "harness", "judge", "--judge", "judge", "--predictions", "p.jsonl"],
+        cwd=bare,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (
+        nothing.returncode == 2
+        and "nothing was scored" in nothing.stderr
+        and "18 open question(s) cannot be scored" in nothing.stderr
+    )

@@ -439,3 +439,19 @@ def test_a_round_that_hides_its_reviewers_hides_them_in_item_history_too(benchma
         assert "Say more." in seen and "rev1" not in seen
     # The reviewer still sees their own name.
     assert "rev1" in api_for(team["rev1"]).get(url).content.decode()
+
+
+def test_the_round_csv_neutralises_cells_a_spreadsheet_would_run(
+    benchmark, team, make_user, counting, rounds, api_for, client_for
+):
+    items = submitted(benchmark, counting, team["ann"], 1)
+    sneaky = make_user("reviewer", "@SUM-1", benchmarks=[benchmark])  # usernames may start with @, + or -
+    review_round = rounds(reviewers=[sneaky])
+    give(Review.objects.get(round=review_round, item=items[0]), "accept")
+    for content in (
+        api_for(team["boss"]).get(f"/api/v1/benchmarks/demo/review/rounds/{review_round.number}/", {"format": "csv"}).content,
+        client_for(team["boss"]).get(f"/b/demo/review/rounds/{review_round.number}/stats.csv").content,
+    ):
+        rows = list(csv.reader(io.StringIO(content.decode())))
+        assert ["load", "'@SUM-1"] == [r for r in rows if r[0] == "load"][0][:2]
+        assert not any(cell.startswith(("=", "+", "@")) for row in rows for cell in row)
