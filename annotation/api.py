@@ -52,7 +52,7 @@ class ItemListCreate(generics.ListCreateAPIView):
     def get_queryset(self):
         benchmark = get_benchmark_for(self.request.user, self.kwargs["slug"])
         filters = {name: self.request.query_params.get(name, "").strip() for name in ITEM_FILTERS}
-        return with_payload_data(items_of(benchmark, **filters))
+        return with_payload_data(items_of(benchmark, **filters, viewer=self.request.user))
 
     @extend_schema(parameters=_ITEM_FILTER_PARAMS)
     def get(self, request, *args, **kwargs):

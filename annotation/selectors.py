@@ -147,11 +147,13 @@ def visible_items(user):
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
-def search_items(items, text: str):
+def search_items(items, text: str, *, withheld_too: bool = True):
     """Items whose question, reference answer or criteria (a rewrite's: its seed's) match `text`.
     On Postgres, full-text search (web-search syntax: words, "phrases", -excluded, or); text
     with Chinese, Japanese or Korean characters, which Postgres does not split into words, also
-    matches as a substring. On SQLite (the embedded runtime), every word as a substring."""
+    matches as a substring. On SQLite (the embedded runtime), every word as a substring.
+    `withheld_too` False: reference answers and criteria that a frozen release withholds are not
+    searched (a search must not answer questions about text the searcher may not read)."""
     text = text.strip()[:200]
     if not text:
         return items
@@ -163,33 +165,50 @@ def search_items(items, text: str):
         vector = SearchVector("question", "reference_answer", "seed__reference_answer", config="english")
         match = Q(pk__in=items.annotate(found=vector).filter(found=query).values("pk"))
         match |= Q(pk__in=criteria.values("item_id")) | Q(seed_id__in=criteria.values("item_id"))
+        if not withheld_too:
+            question = SearchVector("question", config="english")
+            match = (match & _nothing_withheld()) | Q(pk__in=items.annotate(found=question).filter(found=query).values("pk"))
         if CJK.search(text):
-            match |= _substring_match(text)
+            match |= _substring_match(text, withheld_too)
         return items.filter(match)
     for word in text.split():
-        items = items.filter(_substring_match(word))
+        items = items.filter(_substring_match(word, withheld_too))
     return items
 
 
-def _substring_match(text: str) -> Q:
+def _nothing_withheld() -> Q:
+    """Items (and their seeds) of which no frozen release withholds anything."""
+    return Q(withheld=[]) & (Q(seed__isnull=True) | Q(seed__withheld=[]))
+
+
+def _substring_match(text: str, withheld_too: bool = True) -> Q:
     criteria = Criterion.objects.filter(text__icontains=text).values("item_id")
-    return (
-        Q(question__icontains=text)
-        | Q(reference_answer__icontains=text)
+    private = (
+        Q(reference_answer__icontains=text)
         | Q(seed__reference_answer__icontains=text)
         | Q(pk__in=criteria)
         | Q(seed_id__in=criteria)
     )
+    return Q(question__icontains=text) | (private if withheld_too else private & _nothing_withheld())
 
 
 def items_of(
-    benchmark: Benchmark, *, task: str = "", status: str = "", author: str = "", assignee: str = "", kind: str = "", q: str = ""
+    benchmark: Benchmark,
+    *,
+    task: str = "",
+    status: str = "",
+    author: str = "",
+    assignee: str = "",
+    kind: str = "",
+    q: str = "",
+    viewer=None,
 ):
     """A benchmark's items, newest first, filtered by task slug, status, author/assignee username,
-    kind and words in their texts (search_items)."""
+    kind and words in their texts (search_items). `viewer`: the person searching; unless a
+    researcher, the words are not looked for in what a frozen release withholds."""
     qs = Item.objects.filter(benchmark=benchmark).select_related("task__category__parent", "author", "assignee")
     if q:
-        qs = search_items(qs, q)
+        qs = search_items(qs, q, withheld_too=viewer is None or permissions.is_researcher(viewer))
     if task:
         qs = qs.filter(task__slug=task)
     if status:

@@ -66,7 +66,7 @@ def item_list(request, slug):
     filters = _filters(request, ITEM_FILTERS)
     # Only the columns the list shows: no long texts besides the question, none of the task's
     # guideline or the people's other columns (at 50 rows a page, building them cost more than the query).
-    rows = items_of(benchmark, **filters).only(*ITEM_LIST_COLUMNS)
+    rows = items_of(benchmark, **filters, viewer=request.user).only(*ITEM_LIST_COLUMNS)
     page = Paginator(rows, ITEMS_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,

@@ -207,6 +207,12 @@ def test_a_frozen_release_hides_what_it_withholds_from_annotators_whose_work_it_
     for text in (json.dumps(detail), json.dumps(history), page, history_page):
         assert "SECRET-REFERENCE" not in text and "SECRET-CRITERION" not in text
     assert "SECRET-REFERENCE" not in json.dumps([seen[pk] for pk in test_ids]) and "SECRET-REFERENCE" in listing  # dev ones
+    # Nor does a search answer questions about them (words of a withheld reference find nothing).
+    search = f"/api/v1/benchmarks/{benchmark.slug}/items/?q=SECRET-REFERENCE-{{n}}"
+    found = {n: {r["id"] for r in api_for(other).get(search.format(n=n)).json()["results"]} for n in range(10)}
+    hits = set().union(*found.values())
+    assert hits and not hits & set(test_ids)  # the dev ones are found, the test ones are not
+    assert set(test_ids) & {r["id"] for n in range(10) for r in api_for(researcher).get(search.format(n=n)).json()["results"]}
     mcq_test = [pk for pk in test_ids if seen[pk]["kind"] == "mcq"]
     assert mcq_test and all(seen[pk]["answer"] == "" for pk in mcq_test)
     mcq_page = client_for(other).get(f"/b/{benchmark.slug}/items/{mcq_test[0]}/").content.decode()
