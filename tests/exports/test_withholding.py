@@ -146,7 +146,9 @@ def test_every_combination_of_parts_withholds_exactly_what_it_names(built, tmp_p
                 assert line in files["README.md"].decode()
 
 
-def test_the_release_form_says_what_publishing_more_makes_public(client_for, researcher, benchmark, accepted):
+def test_the_release_form_says_what_publishing_more_makes_public(
+    client_for, researcher, benchmark, accepted, django_capture_on_commit_callbacks
+):
     client = client_for(researcher)
     page = client.get(f"/b/{benchmark.slug}/releases/").content.decode()
     assert "publishes the dev split in full" in page and "anyone who downloads the public bundle can read it" in page
@@ -156,6 +158,12 @@ def test_the_release_form_says_what_publishing_more_makes_public(client_for, res
         "the test split's reference answers and per-sample criteria"
     ]
     assert withholding.published_beyond_default(withholding.DEFAULT_PRIVATE + ("criteria",)) == []
+    form = {"version": "1.0.0", "statuses": ["accepted"], "dev_ratio": 0.4, "split_seed": 0, "private": ["test_answers"]}
+    with django_capture_on_commit_callbacks(execute=True):
+        page = client.post(f"/b/{benchmark.slug}/releases/", {**form, "license": "CC BY 4.0"}, follow=True)
+    text = page.content.decode()
+    said = "publishes more than the default: its public bundle carries the test split&#x27;s reference answers"
+    assert said in text and 'id="published"' in text
 
 
 # ---- inside the app ---------------------------------------------------------------------------------
