@@ -161,8 +161,7 @@ def image_loader(release: Release) -> ImageLoader:
 
 def release_rules(release: Release) -> dict[str, str]:
     """Task rules the release's taxonomy.json defines (they replace the built-in ones)."""
-    tasks = {item.task for item in release.items if item.task}
-    return {task: rule for task in tasks if (rule := release.judge_rule(task))}
+    return release.judge_rules()
 
 
 def rules_fingerprint(prompts: Prompts, release: Release, tasks: set) -> str:
