@@ -38,6 +38,7 @@ from annotation.workflow import ACCEPTED, QC_PASSED, RELEASED, REWRITTEN, TRANSI
 from benchforge import permissions
 from benchforge.concurrency import create_unique, lock
 from benchforge.errors import AlreadyExists, Conflict, DomainError
+from benchforge.inputs import is_digits
 from harness.bundle import sha256_file, write_manifest, write_tar_gz, write_zip
 from harness.release import SCHEMA_VERSION
 from jobs import services as jobs
@@ -647,4 +648,4 @@ def diff(old: Release, new: Release, *, hide=()) -> dict:
 
 
 def _natural(key: str):
-    return (0, int(key), "") if key.isdigit() else (1, 0, key)
+    return (0, int(key), "") if is_digits(key) else (1, 0, key)

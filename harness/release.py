@@ -314,11 +314,9 @@ def read_predictions(
 
 def _json_object(line: str) -> tuple[dict, str | None]:
     try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return {}, f"not valid JSON ({exc.msg} at column {exc.colno})"
-    except RecursionError:
-        return {}, "not valid JSON here (nested too deeply)"
+        row = loads_bounded(line)
+    except ValueError as exc:  # invalid, nested too deeply, or a NUL: the reader's own words
+        return {}, str(exc)
     if not isinstance(row, dict):
         return {}, f'expected a JSON object {{"id", "model", "answer"}}, got {type(row).__name__}'
     return row, None

@@ -177,7 +177,7 @@ def test_an_api_id_field_refuses_odd_digits(api_for, annotator, benchmark):
 
 def test_no_code_asks_str_isdigit():
     """isdigit/isdecimal/isnumeric accept digits int() refuses or reads otherwise; benchforge.inputs.is_digits
-    (or parse_id) is the one test. exports/ is on its way (issue 20 owns those files)."""
+    (or parse_id) is the one test."""
     import re
     from pathlib import Path
 
@@ -187,7 +187,6 @@ def test_no_code_asks_str_isdigit():
         f"{path.relative_to(root)}:{n}"
         for path in root.rglob("*.py")
         if not {".venv", "tests", "node_modules"} & set(path.relative_to(root).parts)
-        and path.relative_to(root).parts[0] != "exports"
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if pattern.search(line.split("#", 1)[0])
     ]
