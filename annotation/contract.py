@@ -22,29 +22,51 @@ class Field:
     text: bool = False  # free text: line breaks normalised, judged empty when only spaces
     seed_only: bool = False  # a rewrite reads it through its seed; never stored on the rewrite
     child: bool = False  # stored in rows of its own (images, criteria), not on the item
+    max_chars: int = 0  # text fields: the longest text an item may hold (every save and import)
 
+
+# Text limits, in characters. Real benchmarks stay far below them (the shared fixtures: questions
+# up to 312 characters, reference answers up to 2,811, a history turn up to 1,218, an item's
+# criteria together up to 1,730; MMBench options are a line, its hints a paragraph), so they leave
+# ten times room or more, while a runaway cell (a 100 MB question) is refused on its row instead of
+# reaching prompts, token estimates and the API.
+QUESTION_MAX_CHARS = 20_000
+REFERENCE_MAX_CHARS = 50_000
+OPTION_MAX_CHARS = 2_000
+CRITERION_MAX_CHARS = 10_000
+TURN_MAX_CHARS = 50_000
+MAX_TURNS = 100
 
 FIELDS = (
     Field("task", "Task"),
     Field("kind", "Kind"),
     Field("question_type", "Question type"),
-    Field("question", "Question", text=True),
+    Field("question", "Question", text=True, max_chars=QUESTION_MAX_CHARS),
     Field("history", "Dialogue history"),
     Field("incoherent", "Incoherent"),
-    Field("hint", "Hint", text=True),
+    Field("hint", "Hint", text=True, max_chars=QUESTION_MAX_CHARS),
     Field("choices", "Options"),
-    Field("answer", "Answer key", text=True),
-    Field("reference_answer", "Reference answer", text=True, seed_only=True),
-    Field("description", "Image description", text=True),
+    Field("answer", "Answer key", text=True, max_chars=100),
+    Field("reference_answer", "Reference answer", text=True, seed_only=True, max_chars=REFERENCE_MAX_CHARS),
+    Field("description", "Image description", text=True, max_chars=QUESTION_MAX_CHARS),
     Field("images", "Images", seed_only=True, child=True),
     Field("criteria", "Criteria", seed_only=True, child=True),
 )
 EDITABLE_FIELDS = tuple(f.name for f in FIELDS)
 SCALAR_FIELDS = tuple(f.name for f in FIELDS if not f.child and f.name != "task")
 TEXT_FIELDS = tuple(f.name for f in FIELDS if f.text)
+TEXT_LIMITS = {f.name: f.max_chars for f in FIELDS if f.text}
 SEED_ONLY_FIELDS = tuple(f.name for f in FIELDS if f.seed_only)
 FIELD_LABELS = {**{f.name: f.label for f in FIELDS}, "status": "Status"}
 ROLES_IN_TURN = ("user", "assistant")
+
+
+def too_long(label: str, text: str, limit: int) -> str:
+    """The problem of a text over its limit ('' when it fits): names the field, its size, the limit."""
+    if len(text) <= limit:
+        return ""
+    return f"{label} is {len(text):,} characters long; the limit is {limit:,}."
+
 
 # The harness's words for what the platform calls the question type.
 RELEASE_QUESTION_TYPES = {

@@ -259,9 +259,10 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
-        "rest_framework.throttling.ScopedRateThrottle",
+        # DRF's throttles, letting requests through (logged) while the shared cache is down.
+        "benchforge.throttling.AnonRateThrottle",
+        "benchforge.throttling.UserRateThrottle",
+        "benchforge.throttling.ScopedRateThrottle",
     ],
     # Client addresses for throttles: X-Forwarded-For only from the trusted proxies.
     "NUM_PROXIES": BENCHFORGE_TRUSTED_PROXIES,
