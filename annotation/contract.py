@@ -6,6 +6,7 @@ the history snapshot and its diff rendering, the data of a Label Studio task, a 
 items.jsonl row (the harness's schema, `harness/release.py`) and an MMBench TSV row.
 """
 
+import base64
 from dataclasses import dataclass
 
 from harness.release import CHOICE_LETTERS as HARNESS_LETTERS
@@ -175,9 +176,20 @@ def options_text(payload: dict) -> str:
     return "\n".join(lines)
 
 
+# Label Studio's <Image valueList> never finishes loading an empty list (the editor spins on a
+# null image): an item without an image shows this small picture saying so instead.
+LABELSTUDIO_NO_IMAGE = "data:image/svg+xml;base64," + base64.b64encode(
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="320" height="60" viewBox="0 0 320 60">'
+    b'<rect width="320" height="60" fill="#f2f2f2"/>'
+    b'<text x="160" y="36" font-family="sans-serif" font-size="16" text-anchor="middle" fill="#555">'
+    b"This item has no image</text></svg>"
+).decode("ascii")
+
+
 def labelstudio_data(payload: dict, *, image_src) -> dict:
     """The `data` of a Label Studio task for an item: what the annotator reads. `image_src` turns
-    one entry of payload["images"] into something an <Image> tag can show (a data URL)."""
+    one entry of payload["images"] into something an <Image> tag can show (a data URL). The
+    editable fields' current values travel as the task's pre-annotation (labelstudio.adapter)."""
     context = f"Task: {payload.get('task', '')}"
     if payload.get("category"):
         context += f" ({payload['category']})"
@@ -186,7 +198,7 @@ def labelstudio_data(payload: dict, *, image_src) -> dict:
     )
     return {
         "context": context,
-        "images": [image_src(image) for image in payload.get("images") or []],
+        "images": [image_src(image) for image in payload.get("images") or []] or [LABELSTUDIO_NO_IMAGE],
         "question": payload.get("question", ""),
         "history": history or "(no earlier turns)",
         "options": options_text(payload),

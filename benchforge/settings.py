@@ -311,6 +311,9 @@ LOGGING = {
     # One line per login otherwise; failures and lockouts are still logged.
     "loggers": {
         "axes": {"level": "WARNING"},
+        # httpx (under label-studio-sdk, openai, zai) logs one INFO line per request ("HTTP Request:
+        # GET ..."): a Label Studio pull of a thousand tasks would print a thousand. Warnings still show.
+        "httpx": {"level": "WARNING"},
         # Django's default config gives its logger a console handler of its own, and the record
         # then reaches the root handler too: every line twice. Here it only propagates to root.
         "django": {"handlers": [], "level": "INFO", "propagate": True},
