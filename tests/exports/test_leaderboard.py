@@ -193,7 +193,9 @@ def test_uploads_follow_the_harness_format_and_hostile_files_get_a_message_not_a
         (json.dumps({"id": open_id, "response": "three"}) + "\n").encode(): 'under "response": name it "answer"',
         (json.dumps({"id": mcq_id, "answer": "C"}) + "\n").encode(): f"item '{mcq_id}' is a multiple-choice question",
         b"[" * 100_000 + b"]" * 100_000: "line 1: it is nested more than 64 levels deep",
-        (b'{"id": "' + open_id.encode() + b'", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"): "nested more than 64 levels deep",
+        (
+            b'{"id": "' + open_id.encode() + b'", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+        ): "nested more than 64 levels deep",
         b"\xff\xfe\x00garbage": "not UTF-8 text",
         b"": "empty",
         b"17\n": 'expected a JSON object {"id", "model", "answer"}, got int',
