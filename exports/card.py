@@ -3,6 +3,8 @@ release's own rows only, so a rebuild writes the same bytes."""
 
 from xml.sax.saxutils import escape
 
+from harness import distribution
+
 from .models import PRIVATE_PARTS, Release
 
 
@@ -61,10 +63,14 @@ def dataset_card(release: Release, variant: str) -> str:
         "- `taxonomy.json`: categories and tasks, with each task's judging rule.",
         "- `mcq.tsv`: multiple-choice questions in MMBench's columns (when there are any).",
         "- `harness/`: the scoring harness; `manifest.json`: the sha256 of every file.",
+        f"- `{distribution.wheel_name()}`: the same harness as a wheel, to install where you evaluate.",
         "",
         "## Scoring",
         "",
+        "Run the harness from this folder as it is, or install its wheel (with the SDK of your endpoints):",
+        "",
         "```",
+        f'pip install "./{distribution.wheel_name()}[openai]"   # then `benchforge-harness` = `python -m harness`',
         "python -m harness verify .                      # every file matches manifest.json",
         "python -m harness infer --model my-vlm          # answers -> predictions/my-vlm.jsonl",
         "python -m harness judge --judge my-judge --predictions predictions/my-vlm.jsonl",

@@ -5,4 +5,4 @@ anywhere with `python -m harness`. Provider SDKs (openai; zai-sdk or zhipuai for
 imported lazily.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
