@@ -16,7 +16,7 @@ import harness
 from benchforge import permissions
 from benchforge.errors import DomainError
 from harness import scoring
-from harness.runner import FINAL
+from harness.scoring import FINAL
 from jobs import services as jobs
 from jobs.runner import OK
 from llm.client import check_endpoints, get_client, get_endpoint

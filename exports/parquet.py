@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from django.core.files.storage import default_storage
 
-from harness.bundle import ZIP_TIME
+from harness import ZIP_TIME
 
 STRING = {"dtype": "string", "_type": "Value"}
 FEATURES = {

@@ -38,9 +38,7 @@ from annotation.workflow import ACCEPTED, QC_PASSED, RELEASED, REWRITTEN, TRANSI
 from benchforge import permissions
 from benchforge.concurrency import create_unique, lock
 from benchforge.errors import AlreadyExists, Conflict, DomainError
-from harness import distribution
-from harness.bundle import sha256_file, write_manifest, write_tar_gz, write_zip
-from harness.release import SCHEMA_VERSION
+from harness import SCHEMA_VERSION, distribution, sha256_file, write_manifest, write_tar_gz, write_zip
 from jobs import services as jobs
 from jobs.models import Job
 
