@@ -15,6 +15,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+import harness
 from harness import distribution
 from tests.conftest import require
 
@@ -93,6 +94,11 @@ def test_a_clean_virtualenv_with_only_the_bundled_wheel_scores_the_dev_split(bui
         "judge", "--judge", "judge", "--predictions", str(dev_predictions), "--workers", "1", "--no-cache", "--out", "out"
     )
     assert judged.returncode == 0, judged.stderr
-    scored = json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))["models"]["vlm"]
+    results = json.loads((root / "out" / "results.json").read_text(encoding="utf-8"))
+    scored = results["models"]["vlm"]
     assert scored["judged"] == len(dev) and scored["errors"] == 0 and scored["mean"] == 7
     assert len(fake_llm.requests("judge")) == len(dev)
+    # One semantic version: the wheel's, the release manifest's and the scores'.
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["harness_version"] == results["harness_version"] == harness.__version__
+    assert wheel.name == f"benchforge_harness-{harness.__version__}-py3-none-any.whl"
