@@ -9,7 +9,7 @@ items.jsonl row (the harness's schema, `harness/release.py`) and an MMBench TSV 
 import base64
 from dataclasses import dataclass
 
-from harness.release import CHOICE_LETTERS as HARNESS_LETTERS
+from harness import CHOICE_LETTERS as HARNESS_LETTERS
 
 from .models import CHOICE_LETTERS, Criterion, Item
 from .workflow import STATUS_LABELS

@@ -4,6 +4,7 @@ release's own rows only, so a rebuild writes the same bytes."""
 from xml.sax.saxutils import escape
 
 from annotation.withholding import SPLITS, fields_withheld, statement
+from harness import distribution
 
 from .models import Release
 
@@ -74,6 +75,7 @@ def dataset_card(release: Release, variant: str) -> str:
         "- `taxonomy.json`: categories and tasks, with each task's judging rule.",
         "- `mcq.tsv`: multiple-choice questions in MMBench's columns (when there are any).",
         "- `harness/`: the scoring harness; `manifest.json`: the sha256 of every file.",
+        f"- `{distribution.wheel_name()}`: the same harness as a wheel, to install where you evaluate.",
         "",
         "## Scoring",
         "",
@@ -94,7 +96,13 @@ def scoring_lines(release: Release, variant: str) -> list[str]:
     hidden = {split: fields_withheld(release.private, split) if variant == "public" else frozenset() for split in SPLITS}
     judged = [split for split in SPLITS if "reference_answer" not in hidden[split]]
     keyed = [split for split in SPLITS if "answer" not in hidden[split]]
-    lines = ["```", "python -m harness verify .                      # every file matches manifest.json"]
+    lines = [
+        "Run the harness from this folder as it is, or install its wheel (with the SDK of your endpoints):",
+        "",
+        "```",
+        f'pip install "./{distribution.wheel_name()}[openai]"   # then `benchforge-harness` = `python -m harness`',
+        "python -m harness verify .                      # every file matches manifest.json",
+    ]
     if judged:
         lines += [
             "python -m harness infer --model my-vlm          # answers -> predictions/my-vlm.jsonl",

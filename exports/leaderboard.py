@@ -18,11 +18,9 @@ from django.utils.text import slugify
 import harness
 from benchforge import permissions
 from benchforge.errors import DomainError
-from harness import scoring
-from harness.io import InputError
-from harness.release import PREDICTIONS_FORMAT, parse_item, read_predictions
-from harness.release import Release as HarnessRelease
-from harness.runner import FINAL
+from harness import PREDICTIONS_FORMAT, InputError, parse_item, read_predictions, scoring
+from harness import Release as HarnessRelease
+from harness.scoring import FINAL
 from jobs import services as jobs
 from jobs.runner import OK
 from llm.client import check_endpoints, get_client, get_endpoint

@@ -6,9 +6,11 @@ Nested fields a loader could read differently across `datasets` versions (dialog
 options, meta) are JSON text; lists of plain values and the images are native columns."""
 
 import json
+import re
 import shutil
 import tempfile
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -16,7 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from django.core.files.storage import default_storage
 
-from harness.bundle import ZIP_TIME
+from harness import ZIP_TIME
+
+from . import card
 
 STRING = {"dtype": "string", "_type": "Value"}
 FEATURES = {
@@ -91,9 +95,59 @@ class _SplitWriter:
         self._writer.close()
 
 
-def card_header(splits: list[str]) -> str:
+# The Hub's licence identifiers for the licences a release is likely to name; any other licence
+# is declared as "other" with its own name (the Hub's way), never guessed.
+HUB_LICENSES = {
+    *(f"cc-{kind}-{v}" for kind in ("by", "by-sa", "by-nc", "by-nd", "by-nc-sa", "by-nc-nd") for v in ("2.0", "3.0", "4.0")),
+    *("cc0-1.0", "mit", "apache-2.0", "bsd-2-clause", "bsd-3-clause", "odc-by", "odbl", "pddl", "cdla-permissive-2.0"),
+    *("cdla-sharing-1.0", "gpl-3.0", "lgpl-3.0", "agpl-3.0", "unlicense", "openrail"),
+}
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
+# The writing system of a question names its language on the card: Latin script is taken for
+# English (the language of the benchmarks this platform builds from Latin text).
+SCRIPTS = (
+    ("ja", re.compile(r"[\u3040-\u30ff]")),  # kana first: Japanese text also holds Han characters
+    ("ko", re.compile(r"[\uac00-\ud7af]")),
+    ("zh", re.compile(r"[\u4e00-\u9fff]")),
+    ("en", re.compile(r"[A-Za-z]")),
+)
+# A language is declared when at least this share of the questions is written in it.
+LANGUAGE_SHARE = 0.1
+
+
+def hub_license(text: str) -> dict:
+    """A release's licence as the Hub's card fields: {"license": id} or "other" with its name."""
+    slug = re.sub(r"[\s_]+", "-", text.strip().lower()).removesuffix("-license").removeprefix("license-")
+    slug = {"cc0": "cc0-1.0", "apache-2": "apache-2.0", "cc-zero": "cc0-1.0"}.get(slug, slug)
+    if slug in HUB_LICENSES:
+        return {"license": slug}
+    return {"license": "other", "license_name": re.sub(r"[^a-z0-9.]+", "-", slug).strip("-") or "unspecified"}
+
+
+def question_language(text: str) -> str | None:
+    for language, script in SCRIPTS:
+        if script.search(text or ""):
+            return language
+    return None
+
+
+def size_category(n: int) -> str:
+    return next((label for limit, label in SIZE_CATEGORIES if n < limit), "n>1M")
+
+
+def card_header(release, splits: list[str], languages: Counter, n_rows: int, multiple_choice: bool) -> str:
+    """The card's YAML front matter: what the Hub's dataset page shows (licence, languages, task
+    categories, size, name) and the configs `datasets` reads the splits from."""
+    total = sum(languages.values()) or 1
+    declared = sorted(lang for lang, n in languages.items() if n / total >= LANGUAGE_SHARE)
+    lines = [f"{key}: {json.dumps(value)}" for key, value in hub_license(release.license).items()]
+    lines += ["language:", *(f"- {lang}" for lang in declared)] if declared else []
+    tasks = ["visual-question-answering", *(["multiple-choice"] if multiple_choice else [])]
+    lines += ["task_categories:", *(f"- {t}" for t in tasks)]
+    lines += ["size_categories:", f"- {json.dumps(size_category(n_rows))}"]
+    lines += [f"pretty_name: {json.dumps(f'{release.benchmark.name} {release.version}', ensure_ascii=False)}"]
     files = "\n".join(f"  - split: {s}\n    path: data/{s}-00000-of-00001.parquet" for s in splits)
-    return f"---\nconfigs:\n- config_name: default\n  data_files:\n{files}\n---\n"
+    return "---\n" + "\n".join(lines) + f"\nconfigs:\n- config_name: default\n  data_files:\n{files}\n---\n"
 
 
 def write_dataset_zip(release, rows: Iterable[dict], dest: Path) -> None:
@@ -106,17 +160,27 @@ def write_dataset_zip(release, rows: Iterable[dict], dest: Path) -> None:
             return handle.read()
 
     splits = sorted(set(release.items.values_list("split", flat=True)))
+    languages: Counter = Counter()
+    n_rows, multiple_choice = 0, False
     with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(dest, "w") as archive:
-        readme = card_header(splits) + f"\n# {release.benchmark.name} {release.version}\n\nPublic questions, images embedded.\n"
-        info = zipfile.ZipInfo(f"{release.top}/README.md", date_time=ZIP_TIME)
-        archive.writestr(info, readme.encode("utf-8"), compress_type=zipfile.ZIP_DEFLATED)
         writers = {split: _SplitWriter(Path(tmp) / f"{split}.parquet") for split in splits}
         try:
             for row in rows:
                 writers[row["split"]].add(_record(row, image_bytes))
+                languages[question_language(row["question"])] += 1
+                n_rows, multiple_choice = n_rows + 1, multiple_choice or bool(row["choices"])
         finally:
             for writer in writers.values():
                 writer.close()
+        languages.pop(None, None)
+        # The Hub's page: its metadata, then the release's public card (and the chart it shows).
+        readme = card_header(release, splits, languages, n_rows, multiple_choice) + "\n" + card.dataset_card(release, "public")
+        for name, text in (
+            ("README.md", readme),
+            ("charts/items_per_task.svg", card.task_chart(release.counts, release.taxonomy)),
+        ):
+            info = zipfile.ZipInfo(f"{release.top}/{name}", date_time=ZIP_TIME)
+            archive.writestr(info, text.encode("utf-8"), compress_type=zipfile.ZIP_DEFLATED)
         for split, writer in writers.items():
             info = zipfile.ZipInfo(f"{release.top}/data/{split}-00000-of-00001.parquet", date_time=ZIP_TIME)
             info.compress_type = zipfile.ZIP_STORED

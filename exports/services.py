@@ -13,6 +13,7 @@ release's job, so the release always names the job that built the files it has.
 
 import base64
 import csv
+import hashlib
 import json
 import random
 import shutil
@@ -39,8 +40,7 @@ from benchforge import permissions
 from benchforge.concurrency import create_unique, lock
 from benchforge.errors import AlreadyExists, Conflict, DomainError
 from benchforge.inputs import is_digits
-from harness.bundle import sha256_file, write_manifest, write_tar_gz, write_zip
-from harness.release import SCHEMA_VERSION
+from harness import SCHEMA_VERSION, distribution, sha256_file, write_manifest, write_tar_gz, write_zip
 from jobs import services as jobs
 from jobs.models import Job
 
@@ -51,7 +51,6 @@ BUILD_JOB = "release_build"
 # Released items stay in the next version unless a researcher narrows the scope.
 DEFAULT_STATUSES = [ACCEPTED, REWRITTEN, QC_PASSED, RELEASED]
 VARIANTS = ("public", "private")
-HARNESS_ROOT = Path(harness.__file__).resolve().parent
 
 
 # ---- defining -----------------------------------------------------------------------------------
@@ -479,7 +478,7 @@ def write_bundle(release: Release, variant: str, folder: Path) -> None:
             shutil.copyfileobj(source, target, 1 << 20)
     _write_text(folder / "taxonomy.json", json.dumps(release.taxonomy, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     _write_mcq_tsv(iter_bundle_rows(release, variant), folder)
-    _copy_harness(folder / "harness")
+    _write_harness(folder)
     (folder / "charts").mkdir()
     _write_text(folder / "charts" / "items_per_task.svg", card.task_chart(release.counts, release.taxonomy))
     _write_text(folder / "README.md", card.dataset_card(release, variant))
@@ -504,12 +503,22 @@ def _write_text(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8"))
 
 
-def _copy_harness(target: Path) -> None:
-    for path in sorted(HARNESS_ROOT.rglob("*")):
-        relative = path.relative_to(HARNESS_ROOT)
-        if path.is_file() and "__pycache__" not in relative.parts and path.suffix in (".py", ".md", ".txt"):
-            (target / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target / relative)
+def _write_harness(folder: Path) -> None:
+    """The harness twice: its source in folder/harness (runs as `python -m harness`, builds with
+    `python -m build`) and the wheel built from that very copy (`pip install ./<wheel>`)."""
+    source = folder / "harness"
+    files = distribution.copy_source(source)
+    digest = hashlib.sha256("".join(f"{name}\0{sha256_file(source / name)}\n" for name in files).encode()).hexdigest()
+    if digest not in _HARNESS_WHEELS:  # the build is reproducible: the same source, the same bytes
+        with tempfile.TemporaryDirectory(prefix="harness-wheel-") as out:
+            wheel = distribution.build_wheel(out, root=source)
+            _HARNESS_WHEELS[digest] = (wheel.name, wheel.read_bytes())
+    name, data = _HARNESS_WHEELS[digest]
+    (folder / name).write_bytes(data)
+
+
+# Harness wheels built in this process, by the digest of their source (one per harness version in practice).
+_HARNESS_WHEELS: dict[str, tuple[str, bytes]] = {}
 
 
 def _write_mcq_tsv(rows: Iterable[dict], folder: Path) -> None:

@@ -1,8 +1,95 @@
-"""benchforge scoring harness.
+"""benchforge scoring harness: score models on a benchforge release.
 
-Pure Python (no Django): this package is copied into every frozen release and must run
-anywhere with `python -m harness`. Provider SDKs (openai; zai-sdk or zhipuai for GLM) are
-imported lazily.
+Pure Python (no Django, no required dependency): a copy of this package ships in every release
+and runs anywhere with `python -m harness` (or `benchforge-harness`, the installed wheel's
+script). Provider SDKs (openai; zai-sdk or zhipuai for GLM) are imported when a call needs them.
+
+The public API, what the CLI and the benchforge platform use (harness/README.md, "As a library"):
+
+    harness            the names in __all__ below, each imported on first use
+    harness.scoring    the scoring functions (CircularEval, the four judges, answering), the sink
+                       protocol and the vocabulary of their results
+    harness.llm        endpoints, the chat client, its cache and limiter protocols, token
+                       estimates and cost
+    harness.cli        main(argv) -> exit status: the command line
+    harness.distribution   the harness's own source tree and wheel (what a release carries)
+    harness.tabular    the one reader of TSV, CSV, JSON Lines and JSON lists (exact lines, bounded
+                       nesting and sizes, per-row and per-file problems)
+
+Everything else (harness.commands, runner, parsing, metrics, report, charts, mcq, votes, io,
+and the modules inside scoring/ and llm/) is internal: it may change in any release. The
+version follows semantic versioning; a release's manifest.json records the harness it carries.
 """
 
-__version__ = "0.1.0"
+import importlib
+
+__version__ = "0.2.0"
+
+# Public name -> "module" or "module:attribute" it comes from.
+_EXPORTS = {
+    # the release reader
+    "Release": "harness.release",
+    "Item": "harness.release",
+    "Predictions": "harness.release",
+    "load_release": "harness.release",
+    "load_items": "harness.release",
+    "load_predictions": "harness.release",
+    "CHOICE_LETTERS": "harness.release",
+    "SCHEMA_VERSION": "harness.release",
+    "InputError": "harness.io",
+    # the predictions format (what `infer` writes, judges read, the leaderboard accepts)
+    "PREDICTIONS_FORMAT": "harness.release",
+    "read_predictions": "harness.release",
+    "parse_item": "harness.release",
+    "judge_rules": "harness.release",
+    # the release writer: manifest, verification, reproducible archives
+    "write_manifest": "harness.bundle",
+    "read_manifest": "harness.bundle",
+    "verify_bundle": "harness.bundle:verify",
+    "sha256_file": "harness.bundle",
+    "write_tar_gz": "harness.bundle",
+    "write_zip": "harness.bundle",
+    "ZIP_TIME": "harness.bundle",
+    # judge prompts (built in, or a folder of edited copies)
+    "Prompts": "harness.prompts",
+    # the client
+    "LLMClient": "harness.llm",
+    "Endpoint": "harness.llm",
+    "load_endpoints": "harness.llm",
+    "ResponseCache": "harness.llm",
+    "ConfigError": "harness.llm",
+    "LLMError": "harness.llm",
+    # scoring: one path for the CLI and the platform
+    "circular_eval": "harness.scoring",
+    "pointwise_judge": "harness.scoring",
+    "pairwise_judge": "harness.scoring",
+    "touchstone_judge": "harness.scoring",
+    "hallucination_judge": "harness.scoring",
+    "answer_questions": "harness.scoring",
+    "MemorySink": "harness.scoring",
+    "SampleLog": "harness.scoring",
+    # the subpackages themselves (from harness import scoring)
+    "scoring": "harness.scoring:",
+    "llm": "harness.llm:",
+    "cli": "harness.cli:",
+    "distribution": "harness.distribution:",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    # Lazy, so `python -m harness verify` and `import harness` load only what they use.
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    module, _, attribute = _EXPORTS[name].partition(":")
+    if _EXPORTS[name].endswith(":"):
+        value = importlib.import_module(module)
+    else:
+        value = getattr(importlib.import_module(module), attribute or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.io import InputError, iter_jsonl_numbered, write_jsonl
-from harness.llm import ForkSharedLimiter, set_process_limiter
+from harness.llm.limits import ForkSharedLimiter, set_process_limiter
 from harness.parsing import ParseError
 
 OK, UNPARSED, ERROR = "ok", "unparsed", "error"

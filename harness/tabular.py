@@ -452,3 +452,21 @@ def format_for(name: str, default: str = CSV) -> str:
     """The format a file's name says: .tsv, .csv, .jsonl/.ndjson, .json (a list or JSON Lines), .txt."""
     suffix = name.lower().rsplit(".", 1)[-1] if "." in name else ""
     return {"tsv": TSV, "csv": CSV, "jsonl": JSONL, "ndjson": JSONL, "json": JSON, "txt": LINES}.get(suffix, default)
+
+
+__all__ = [
+    "CSV",
+    "FORMATS",
+    "JSON",
+    "JSONL",
+    "LINES",
+    "TSV",
+    "FileProblem",
+    "Limits",
+    "Record",
+    "TableReader",
+    "format_for",
+    "json_depth_exceeds",
+    "loads_bounded",
+    "size_text",
+]

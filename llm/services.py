@@ -23,9 +23,17 @@ from django.utils import timezone
 
 from benchforge import permissions
 from benchforge.errors import DomainError
-from harness.llm import IMAGE_TOKENS, RESERVED_PARAMS, Endpoint, LLMClient, LLMError, cost, estimate_usage
-from harness.llm.cost import DEFAULT_COMPLETION_TOKENS
-from harness.llm.messages import check_messages
+from harness.llm import (
+    DEFAULT_COMPLETION_TOKENS,
+    IMAGE_TOKENS,
+    RESERVED_PARAMS,
+    Endpoint,
+    LLMClient,
+    LLMError,
+    check_messages,
+    cost,
+    estimate_usage,
+)
 from jobs import services as jobs
 from jobs.models import Job, JobEntry
 from jobs.runner import JobRun

@@ -6,7 +6,7 @@ from annotation.models import Item
 from annotation.services import change_status_many, import_external_items
 from annotation.workflow import QC_FLAGGED
 from benchforge import permissions
-from harness.mcq import circular_passes
+from harness.scoring import circular_passes
 
 from .models import QCAnswer, QCItem, QCRun
 from .services.imports import _Taxonomy

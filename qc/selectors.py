@@ -11,7 +11,7 @@ from django.http import Http404
 
 from annotation.models import Item
 from curation.models import Task
-from harness.scoring.circular import EXTRACTOR_METHODS
+from harness.scoring import EXTRACTOR_METHODS
 
 from .models import QCAnswer, QCItem, QCRun
 from .services.imports import IMPORT_JOB

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness import llm
+from harness import __version__, llm
 from harness.io import InputError
 from harness.prompts import Prompts
 from harness.release import Predictions, Release, load_predictions
@@ -218,7 +218,9 @@ def report_failures(label: str, failures: list[dict]) -> None:
 
 def finish(label: str, out: Path, results: dict, report: Report, failures: list[dict], line: str) -> int:
     """Write results.json and the report, print the overview table, the failure reasons and
-    where everything is; exit status 1 when calls failed, else 0."""
+    where everything is; exit status 1 when calls failed, else 0. results.json names the harness
+    version that computed it, beside the release (whose manifest names the harness it carries)."""
+    results.setdefault("harness_version", __version__)
     paths = write_outputs(out, results, report)
     overview = next((block for section in report.sections for block in section.blocks if isinstance(block, Table)), None)
     if overview is not None:

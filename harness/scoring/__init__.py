@@ -10,13 +10,18 @@ as {model: {item id: text}}, settings, and a sink that receives one row per fini
     judges.py    pointwise_judge, pairwise_judge, touchstone_judge, hallucination_judge
     answers.py   answer_questions (a model under test answers the open questions)
     inputs.py    as_item(s), image loading, the conversation of an item
+
+__all__ is the public part (what the CLI and the platform use); the modules are internal. A
+sink's rows have status OK, UNPARSED (both FINAL: not asked again) or ERROR (asked again).
 """
 
-from harness.runner import MemorySink, RunStats, SampleLog, Sink
+from harness.mcq import circular_passes, format_options
+from harness.runner import ERROR, FINAL, OK, UNPARSED, MemorySink, RunStats, SampleLog, Sink
 from harness.scoring.answers import answer_questions
 from harness.scoring.circular import (
     ALL_FAIL,
     CALL_ERROR,
+    EXTRACTOR_METHODS,
     FAILED,
     SKIPPED,
     SOLVED,
@@ -36,10 +41,15 @@ from harness.votes import combine_votes
 __all__ = [
     "ALL_FAIL",
     "CALL_ERROR",
+    "ERROR",
+    "EXTRACTOR_METHODS",
     "FAILED",
+    "FINAL",
+    "OK",
     "SKIPPED",
     "SOLVED",
     "TEXT_ONLY",
+    "UNPARSED",
     "Choice",
     "CircularEvalResult",
     "ImageLoader",
@@ -52,10 +62,12 @@ __all__ = [
     "as_item",
     "as_items",
     "circular_eval",
+    "circular_passes",
     "combine_votes",
     "conversation",
     "extract_choice",
     "filter_flag",
+    "format_options",
     "hallucination_judge",
     "pairwise_judge",
     "path_loader",

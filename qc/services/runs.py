@@ -28,12 +28,18 @@ from benchforge import permissions
 from benchforge.concurrency import lock
 from benchforge.errors import DomainError
 from curation.models import Benchmark
-from harness.llm import IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
-from harness.llm.cost import DEFAULT_COMPLETION_TOKENS
-from harness.mcq import format_options
-from harness.prompts import Prompts
-from harness.scoring import CALL_ERROR, FAILED, SOLVED, answer_questions, circular_eval, pointwise_judge
-from harness.scoring.circular import EXTRACTOR_METHODS
+from harness import Prompts
+from harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
+from harness.scoring import (
+    CALL_ERROR,
+    EXTRACTOR_METHODS,
+    FAILED,
+    SOLVED,
+    answer_questions,
+    circular_eval,
+    format_options,
+    pointwise_judge,
+)
 from jobs import services as jobs
 from jobs.runner import JobRun
 from llm.client import check_endpoints, get_client, get_endpoint

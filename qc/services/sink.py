@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from harness.runner import ERROR, FINAL
+from harness.scoring import ERROR, FINAL
 from jobs.runner import JobRun
 from llm.context import serial_db
 

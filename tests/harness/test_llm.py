@@ -22,7 +22,6 @@ from PIL import Image
 
 from harness.io import InputError
 from harness.llm import (
-    BACKOFF_BASE,
     ChatResponse,
     ConfigError,
     Endpoint,
@@ -34,6 +33,7 @@ from harness.llm import (
     text_message,
     user_message,
 )
+from harness.llm.client import BACKOFF_BASE
 from tests.conftest import REPO_ROOT
 from tests.fakes.llm_server import IMAGE_TOKENS, Completion, FakeLLMServer, Fault
 
@@ -210,7 +210,7 @@ def test_retry_after_header_forms():
     from datetime import datetime, timedelta
     from email.utils import format_datetime
 
-    from harness.llm import RETRY_AFTER_CAP, parse_retry_after
+    from harness.llm.providers import RETRY_AFTER_CAP, parse_retry_after
 
     assert parse_retry_after({"retry-after": "3"}) == 3.0
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
@@ -903,7 +903,7 @@ def test_a_plugged_limiter_decides_every_request(fake_llm, monkeypatch):
 def test_fork_shared_limiter_bounds_processes_together(fake_llm, monkeypatch):
     import multiprocessing
 
-    from harness.llm import ForkSharedLimiter, set_process_limiter
+    from harness.llm.limits import ForkSharedLimiter, set_process_limiter
 
     monkeypatch.setenv(KEY_ENV, "k")
     fake_llm.script("m", "ok")
