@@ -357,7 +357,7 @@ def test_mcq_circular_eval_early_stop_and_extraction(env):
         if "apple" in letter_of:
             # pass 1 by letter, pass 2 by option text, pass 3 a paraphrase for the extractor, pass 4 a refusal
             n = len([r for r in env.server.requests("vlm") if "Which fruit?" in json.dumps(r)])
-            return [letter_of["apple"], "It is an apple.", "The round one from the orchard.", "I cannot tell."][min(n - 1, 3)]
+            return [letter_of["apple"], "Answer: apple", "The round one from the orchard.", "I cannot tell."][min(n - 1, 3)]
         return "B"  # colour item: wrong on the first pass ("blue")
 
     def extractor(body):
