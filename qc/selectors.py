@@ -11,7 +11,7 @@ from django.http import Http404
 
 from annotation.models import Item
 from curation.models import Task
-from harness.scoring.circular import EXTRACTOR_METHODS
+from harness.scoring.circular import CALL_FAILURES, EXTRACTOR_METHODS
 
 from .models import QCAnswer, QCItem, QCRun
 from .services.imports import IMPORT_JOB
@@ -98,16 +98,22 @@ def report(run: QCRun) -> dict:
     made = calls_made(answers)
     without = run.estimate.get("calls_without_stopping", 0)
     models = {}
+    verdicts = list(entries.values_list("solved_by", "failed_by", "errors"))
     for model in run.model_names:
         mine = answers.filter(model=model)
-        asked = mine.values("item_id").distinct().count()
-        first_right = mine.filter(shift=0, correct=True).count()
-        solved = _count_solved(entries, model)
+        # A call that failed for good is not a wrong answer: its item is undecided for this model,
+        # left out of the accuracy and counted apart (a resume asks it again).
+        solved = sum(1 for s, _f, _e in verdicts if model in s)
+        decided = solved + sum(1 for _s, f, _e in verdicts if model in f)
+        first = mine.filter(shift=0).exclude(method__in=CALL_FAILURES + ("judge_error",))
         models[model] = {
-            "asked": asked,
-            "vanilla": _share(first_right, asked),
-            "circular": _share(solved, asked),
+            "asked": mine.values("item_id").distinct().count(),
+            "decided": decided,
+            "undecided": sum(1 for _s, _f, e in verdicts if model in e),
+            "vanilla": _share(first.filter(correct=True).count(), first.count()),
+            "circular": _share(solved, decided),
             "answers": mine.count(),
+            "failed_calls": mine.filter(method__in=CALL_FAILURES + ("judge_error",)).count(),
             "needed_extractor": mine.filter(method__in=EXTRACTOR_METHODS).count(),
         }
     per_task = defaultdict(lambda: {"items": 0, "flagged": 0})
@@ -140,10 +146,6 @@ def report(run: QCRun) -> dict:
         "categories": by_category,
         "chart": chart(by_category),
     }
-
-
-def _count_solved(entries, model: str) -> int:
-    return sum(1 for solved in entries.values_list("solved_by", flat=True) if model in solved)
 
 
 CHART_WIDTH, BAR_HEIGHT, LABEL_WIDTH = 600, 22, 260

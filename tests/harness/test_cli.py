@@ -375,7 +375,7 @@ def test_mcq_circular_eval_early_stop_and_extraction(env):
     assert vlm_result["circular"] == 0.0  # fruit's 4th pass is a refusal -> Z -> wrong
     assert vlm_result["extraction"] == {"heuristic": 3, "extractor": 1, "heuristic_none": 1}
     assert vlm_result["needed_extractor"] == 1
-    assert vlm_result["by_subcategory"]["Coarse"] == {"n": 1, "vanilla": 1.0, "circular": 0.0}
+    assert vlm_result["by_subcategory"]["Coarse"] == {"n": 1, "vanilla": 1.0, "circular": 0.0, "undecided": 0}
     colour_calls = [r for r in env.server.requests("vlm") if "What colour?" in json.dumps(r)]
     assert len(colour_calls) == 1  # wrong on pass 1: the second rotation is never asked
     samples = env.samples("q")
