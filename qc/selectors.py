@@ -15,7 +15,7 @@ from harness.scoring.circular import CALL_FAILURES, EXTRACTOR_METHODS
 
 from .models import QCAnswer, QCItem, QCRun
 from .services.imports import IMPORT_JOB
-from .services.runs import calls_made
+from .services.runs import calls_made, earlier_decisions
 
 
 def runs_of(benchmark):
@@ -49,6 +49,16 @@ def flagged_entries(run: QCRun, *, undecided_only: bool = False):
     if undecided_only:
         entries = entries.filter(decision="")
     return entries.order_by("item_id")
+
+
+def mark_earlier_decisions(run: QCRun, entries) -> list[QCItem]:
+    """Each entry with `earlier`: the latest decision on its item in another run (or None), so the
+    adjudication list can say "kept earlier" beside this run's verdict."""
+    entries = list(entries)
+    earlier = earlier_decisions(run, [e.item_id for e in entries])
+    for entry in entries:
+        entry.earlier = earlier.get(entry.item_id)
+    return entries
 
 
 def waiting_for(user, benchmark):

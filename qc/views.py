@@ -93,6 +93,7 @@ def flagged_list(request, slug, number):
     run = selectors.get_run(benchmark, number)
     undecided = request.GET.get("undecided") == "1"
     page = Paginator(selectors.flagged_entries(run, undecided_only=undecided), 50).get_page(request.GET.get("page"))
+    page.object_list = selectors.mark_earlier_decisions(run, page.object_list)
     return render(request, "qc/flagged.html", {"benchmark": benchmark, "run": run, "page": page, "undecided": undecided})
 
 
