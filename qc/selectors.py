@@ -98,6 +98,28 @@ def answers_by_model(run: QCRun, item_id: int) -> list[dict]:
     return [{"model": m, "answers": rows.get(m, [])} for m in run.model_names]
 
 
+USAGE_KEYS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens")
+
+
+def run_usage(run: QCRun) -> dict:
+    """What the run's jobs sent, summed over every job run: per endpoint and in total, requests
+    sent (`calls`, retries included), answers from the response cache, tokens paid and cost (None
+    when an endpoint has no prices). A fully cached re-run sends no request."""
+    endpoints: dict[str, dict] = {}
+    for record in (run.usage or {}).values():
+        costs = record.get("cost", {})
+        for name, counts in record.get("usage", {}).items():
+            row = endpoints.setdefault(name, {**dict.fromkeys(USAGE_KEYS, 0), "cost": 0.0})
+            for key in USAGE_KEYS:
+                row[key] += int(counts.get(key, 0) or 0)
+            price = costs.get(name)
+            row["cost"] = None if price is None or row["cost"] is None else row["cost"] + price
+    total = {key: sum(row[key] for row in endpoints.values()) for key in USAGE_KEYS}
+    prices = [row["cost"] for row in endpoints.values()]
+    total["cost"] = None if any(p is None for p in prices) else round(sum(prices), 6)
+    return {"endpoints": endpoints, "total": total}
+
+
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -153,6 +175,7 @@ def report(run: QCRun) -> dict:
             "extractor": answers.filter(method__in=EXTRACTOR_METHODS).count(),
         },
         "models": models,
+        "usage": run_usage(run),
         "categories": by_category,
         "chart": chart(by_category),
     }

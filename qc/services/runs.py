@@ -494,7 +494,7 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], verdicts: _
             f"({', '.join(sorted({m for e in open_items for m in e.errors}))}); resume the job to ask them again."
         )
     run.say(
-        f"{result['flagged']} of {result['items']} item(s) flagged; {result['calls_made']} model calls made "
-        f"of {result['calls_without_stopping']} without early stopping."
+        f"{result['flagged']} of {result['items']} item(s) flagged; {result['calls_made']} passes asked "
+        f"of {result['calls_without_stopping']} without early stopping (requests sent and cache hits: the run's usage)."
     )
     return result

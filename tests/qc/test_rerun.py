@@ -36,3 +36,33 @@ def test_a_rerun_records_its_verdict_beside_an_earlier_keep(declare, fake_llm, b
     page = client_for(researcher).get(reverse("qc-flagged", args=[benchmark.slug, second.number])).content.decode()
     row = page.split(f'data-item="{items[0].pk}"')[1].split("</tr>")[0]
     assert f"kept earlier (run {first.number})" in row
+
+
+def test_a_fully_cached_rerun_shows_no_request_sent(declare, fake_llm, benchmark, researcher, client_for):
+    declare({"k1": {"vision": True, "input_cost_per_mtok": 1.0, "output_cost_per_mtok": 2.0}})
+    fake_llm.script("k1", knower({0, 1}))  # solves both: nothing flagged, both stay in scope
+    make_mcq_items(benchmark, researcher, 2, images=True)
+    first = services.start_run(benchmark, user=researcher, filter="all_fail", models=["k1"], early_stop=False)
+    sent = len(fake_llm.requests("k1"))
+    first.refresh_from_db()
+    usage = services_report(first)["usage"]["total"]
+    assert usage["calls"] == sent == 8 and usage["cache_hits"] == 0 and usage["cost"] > 0
+
+    second = services.start_run(benchmark, user=researcher, filter="all_fail", models=["k1"], early_stop=False)
+
+    assert len(fake_llm.requests("k1")) == sent  # every answer came from the response cache
+    second.refresh_from_db()
+    report = services_report(second)
+    assert report["calls"]["made"] == 8  # passes asked
+    assert report["usage"]["total"]["calls"] == 0 and report["usage"]["total"]["cache_hits"] == 8
+    assert report["usage"]["total"]["cost"] == 0
+    page = client_for(researcher).get(reverse("qc-run", args=[benchmark.slug, second.number])).content.decode()
+    usage_line = page.split('id="qc-usage">')[1].split("</p>")[0]
+    assert "Requests sent to the endpoints: <b>0</b>" in usage_line and "response cache: <b>8</b>" in usage_line
+    assert "model calls made" not in page
+
+
+def services_report(run):
+    from qc import selectors
+
+    return selectors.report(run)
