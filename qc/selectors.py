@@ -38,6 +38,11 @@ def get_run(benchmark, number: int) -> QCRun:
     return run
 
 
+def finished_runs(benchmark) -> list[QCRun]:
+    """Every finished QC run of the benchmark, oldest first (what a combined export covers)."""
+    return list(QCRun.objects.filter(benchmark=benchmark, status=QCRun.Status.FINISHED).order_by("number"))
+
+
 def run_jobs(run: QCRun):
     return run.jobs.order_by("pk")
 

@@ -66,3 +66,33 @@ def services_report(run):
     from qc import selectors
 
     return selectors.report(run)
+
+
+def test_a_cleaned_export_combines_every_finished_run(declare, fake_llm, benchmark, researcher, client_for):
+    import json
+
+    declare({"k1": {}, "k2": {}, "v1": {"vision": True}})
+    fake_llm.script("k1", knower({0, 1}))
+    fake_llm.script("k2", knower({0, 1}))
+    fake_llm.script("v1", knower({3}))
+    items = make_mcq_items(benchmark, researcher, 4, images=True)
+    text_only = services.start_run(benchmark, user=researcher, filter="text_only", models=["k1", "k2"])
+    services.decide(QCItem.objects.get(run=text_only, item=items[0]), user=researcher, decision="keep")
+    services.decide(QCItem.objects.get(run=text_only, item=items[1]), user=researcher, decision="remove")
+    all_fail = services.start_run(
+        benchmark, user=researcher, filter="all_fail", models=["v1"], item_ids=[items[0].pk, items[2].pk, items[3].pk]
+    )
+    assert {e.item_id for e in QCItem.objects.filter(run=all_fail, flagged=True)} == {items[0].pk, items[2].pk}
+
+    client = client_for(researcher)
+    url = reverse("qc-export-jsonl", args=[benchmark.slug, all_fail.number])
+    combined = b"".join(client.get(url + "?combine=all").streaming_content).decode().splitlines()
+    assert {json.loads(line)["id"] for line in combined} == {"q0", "q3"}
+    removed_url = reverse("qc-export-removed", args=[benchmark.slug, all_fail.number])
+    left_out = {row["item"]: row for row in json.loads(client.get(removed_url + "?combine=all").content)}
+    assert set(left_out) == {items[1].pk, items[2].pk}
+    assert left_out[items[1].pk]["decision"] == "remove" and left_out[items[1].pk]["run"] == text_only.number
+    assert left_out[items[2].pk]["reason"] == "flagged by the filter and not decided yet"
+    # One run alone: the all-fail run's own verdicts (item 0 flagged there, undecided there).
+    alone = b"".join(client.get(url).streaming_content).decode().splitlines()
+    assert {json.loads(line)["id"] for line in alone} == {"q3"}
