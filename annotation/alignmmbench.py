@@ -8,8 +8,8 @@ Every problem is one job entry naming its line or question_id, and the import ke
 Items are matched by question_id (external_id), so re-running or resuming adds nothing twice.
 """
 
-import json
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +17,8 @@ from django.db import transaction
 
 from benchforge.errors import DomainError
 from curation.models import Image, Task
+from curation.services import discard_created_benchmark
+from harness.tabular import JSONL, FileProblem, TableReader
 
 from .models import Item
 from .services.imports import import_external_items
@@ -84,39 +86,41 @@ def _row_key(row_or_qid, line: int) -> str:
     return f"{qid} (line {line})" if qid else f"line {line}"
 
 
-def _read_text(job) -> tuple[str, str]:
-    """The metadata file's text and a name for messages: the staged upload, or a server path."""
+@contextmanager
+def _open(job):
+    """The metadata file as a binary stream, and a name for messages: the staged upload, or a server path."""
     from jobs.staging import open_staged
 
     staged = job.params.get("staged")
     name = Path(job.params.get("filename") or staged or job.params.get("path", "metadata.jsonl")).name
     try:
-        if staged:
-            with open_staged(staged) as handle:
-                return handle.read().decode("utf-8-sig"), name
-        return Path(job.params["path"]).read_text(encoding="utf-8-sig"), name
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DomainError(f"{name} cannot be read as UTF-8 text ({exc}).") from None
+        handle = open_staged(staged) if staged else Path(job.params["path"]).open("rb")
+    except OSError as exc:
+        raise DomainError(f"{name} cannot be read ({exc.strerror or exc}).") from None
+    with handle:
+        yield handle, name
 
 
 def _read_rows(run, tasks) -> tuple[list[Row], set[str], int]:
-    """Parsed rows, the question_ids of rows refused (each recorded), and the number of non-empty lines."""
-    text, _name = _read_text(run.job)
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    """Parsed rows, the question_ids of rows refused (each recorded), and the number of non-empty
+    lines. Reads the whole file before anything is stored: a problem of the file (FileProblem)
+    leaves nothing behind."""
+    with _open(run.job) as (handle, name):
+        reader = TableReader(handle, name=name, format=JSONL)
+        lines = list(reader)
     run.set_total(len(lines))
     rows, refused, first_line, problems = [], set(), {}, []
-    for n, line in lines:
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append((f"line {n}", f"line {n} is not valid JSON ({exc.msg} at column {exc.colno}); row skipped"))
+    for record in lines:
+        n, obj = record.line, record.value
+        if record.problem:
+            problems.append((f"line {n}", f"line {n}: {record.problem}; row skipped"))
             refused.add(f"line {n}")
             continue
         try:
             row = _parse(obj, n, tasks)
         except ValueError as exc:
-            qid = obj.get("question_id") if isinstance(obj, dict) else None
-            problems.append((_row_key(qid, n), f"line {n}: {exc}; row skipped"))
+            qid = obj.get("question_id")
+            problems.append((_row_key(qid, n), reader.problem(n, str(exc)) + "; row skipped"))
             refused.add(str(qid) if qid else f"line {n}")
             continue
         if row.question_id in first_line:
@@ -280,12 +284,20 @@ def _summary(run, total: int) -> dict:
 
 def run_import(run) -> dict:
     benchmark = run.job.benchmark
+    if benchmark is None:
+        raise DomainError(
+            "This import's file was refused and the benchmark made for it removed; start a new import with the corrected file."
+        )
     tasks = {}
     for task in Task.objects.filter(benchmark=benchmark).select_related("category"):
         tasks[task.slug.lower()] = task
         tasks[task.name.lower()] = task
     done = run.done_keys()
-    parsed, refused_ids, total = _read_rows(run, tasks)
+    try:
+        parsed, refused_ids, total = _read_rows(run, tasks)
+    except FileProblem as exc:
+        removed = discard_created_benchmark(run.job)
+        raise DomainError(f"{exc.message} {removed}".strip()) from None
     rows = [row for row in parsed if _row_key(row, row.line) not in done]  # earlier runs did the rest
     existing = dict(Item.objects.filter(benchmark=benchmark).exclude(external_id="").values_list("external_id", "pk"))
     # Rows already in the benchmark (imported by another job or by hand) are not imported again.

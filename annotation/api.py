@@ -7,12 +7,13 @@ from benchforge.roles import ANNOTATOR, role_permission
 from curation.selectors import get_benchmark_for
 
 from . import services
-from .contract import item_payload
 from .selectors import (
     ITEM_FILTERS,
     assignments_for,
     get_item_for,
     items_of,
+    payloads_for,
+    redact_revisions,
     revisions_of,
     with_payload_data,
 )
@@ -38,7 +39,7 @@ _ITEM_FILTER_PARAMS = [
 
 
 def _fresh(request, item):
-    return item_payload(get_item_for(request.user, item.benchmark.slug, item.pk, payload=True))
+    return payloads_for(request.user, [get_item_for(request.user, item.benchmark.slug, item.pk, payload=True)])[0]
 
 
 class ItemListCreate(generics.ListCreateAPIView):
@@ -51,11 +52,16 @@ class ItemListCreate(generics.ListCreateAPIView):
     def get_queryset(self):
         benchmark = get_benchmark_for(self.request.user, self.kwargs["slug"])
         filters = {name: self.request.query_params.get(name, "").strip() for name in ITEM_FILTERS}
-        return with_payload_data(items_of(benchmark, **filters))
+        return with_payload_data(items_of(benchmark, **filters, viewer=self.request.user))
 
     @extend_schema(parameters=_ITEM_FILTER_PARAMS)
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+    def list(self, request, *args, **kwargs):
+        # What a frozen release keeps private is left out of items that are not the caller's work.
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(payloads_for(request.user, page))
 
     @extend_schema(request=ItemWriteSerializer, responses={201: ItemSerializer, 400: ProblemSerializer})
     def post(self, request, slug):
@@ -80,7 +86,7 @@ class ItemDetail(generics.GenericAPIView):
         return get_item_for(self.request.user, self.kwargs["slug"], self.kwargs["pk"], payload=True)
 
     def get(self, request, slug, pk):
-        return Response(item_payload(self.get_object()))
+        return Response(payloads_for(request.user, [self.get_object()])[0])
 
     @extend_schema(request=ItemUpdateSerializer, responses={200: ItemSerializer, 400: ProblemSerializer, 409: StaleSerializer})
     def patch(self, request, slug, pk):
@@ -117,6 +123,11 @@ class ItemHistory(generics.ListAPIView):
 
     def get_queryset(self):
         return revisions_of(get_item_for(self.request.user, self.kwargs["slug"], self.kwargs["pk"]))
+
+    def list(self, request, *args, **kwargs):
+        item = get_item_for(request.user, self.kwargs["slug"], self.kwargs["pk"])
+        page = redact_revisions(request.user, item, self.paginate_queryset(revisions_of(item)))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
 class MyAssignments(generics.ListAPIView):

@@ -6,6 +6,7 @@ the history snapshot and its diff rendering, the data of a Label Studio task, a 
 items.jsonl row (the harness's schema, `harness/release.py`) and an MMBench TSV row.
 """
 
+import base64
 from dataclasses import dataclass
 
 from harness.release import CHOICE_LETTERS as HARNESS_LETTERS
@@ -21,29 +22,51 @@ class Field:
     text: bool = False  # free text: line breaks normalised, judged empty when only spaces
     seed_only: bool = False  # a rewrite reads it through its seed; never stored on the rewrite
     child: bool = False  # stored in rows of its own (images, criteria), not on the item
+    max_chars: int = 0  # text fields: the longest text an item may hold (every save and import)
 
+
+# Text limits, in characters. Real benchmarks stay far below them (the shared fixtures: questions
+# up to 312 characters, reference answers up to 2,811, a history turn up to 1,218, an item's
+# criteria together up to 1,730; MMBench options are a line, its hints a paragraph), so they leave
+# ten times room or more, while a runaway cell (a 100 MB question) is refused on its row instead of
+# reaching prompts, token estimates and the API.
+QUESTION_MAX_CHARS = 20_000
+REFERENCE_MAX_CHARS = 50_000
+OPTION_MAX_CHARS = 2_000
+CRITERION_MAX_CHARS = 10_000
+TURN_MAX_CHARS = 50_000
+MAX_TURNS = 100
 
 FIELDS = (
     Field("task", "Task"),
     Field("kind", "Kind"),
     Field("question_type", "Question type"),
-    Field("question", "Question", text=True),
+    Field("question", "Question", text=True, max_chars=QUESTION_MAX_CHARS),
     Field("history", "Dialogue history"),
     Field("incoherent", "Incoherent"),
-    Field("hint", "Hint", text=True),
+    Field("hint", "Hint", text=True, max_chars=QUESTION_MAX_CHARS),
     Field("choices", "Options"),
-    Field("answer", "Answer key", text=True),
-    Field("reference_answer", "Reference answer", text=True, seed_only=True),
-    Field("description", "Image description", text=True),
+    Field("answer", "Answer key", text=True, max_chars=100),
+    Field("reference_answer", "Reference answer", text=True, seed_only=True, max_chars=REFERENCE_MAX_CHARS),
+    Field("description", "Image description", text=True, max_chars=QUESTION_MAX_CHARS),
     Field("images", "Images", seed_only=True, child=True),
     Field("criteria", "Criteria", seed_only=True, child=True),
 )
 EDITABLE_FIELDS = tuple(f.name for f in FIELDS)
 SCALAR_FIELDS = tuple(f.name for f in FIELDS if not f.child and f.name != "task")
 TEXT_FIELDS = tuple(f.name for f in FIELDS if f.text)
+TEXT_LIMITS = {f.name: f.max_chars for f in FIELDS if f.text}
 SEED_ONLY_FIELDS = tuple(f.name for f in FIELDS if f.seed_only)
 FIELD_LABELS = {**{f.name: f.label for f in FIELDS}, "status": "Status"}
 ROLES_IN_TURN = ("user", "assistant")
+
+
+def too_long(label: str, text: str, limit: int) -> str:
+    """The problem of a text over its limit ('' when it fits): names the field, its size, the limit."""
+    if len(text) <= limit:
+        return ""
+    return f"{label} is {len(text):,} characters long; the limit is {limit:,}."
+
 
 # The harness's words for what the platform calls the question type.
 RELEASE_QUESTION_TYPES = {
@@ -153,9 +176,20 @@ def options_text(payload: dict) -> str:
     return "\n".join(lines)
 
 
+# Label Studio's <Image valueList> never finishes loading an empty list (the editor spins on a
+# null image): an item without an image shows this small picture saying so instead.
+LABELSTUDIO_NO_IMAGE = "data:image/svg+xml;base64," + base64.b64encode(
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="320" height="60" viewBox="0 0 320 60">'
+    b'<rect width="320" height="60" fill="#f2f2f2"/>'
+    b'<text x="160" y="36" font-family="sans-serif" font-size="16" text-anchor="middle" fill="#555">'
+    b"This item has no image</text></svg>"
+).decode("ascii")
+
+
 def labelstudio_data(payload: dict, *, image_src) -> dict:
     """The `data` of a Label Studio task for an item: what the annotator reads. `image_src` turns
-    one entry of payload["images"] into something an <Image> tag can show (a data URL)."""
+    one entry of payload["images"] into something an <Image> tag can show (a data URL). The
+    editable fields' current values travel as the task's pre-annotation (labelstudio.adapter)."""
     context = f"Task: {payload.get('task', '')}"
     if payload.get("category"):
         context += f" ({payload['category']})"
@@ -164,7 +198,7 @@ def labelstudio_data(payload: dict, *, image_src) -> dict:
     )
     return {
         "context": context,
-        "images": [image_src(image) for image in payload.get("images") or []],
+        "images": [image_src(image) for image in payload.get("images") or []] or [LABELSTUDIO_NO_IMAGE],
         "question": payload.get("question", ""),
         "history": history or "(no earlier turns)",
         "options": options_text(payload),

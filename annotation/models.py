@@ -66,6 +66,11 @@ class Item(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    withheld = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="fields a frozen release keeps private (annotation.withholding.FIELDS); set when it is frozen",
+    )
 
     class Meta:
         ordering = ["id"]
@@ -146,6 +151,7 @@ class ItemRevision(models.Model):
         SUBMITTED = "submitted"
         RETURNED = "returned"
         IMPORTED = "imported"
+        REVIEWED = "reviewed"  # a status change a review decided (the review app's)
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="revisions")
     version = models.PositiveIntegerField()

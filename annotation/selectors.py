@@ -10,10 +10,12 @@ from django.db.models.functions import TruncDate
 from django.http import Http404
 from django.utils import timezone
 
+from benchforge import permissions
+from benchforge.inputs import is_digits
 from curation.models import Benchmark, Task
 from curation.selectors import benchmarks_for, get_benchmark_for
 
-from .contract import FIELD_LABELS, field_as_text
+from .contract import FIELD_LABELS, field_as_text, item_payload
 from .models import Assignment, Criterion, Item, ItemImage, ItemRevision
 
 ITEM_FILTERS = ("task", "status", "author", "assignee", "kind", "q")
@@ -59,6 +61,78 @@ def editors_of(benchmark: Benchmark, item_ids=None) -> dict[int, set[int]]:
     return found
 
 
+# ---- what frozen releases withhold ---------------------------------------------------------------
+
+# What a field a release withholds blanks in an item payload.
+_BLANK = {"answer": "", "reference_answer": "", "criteria": []}
+# A rewrite reads these from its seed: what a release withholds of the seed is hidden on the rewrite too.
+_SHARED_WITH_SEED = {"reference_answer", "criteria"}
+
+
+def withheld_from(user, items) -> dict[int, frozenset[str]]:
+    """{item id: the fields to hide from `user`} for the items (loaded with their seeds) whose
+    answer key, reference answer or criteria a frozen release keeps private and that are not the
+    user's work (benchforge.permissions.sees_withheld). Items not named show in full."""
+    if permissions.is_researcher(user):
+        return {}
+
+    def hidden_of(item) -> set[str]:
+        hidden = set(item.withheld or ())
+        if item.seed_id:
+            hidden |= set(item.seed.withheld or ()) & _SHARED_WITH_SEED
+        return hidden
+
+    concerned = [item for item in items if hidden_of(item)]
+    if not concerned:
+        return {}
+    ids = {item.pk for item in concerned} | {item.seed_id for item in concerned if item.seed_id}
+    edited = set(
+        ItemRevision.objects.filter(item_id__in=ids, changed_by=user, action=ItemRevision.Action.EDITED).values_list(
+            "item_id", flat=True
+        )
+    )
+    # Reviews reach items through the review app's relation: a reviewer assigned to an item reads all of it.
+    reviewing = set(Item.objects.filter(pk__in=ids, reviews__reviewer=user).values_list("pk", flat=True))
+    out = {}
+    for item in concerned:
+        people = [item, item.seed] if item.seed_id else [item]
+        if not any(permissions.sees_withheld(user, i, edited=i.pk in edited, reviewing=i.pk in reviewing) for i in people):
+            out[item.pk] = frozenset(hidden_of(item))
+    return out
+
+
+def redacted(payload: dict, hidden) -> dict:
+    """An item payload without the `hidden` fields; "withheld" names them (empty: the whole item)."""
+    out = {**payload, **{name: _BLANK[name] for name in hidden if name in _BLANK}}
+    out["withheld"] = sorted(hidden)
+    return out
+
+
+def payloads_for(user, items) -> list[dict]:
+    """The items' payloads as `user` may read them: what a frozen release withholds is left out
+    unless the item is the user's work. Every API or page that shows items to people asks this."""
+    items = list(items)
+    hidden = withheld_from(user, items)
+    return [redacted(item_payload(item), hidden.get(item.pk, ())) for item in items]
+
+
+def redact_revisions(user, item, revisions) -> list:
+    """History rows as `user` may read them: snapshots without what a frozen release withholds,
+    and the reviewer of a status change a review decided hidden unless every review round the
+    item went through is closed and reveals its reviewers (researchers see everything)."""
+    revisions = list(revisions)
+    if permissions.is_researcher(user):
+        return revisions
+    hidden = withheld_from(user, [item]).get(item.pk, frozenset())
+    anonymous_reviews = item.round_entries.filter(~Q(round__status="closed") | Q(round__reveal_reviewers=False)).exists()
+    for revision in revisions:
+        if hidden and isinstance(revision.snapshot, dict):
+            revision.snapshot = {**revision.snapshot, **{n: _BLANK[n] for n in hidden if n in revision.snapshot}}
+        if anonymous_reviews and revision.action == ItemRevision.Action.REVIEWED and revision.changed_by_id != user.pk:
+            revision.changed_by = None
+    return revisions
+
+
 def last_revision(item: Item) -> ItemRevision | None:
     return ItemRevision.objects.filter(item=item).select_related("changed_by").order_by("-version").first()
 
@@ -74,11 +148,13 @@ def visible_items(user):
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
-def search_items(items, text: str):
+def search_items(items, text: str, *, withheld_too: bool = True):
     """Items whose question, reference answer or criteria (a rewrite's: its seed's) match `text`.
     On Postgres, full-text search (web-search syntax: words, "phrases", -excluded, or); text
     with Chinese, Japanese or Korean characters, which Postgres does not split into words, also
-    matches as a substring. On SQLite (the embedded runtime), every word as a substring."""
+    matches as a substring. On SQLite (the embedded runtime), every word as a substring.
+    `withheld_too` False: reference answers and criteria that a frozen release withholds are not
+    searched (a search must not answer questions about text the searcher may not read)."""
     text = text.strip()[:200]
     if not text:
         return items
@@ -90,33 +166,50 @@ def search_items(items, text: str):
         vector = SearchVector("question", "reference_answer", "seed__reference_answer", config="english")
         match = Q(pk__in=items.annotate(found=vector).filter(found=query).values("pk"))
         match |= Q(pk__in=criteria.values("item_id")) | Q(seed_id__in=criteria.values("item_id"))
+        if not withheld_too:
+            question = SearchVector("question", config="english")
+            match = (match & _nothing_withheld()) | Q(pk__in=items.annotate(found=question).filter(found=query).values("pk"))
         if CJK.search(text):
-            match |= _substring_match(text)
+            match |= _substring_match(text, withheld_too)
         return items.filter(match)
     for word in text.split():
-        items = items.filter(_substring_match(word))
+        items = items.filter(_substring_match(word, withheld_too))
     return items
 
 
-def _substring_match(text: str) -> Q:
+def _nothing_withheld() -> Q:
+    """Items (and their seeds) of which no frozen release withholds anything."""
+    return Q(withheld=[]) & (Q(seed__isnull=True) | Q(seed__withheld=[]))
+
+
+def _substring_match(text: str, withheld_too: bool = True) -> Q:
     criteria = Criterion.objects.filter(text__icontains=text).values("item_id")
-    return (
-        Q(question__icontains=text)
-        | Q(reference_answer__icontains=text)
+    private = (
+        Q(reference_answer__icontains=text)
         | Q(seed__reference_answer__icontains=text)
         | Q(pk__in=criteria)
         | Q(seed_id__in=criteria)
     )
+    return Q(question__icontains=text) | (private if withheld_too else private & _nothing_withheld())
 
 
 def items_of(
-    benchmark: Benchmark, *, task: str = "", status: str = "", author: str = "", assignee: str = "", kind: str = "", q: str = ""
+    benchmark: Benchmark,
+    *,
+    task: str = "",
+    status: str = "",
+    author: str = "",
+    assignee: str = "",
+    kind: str = "",
+    q: str = "",
+    viewer=None,
 ):
     """A benchmark's items, newest first, filtered by task slug, status, author/assignee username,
-    kind and words in their texts (search_items)."""
+    kind and words in their texts (search_items). `viewer`: the person searching; unless a
+    researcher, the words are not looked for in what a frozen release withholds."""
     qs = Item.objects.filter(benchmark=benchmark).select_related("task__category__parent", "author", "assignee")
     if q:
-        qs = search_items(qs, q)
+        qs = search_items(qs, q, withheld_too=viewer is None or permissions.is_researcher(viewer))
     if task:
         qs = qs.filter(task__slug=task)
     if status:
@@ -259,7 +352,7 @@ def picker_images(benchmark: Benchmark, *, query: str = "", task: str = ""):
     if query:
         bare = query.lstrip("#")
         match = Q(original_name__icontains=query)
-        if bare.isdigit() and len(bare) < 19:
+        if is_digits(bare) and len(bare) < 19:
             match |= Q(pk=int(bare))
         images = images.filter(match)
     return images.distinct().prefetch_related("tasks").order_by("-id")
@@ -301,12 +394,14 @@ def snapshot_changes(old: dict | None, new: dict, task_names: dict[int, str]) ->
     return changes
 
 
-def revisions_with_changes(item: Item, revisions) -> list[dict]:
-    """For a page of revisions (newest first), each with the field changes it made."""
-    revisions = list(revisions)
+def revisions_with_changes(item: Item, revisions, *, user) -> list[dict]:
+    """For a page of revisions (newest first), each with the field changes it made, as `user`
+    may read them (redact_revisions)."""
+    revisions = redact_revisions(user, item, revisions)
     if not revisions:
         return []
     older = ItemRevision.objects.filter(item=item, version__lt=revisions[-1].version).order_by("-version").first()
+    older = redact_revisions(user, item, [older])[0] if older else None
     task_names = dict(Task.objects.filter(benchmark_id=item.benchmark_id).values_list("pk", "name"))
     rows = []
     for revision, previous in zip(revisions, revisions[1:] + [older]):

@@ -61,6 +61,12 @@ class ItemSerializer(serializers.Serializer):
     assignee = serializers.CharField(allow_null=True)
     updated_at = serializers.DateTimeField()
     submitted_at = serializers.DateTimeField(allow_null=True)
+    withheld = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="fields a frozen release keeps private and left out here (answer, reference_answer, criteria): "
+        "shown only to the people whose work the item is, and to researchers",
+    )
 
     def to_representation(self, instance):
         return item_payload(instance)

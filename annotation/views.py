@@ -43,6 +43,7 @@ from .selectors import (
     revisions_of,
     revisions_with_changes,
     task_guidelines,
+    withheld_from,
 )
 from .workflow import ANSWERED, STATUS_CHOICES, STATUS_LABELS
 
@@ -65,7 +66,7 @@ def item_list(request, slug):
     filters = _filters(request, ITEM_FILTERS)
     # Only the columns the list shows: no long texts besides the question, none of the task's
     # guideline or the people's other columns (at 50 rows a page, building them cost more than the query).
-    rows = items_of(benchmark, **filters).only(*ITEM_LIST_COLUMNS)
+    rows = items_of(benchmark, **filters, viewer=request.user).only(*ITEM_LIST_COLUMNS)
     page = Paginator(rows, ITEMS_PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
@@ -106,6 +107,14 @@ def item_edit(request, slug, item_id):
     item = get_item_for(request.user, slug, item_id)
     source = item.seed if item.seed_id else item
     refusal = permissions.item_edit_refusal(request.user, item, membership_checked=True)
+    problems = services.readiness_problems(item)
+    withheld = withheld_from(request.user, [item]).get(item.pk, frozenset())
+    criteria = [] if "criteria" in withheld else list(source.criteria.all())
+    if withheld:
+        # Read-only (a frozen release's items are released): blank what the release keeps private, on this page only.
+        item.answer = "" if "answer" in withheld else item.answer
+        if "reference_answer" in withheld:
+            item.reference_answer = source.reference_answer = ""
     tasks = task_guidelines(item.benchmark)
     # Every task's guideline travels as JSON: switching the task swaps the panel without a request.
     guidelines = {t["slug"]: {k: t[k] for k in ("name", "path", "description", "guideline", "judge_rules")} for t in tasks}
@@ -117,7 +126,8 @@ def item_edit(request, slug, item_id):
             "item": item,
             "source": source,
             "images": [link.image for link in source.item_images.all()],
-            "criteria": list(source.criteria.all()),
+            "criteria": criteria,
+            "withheld": sorted(withheld),
             "tasks": tasks,
             "guidelines": guidelines,
             "current_task": next(t for t in tasks if t["id"] == item.task_id),
@@ -129,7 +139,7 @@ def item_edit(request, slug, item_id):
             "exchanges": [item.history[i : i + 2] for i in range(0, len(item.history), 2)],
             "refusal": refusal,
             "autosave": refusal is None and item.is_work_in_progress,
-            "problems": services.readiness_problems(item),
+            "problems": problems,
             "next_url": _next_url(item),
             "can_withdraw": item.status == ANSWERED and permissions.item_withdraw_refusal(request.user, item) is None,
         },
@@ -260,7 +270,7 @@ def item_history(request, slug, item_id):
             "benchmark": item.benchmark,
             "item": item,
             "page": page,
-            "rows": revisions_with_changes(item, page.object_list),
+            "rows": revisions_with_changes(item, page.object_list, user=request.user),
         },
     )
 

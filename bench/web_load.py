@@ -31,6 +31,7 @@ import io
 import json
 import os
 import random
+import re
 import secrets
 import statistics
 import sys
@@ -399,7 +400,7 @@ def server_pids(gunicorn_pid: int, database: str) -> tuple[list[int], list[int]]
     """gunicorn master + workers, and the Postgres backends serving our database."""
     workers, backends = [gunicorn_pid], []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not re.fullmatch(r"[0-9]+", entry.name):
             continue
         try:
             stat = (entry / "stat").read_text()

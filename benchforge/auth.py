@@ -15,7 +15,6 @@ from axes.models import AccessAttempt
 from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.core.cache import cache
 from django.db.models import Max, Sum
 from django.http import JsonResponse
 from django.shortcuts import render
@@ -24,6 +23,8 @@ from knox.auth import TokenAuthentication
 from knox.models import AuthToken
 from rest_framework.authentication import get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed, Throttled
+
+from benchforge.throttling import cache_count, cache_get
 
 from .errors import DomainError
 from .security import client_ip
@@ -80,7 +81,8 @@ class ThrottledTokenAuthentication(TokenAuthentication):
             return None
         key = f"benchforge:token-failures:{client_ip(request)}"
         window = settings.BENCHFORGE_TOKEN_FAILURE_WINDOW
-        if cache.get(key, 0) >= settings.BENCHFORGE_TOKEN_FAILURE_LIMIT:
+        failures = cache_get(key, 0, consequence="invalid API tokens are not counted until it is back")
+        if failures >= settings.BENCHFORGE_TOKEN_FAILURE_LIMIT:
             raise Throttled(
                 wait=window,
                 detail="Too many invalid API tokens from this address; wait and try again "
@@ -91,11 +93,7 @@ class ThrottledTokenAuthentication(TokenAuthentication):
                 raise AuthenticationFailed("Invalid token.")
             return super().authenticate(request)
         except AuthenticationFailed:
-            cache.add(key, 0, timeout=window)
-            try:
-                cache.incr(key)
-            except ValueError:  # expired between add and incr
-                cache.set(key, 1, timeout=window)
+            cache_count(key, window, consequence="invalid API tokens are not counted until it is back")
             raise
 
 

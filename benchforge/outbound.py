@@ -16,6 +16,7 @@ import httpx
 from django.conf import settings
 
 from .errors import DomainError
+from .inputs import is_digits
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 10.0  # one silent read; the whole download is bounded by the deadline
@@ -126,7 +127,7 @@ def _read_body(response: httpx.Response, max_bytes: int, deadline: float, deadli
     if prefix and not ctype.startswith(prefix):
         raise DomainError(f"Not an image: the server sent content-type '{ctype or 'none'}'.")
     declared = response.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
+    if is_digits(declared) and int(declared) > max_bytes:
         raise DomainError(f"The image is {int(declared) / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB.")
     chunks, size = [], 0
     for chunk in response.iter_bytes():

@@ -117,6 +117,16 @@ def own_work_refusal(user, writer_ids, what: str, act: str = "approves") -> str 
     return None
 
 
+def sees_withheld(user, item, *, edited: bool = False, reviewing: bool = False) -> bool:
+    """Whether `user` may read what a frozen release keeps private of `item` (its answer key,
+    reference answer or criteria, `item.withheld`): researchers, and the people whose work the
+    item is: its author, its assignee, someone who `edited` it, a reviewer assigned to it
+    (`reviewing`). Every other member sees the item without them."""
+    if is_researcher(user) or not getattr(item, "withheld", None):
+        return True
+    return user.pk in (item.author_id, item.assignee_id) or edited or reviewing
+
+
 # ---- what templates ask ---------------------------------------------------------------------------
 
 

@@ -259,9 +259,10 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
-        "rest_framework.throttling.ScopedRateThrottle",
+        # DRF's throttles, letting requests through (logged) while the shared cache is down.
+        "benchforge.throttling.AnonRateThrottle",
+        "benchforge.throttling.UserRateThrottle",
+        "benchforge.throttling.ScopedRateThrottle",
     ],
     # Client addresses for throttles: X-Forwarded-For only from the trusted proxies.
     "NUM_PROXIES": BENCHFORGE_TRUSTED_PROXIES,
@@ -310,6 +311,9 @@ LOGGING = {
     # One line per login otherwise; failures and lockouts are still logged.
     "loggers": {
         "axes": {"level": "WARNING"},
+        # httpx (under label-studio-sdk, openai, zai) logs one INFO line per request ("HTTP Request:
+        # GET ..."): a Label Studio pull of a thousand tasks would print a thousand. Warnings still show.
+        "httpx": {"level": "WARNING"},
         # Django's default config gives its logger a console handler of its own, and the record
         # then reaches the root handler too: every line twice. Here it only propagates to root.
         "django": {"handlers": [], "level": "INFO", "propagate": True},

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from benchforge.errors import DomainError
-from benchforge.inputs import accepts_uploads
+from benchforge.inputs import accepts_uploads, is_digits
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 
 from . import services
@@ -242,7 +242,7 @@ def near_duplicate_resolve(request, slug, pk):
     services.resolve_near_duplicate(image, keep=decision == "keep", user=request.user)
     messages.success(request, f"Image #{image.pk} {'kept' if decision == 'keep' else 'rejected as similar content'}.")
     page = request.POST.get("page", "")
-    return redirect(reverse("near-duplicates", args=[slug]) + (f"?page={page}" if page.isdigit() else ""))
+    return redirect(reverse("near-duplicates", args=[slug]) + (f"?page={page}" if is_digits(page) else ""))
 
 
 @role_required(ANNOTATOR)

@@ -1,7 +1,6 @@
 """The list of benchmarks and a benchmark's dashboard: reads from every stage, writes nothing."""
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.utils import timezone
@@ -9,6 +8,7 @@ from django.utils import timezone
 from annotation.selectors import item_counts_by_task_and_status, submission_progress
 from annotation.workflow import STATUS_CHOICES
 from benchforge.roles import ANNOTATOR, role_required
+from benchforge.throttling import cache_get, cache_set
 from curation.selectors import benchmarks_for, get_benchmark_for, status_counts, tasks_of
 from qc.selectors import qc_overview
 from review.selectors import review_overview
@@ -37,10 +37,10 @@ class RecentCounts:
         if self.seconds <= 0:
             return compute(self.benchmark)
         key = f"dashboard:{self.benchmark.pk}:{part}:{timezone.localdate().isoformat()}"
-        cached = cache.get(key)
+        cached = cache_get(key, consequence="the dashboard counts afresh until it is back")
         if cached is None:
             cached = (compute(self.benchmark), timezone.now())
-            cache.set(key, cached, self.seconds)
+            cache_set(key, cached, self.seconds, consequence="the dashboard counts afresh until it is back")
         value, counted_at = cached
         self.counted_at = min(self.counted_at, counted_at)
         return value

@@ -6,6 +6,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation import withholding
 from annotation.workflow import STATUS_CHOICES
 from benchforge import permissions
 from benchforge.inputs import accepts_uploads
@@ -13,7 +14,7 @@ from benchforge.roles import ANNOTATOR, RESEARCHER, role_permission
 from curation.selectors import get_benchmark_for
 
 from . import leaderboard, services
-from .models import PRIVATE_PARTS, Release, ReleaseFile, Score
+from .models import Release, ReleaseFile, Score
 
 
 class FileSerializer(serializers.ModelSerializer):
@@ -62,7 +63,11 @@ class NewReleaseSerializer(serializers.Serializer):
     tasks = serializers.ListField(child=serializers.SlugField(), required=False, default=list, help_text="task slugs")
     dev_ratio = serializers.FloatField(min_value=0, max_value=1, default=0.4)
     split_seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1)
-    private = serializers.ListField(child=serializers.ChoiceField(choices=list(PRIVATE_PARTS)), default=["test_answers"])
+    private = serializers.ListField(
+        child=serializers.ChoiceField(choices=withholding.CHOICES),
+        default=withholding.default_private,
+        help_text="what the public bundle withholds; default: the test split's answer keys, references and criteria",
+    )
     license = serializers.CharField(max_length=200, default="CC BY-NC-SA 4.0")
 
 

@@ -3,7 +3,15 @@ release's own rows only, so a rebuild writes the same bytes."""
 
 from xml.sax.saxutils import escape
 
-from .models import PRIVATE_PARTS, Release
+from annotation.withholding import SPLITS, fields_withheld, statement
+
+from .models import Release
+
+
+def as_text(value: str) -> str:
+    """Text a person typed (release notes, a license name), safe in Markdown: any HTML in it is
+    shown as written, never rendered by whoever displays the card (GitHub, Hugging Face, this app)."""
+    return escape(value or "")
 
 
 def tasks_in_order(counts: dict, taxonomy: dict | None = None) -> list[tuple[str, dict]]:
@@ -28,9 +36,14 @@ def dataset_card(release: Release, variant: str) -> str:
         "",
     ]
     if release.notes:
-        lines += ["## Notes", "", release.notes, ""]
-    if variant == "public" and release.private:
-        lines += ["This bundle withholds: " + ", ".join(PRIVATE_PARTS[p] for p in release.private) + ".", ""]
+        lines += ["## Notes", "", as_text(release.notes), ""]
+    lines += ["## What is withheld", ""]
+    if variant == "public":
+        lines += [f"- {line}" for line in statement(release.private)]
+    else:
+        lines += ["This private bundle holds everything. Its public bundle withholds:", ""]
+        lines += [f"- {line}" for line in statement(release.private)]
+    lines.append("")
     lines += ["## Questions per task and split", "", "| task | dev | test | total |", "| --- | ---: | ---: | ---: |"]
     for task, split in tasks_in_order(counts, release.taxonomy):
         lines.append(f"| {task} | {split.get('dev', 0)} | {split.get('test', 0)} | {sum(split.values())} |")
@@ -64,20 +77,44 @@ def dataset_card(release: Release, variant: str) -> str:
         "",
         "## Scoring",
         "",
-        "```",
-        "python -m harness verify .                      # every file matches manifest.json",
-        "python -m harness infer --model my-vlm          # answers -> predictions/my-vlm.jsonl",
-        "python -m harness judge --judge my-judge --predictions predictions/my-vlm.jsonl",
-        "```",
-        "",
-        "See `harness/README.md` for the models file and every command.",
+        *scoring_lines(release, variant),
+        "See `harness/README.md` for the models file and every command. `models.toml`, `predictions/` and "
+        "`results/` are working files: `verify` leaves them out of its check.",
         "",
         "## License",
         "",
-        f"{release.license}. Each image keeps its own source and license (see `LICENSE`).",
+        f"{as_text(release.license)}. Each image keeps its own source and license (see `LICENSE`).",
         "",
     ]
     return "\n".join(lines)
+
+
+def scoring_lines(release: Release, variant: str) -> list[str]:
+    """The commands this bundle can run, and what they score: only modes it has the data for."""
+    hidden = {split: fields_withheld(release.private, split) if variant == "public" else frozenset() for split in SPLITS}
+    judged = [split for split in SPLITS if "reference_answer" not in hidden[split]]
+    keyed = [split for split in SPLITS if "answer" not in hidden[split]]
+    lines = ["```", "python -m harness verify .                      # every file matches manifest.json"]
+    if judged:
+        lines += [
+            "python -m harness infer --model my-vlm          # answers -> predictions/my-vlm.jsonl",
+            "python -m harness judge --judge my-judge --predictions predictions/my-vlm.jsonl",
+        ]
+    if keyed:
+        lines.append("python -m harness mcq --model my-vlm            # multiple choice under CircularEval")
+    lines += ["```", ""]
+    if variant == "public" and (set(judged) != set(SPLITS) or set(keyed) != set(SPLITS)):
+        runs = [
+            f"`judge` scores the {' and '.join(judged)} split" if judged else "`judge` has no reference answer to grade with",
+            f"`mcq` scores the {' and '.join(keyed)} split" if keyed else "`mcq` has no answer key",
+        ]
+        lines += [
+            f"With this public bundle, {runs[0]} and {runs[1]}: the rest is withheld (see above) and skipped, and the "
+            "harness says how many items it could not score. Scores on the withheld part come from the benchmark's "
+            "leaderboard, which scores with the private bundle.",
+            "",
+        ]
+    return lines
 
 
 def license_text(release: Release) -> str:

@@ -18,7 +18,7 @@ def add_demo(benchmark, users: dict) -> str:
         benchmark,
         user=researcher,
         version="1.0.0",
-        notes="The demo's first release: every accepted item, answer keys of the test split kept private.",
+        notes="The demo's first release: every accepted item, the test split's answer keys, reference answers and criteria kept private (the default).",
     )
     release = start_build(release, user=researcher, here=True)
     if release.status != Release.Status.BUILT:

@@ -6,16 +6,22 @@ Scores exist only for frozen releases, so a score always names content that can 
 the score card records the release version, the private bundle's sha256, the harness version
 and the judge endpoint's settings."""
 
+import io
 import json
 import math
+from pathlib import Path
 
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.utils.text import slugify
 
 import harness
 from benchforge import permissions
 from benchforge.errors import DomainError
 from harness import scoring
+from harness.io import InputError
+from harness.release import PREDICTIONS_FORMAT, parse_item, read_predictions
+from harness.release import Release as HarnessRelease
 from harness.runner import FINAL
 from jobs import services as jobs
 from jobs.runner import OK
@@ -31,55 +37,33 @@ MAX_ERRORS_SHOWN = 10
 # ---- predictions files ----------------------------------------------------------------------------
 
 
-def parse_predictions(data: bytes, *, known_ids) -> dict[str, str]:
-    """A predictions file: JSON Lines of {"id": ..., "answer": "..."} (ids as strings or integers;
-    "prediction" or "response" are read as the answer too), or one JSON object {id: answer}.
-    Every problem is reported with its line; nothing is kept from a file that has any."""
+def scoring_release(release: Release) -> HarnessRelease:
+    """The release as its bundled harness loads it from the private bundle: the same items (parsed
+    by the harness), the same taxonomy.json (so the same judge rules) and name."""
+    rows = bundle_rows(release, "private")
+    return HarnessRelease(
+        root=Path(release.top),
+        items=[parse_item(row, f"items.jsonl:{n}") for n, row in enumerate(rows, 1)],
+        taxonomy=release.taxonomy,
+        manifest={"name": release.benchmark.slug, "version": release.version},
+    )
+
+
+def parse_predictions(data: bytes, release: HarnessRelease, *, label: str) -> dict[str, str]:
+    """An uploaded predictions file, read by the harness's own reader (harness.release.PREDICTIONS_FORMAT:
+    what `infer` writes and `judge` reads), open questions only; {item id: answer}. Every problem
+    is reported with its line; nothing is kept from a file that has any."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DomainError(f"The predictions file is not UTF-8 text (byte {exc.start}).") from None
-    known, answers, problems = set(known_ids), {}, []
     try:
-        whole = json.loads(text) if text.lstrip().startswith("{") else None
-    except (json.JSONDecodeError, RecursionError):
-        whole = None  # not one JSON document: read it as JSON Lines
-    if isinstance(whole, dict) and "id" not in whole:
-        rows = [(1, {"id": key, "answer": value}) for key, value in whole.items()]
-    else:
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                problems.append(f"line {number}: not valid JSON ({exc.msg})")
-                continue
-            if not isinstance(row, dict):
-                problems.append(f'line {number}: expected an object with "id" and "answer"')
-                continue
-            rows.append((number, row))
-    for number, row in rows:
-        item_id = row.get("id")
-        answer = next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
-        if isinstance(item_id, bool) or not isinstance(item_id, str | int):
-            problems.append(f'line {number}: "id" must be the item\'s id (a string or an integer)')
-        elif str(item_id) not in known:
-            problems.append(f"line {number}: no item {item_id!r} in this release")
-        elif str(item_id) in answers:
-            problems.append(f"line {number}: a second answer for item {item_id!r}")
-        elif not isinstance(answer, str):
-            problems.append(f"line {number}: the answer of item {item_id!r} must be text")
-        else:
-            answers[str(item_id)] = answer
-    if problems:
-        shown = "; ".join(problems[:MAX_ERRORS_SHOWN])
-        more = f" (and {len(problems) - MAX_ERRORS_SHOWN} more)" if len(problems) > MAX_ERRORS_SHOWN else ""
-        raise DomainError(f"The predictions file was not used: {shown}{more}.")
-    if not answers:
+        read = read_predictions(io.StringIO(text), release, source="", model=label, open_questions_only=True)
+    except InputError as exc:
+        raise DomainError(f"The predictions file was not used: {exc}. Expected {PREDICTIONS_FORMAT}.") from None
+    if not read.answers:
         raise DomainError("The predictions file holds no answers.")
-    return answers
+    return read.answers
 
 
 # ---- submitting ---------------------------------------------------------------------------------
@@ -117,13 +101,14 @@ def submit(
     if method == Score.Method.PAIRWISE:
         if anchor is None or anchor.release_id != release.pk or not anchor.answers:
             raise DomainError("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
-    rows = bundle_rows(release, "private")
-    open_ids = [r["id"] for r in rows if not r["choices"]]
-    if method == Score.Method.MCQ and not any(r["choices"] and r["answer"] for r in rows):
+    scored = scoring_release(release)
+    rows = scored.items
+    open_ids = [item.id for item in rows if not item.is_mcq]
+    if method == Score.Method.MCQ and not any(item.is_mcq and item.answer for item in rows):
         raise DomainError(f"Release {release.version} has no multiple-choice item with an answer key.")
     if method != Score.Method.MCQ and not open_ids:
         raise DomainError(f"Release {release.version} has no open question to judge.")
-    answers = parse_predictions(predictions, known_ids=open_ids) if predictions is not None else {}
+    answers = parse_predictions(predictions, scored, label=label) if predictions is not None else {}
     names = [n for n in (endpoint, judge) if n]
     client = get_client()
     try:
@@ -202,7 +187,9 @@ class JobSink:
 def run_score(run) -> dict:
     score = Score.objects.select_related("release__benchmark", "anchor").get(pk=run.params["score"])
     release = score.release
-    rows = bundle_rows(release, "private")
+    scored_release = scoring_release(release)
+    # Exactly what the bundled harness reads: its parsed items, and the judge rules of taxonomy.json.
+    rows, rules = scored_release.items, scored_release.judge_rules()
     images = dict(release.images.values_list("name", "storage_name"))
 
     def load_image(name: str) -> bytes:
@@ -228,7 +215,9 @@ def run_score(run) -> dict:
                 Score.objects.filter(pk=score.pk).update(answers=answers)
             run.say(f"Judging with {score.judge}…")
             if score.method == Score.Method.POINTWISE:
-                scored = scoring.pointwise_judge(client, score.judge, rows, {score.label: answers}, sink=JobSink(run, "judge"))
+                scored = scoring.pointwise_judge(
+                    client, score.judge, rows, {score.label: answers}, sink=JobSink(run, "judge"), rules=rules
+                )
             else:
                 scored = scoring.pairwise_judge(
                     client,
@@ -264,6 +253,48 @@ def _finite(value):
 
 
 # ---- reading ------------------------------------------------------------------------------------
+
+
+def predictions_file_name(score: Score) -> str:
+    return f"{slugify(score.label) or 'model'}-{score.pk}.jsonl"
+
+
+def predictions_jsonl(score: Score) -> str:
+    """The score's answers in the one predictions format (harness.release.PREDICTIONS_FORMAT), in release order."""
+    order = score.release.items.order_by("order").values_list("key", flat=True)
+    return "".join(
+        json.dumps({"id": key, "model": score.label, "answer": score.answers[key]}, ensure_ascii=False) + "\n"
+        for key in order
+        if key in score.answers
+    )
+
+
+def reproduce_commands(score: Score) -> list[str]:
+    """The shell commands that score the same answers again with the private bundle's own harness
+    (run from the folder the bundle was downloaded to; models.toml declares the judge as the card
+    shows it). Empty when the method takes answers the card cannot hand out (asked of an endpoint)."""
+    release = score.release
+    bundle = f"{release.top}-private.tar.gz"
+    sha = score.scored_with.get("bundle_sha256", "")
+    steps = [
+        f"echo '{sha}  {bundle}' | sha256sum -c -",
+        f"tar xzf {bundle}",
+        f"python -m harness verify {release.top}",
+    ]
+    out = f"results/{slugify(score.label) or 'model'}"
+    if score.method == Score.Method.POINTWISE and score.answers:
+        steps.append(
+            f"python -m harness judge --release {release.top} --models models.toml --judge {score.judge} "
+            f"--predictions {predictions_file_name(score)} --out {out}"
+        )
+    elif score.method == Score.Method.PAIRWISE and score.answers and score.anchor:
+        steps.append(
+            f"python -m harness pairwise --release {release.top} --models models.toml --judge {score.judge} "
+            f"--anchor {predictions_file_name(score.anchor)} --predictions {predictions_file_name(score)} --out {out}"
+        )
+    elif score.method == Score.Method.MCQ:
+        steps.append(f"python -m harness mcq --release {release.top} --models models.toml --model {score.endpoint} --out {out}")
+    return steps
 
 
 def headline(method: str, results: dict) -> str:

@@ -1,6 +1,7 @@
 """Releases: a frozen, versioned snapshot of a benchmark (its items, images and taxonomy as they
 were) and the files built from it. A frozen release refuses every change: model saves and
-deletes, and queryset updates and deletes, of the release and of every row that belongs to it.
+deletes, bulk creates and updates, and queryset updates and deletes, of the release and of every
+row that belongs to it.
 
 The guard reads the release's status under a lock on its row, in the same transaction as the write
 it guards: a freeze (which holds that lock) either commits before the check, which then sees it, or
@@ -10,14 +11,12 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models, transaction
 
+from annotation.withholding import PARTS, default_private
 from benchforge.errors import DomainError
 
 SEMVER = RegexValidator(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$", "Use a semantic version: MAJOR.MINOR.PATCH, e.g. 1.0.0.")
-PRIVATE_PARTS = {
-    "test_answers": "answer keys of the test split",
-    "reference_answers": "reference answers",
-    "criteria": "per-sample criteria",
-}
+# What a public bundle may withhold (name: words); annotation.withholding is the one home.
+PRIVATE_PARTS = {name: part.label for name, part in PARTS.items()}
 
 
 class FrozenRelease(DomainError):
@@ -41,10 +40,27 @@ def _refuse_if_frozen(release_ids) -> None:
 
 
 class FrozenGuardQuerySet(models.QuerySet):
-    """Bulk updates and deletes are refused when they touch a frozen release (or its rows)."""
+    """Every bulk path (bulk_create, bulk_update, update, delete) is refused when it touches a
+    frozen release (or its rows), as save() and delete() are."""
 
     def release_ids(self):
         raise NotImplementedError
+
+    def release_ids_of(self, objs) -> set:
+        """The releases these instances belong to, in memory and as stored (a row moved out of one counts)."""
+        raise NotImplementedError
+
+    def bulk_create(self, objs, *args, **kwargs):
+        objs = list(objs)
+        with transaction.atomic(using=self.db):
+            _refuse_if_frozen(sorted(self.release_ids_of(objs)))
+            return super().bulk_create(objs, *args, **kwargs)
+
+    def bulk_update(self, objs, *args, **kwargs):
+        objs = list(objs)
+        with transaction.atomic(using=self.db):
+            _refuse_if_frozen(sorted(self.release_ids_of(objs)))
+            return super().bulk_update(objs, *args, **kwargs)
 
     def update(self, **kwargs):
         with transaction.atomic(using=self.db):
@@ -61,10 +77,20 @@ class ReleaseQuerySet(FrozenGuardQuerySet):
     def release_ids(self):
         return list(self.values_list("pk", flat=True))
 
+    def release_ids_of(self, objs) -> set:
+        return {obj.pk for obj in objs if obj.pk is not None}
+
 
 class ReleaseRowQuerySet(FrozenGuardQuerySet):
     def release_ids(self):
         return list(self.values_list("release_id", flat=True).distinct())
+
+    def release_ids_of(self, objs) -> set:
+        stored = [obj.pk for obj in objs if obj.pk is not None]
+        found = {obj.release_id for obj in objs if obj.release_id is not None}
+        if stored:
+            found |= set(self.model._base_manager.using(self.db).filter(pk__in=stored).values_list("release_id", flat=True))
+        return found
 
 
 class Release(models.Model):
@@ -83,7 +109,9 @@ class Release(models.Model):
     dev_ratio = models.FloatField(default=0.4)
     split_seed = models.IntegerField(default=0)
     private = models.JSONField(
-        default=list, blank=True, help_text="what the public bundle withholds: " + ", ".join(PRIVATE_PARTS)
+        default=default_private,
+        blank=True,
+        help_text="what the public bundle withholds (annotation.withholding.PARTS); the private bundle holds everything",
     )
     license = models.CharField(max_length=200, default="CC BY-NC-SA 4.0")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)

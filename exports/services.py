@@ -32,11 +32,13 @@ import harness
 from annotation.contract import MMBENCH_COLUMNS, image_name, release_row
 from annotation.models import Item
 from annotation.selectors import with_payload_data
-from annotation.services import change_status_many, lock_items
+from annotation.services import change_status_many, lock_items, withhold_in_app
+from annotation.withholding import DEFAULT_PRIVATE, fields_withheld, withhold_row
 from annotation.workflow import ACCEPTED, QC_PASSED, RELEASED, REWRITTEN, TRANSITIONS
 from benchforge import permissions
 from benchforge.concurrency import create_unique, lock
 from benchforge.errors import AlreadyExists, Conflict, DomainError
+from benchforge.inputs import is_digits
 from harness.bundle import sha256_file, write_manifest, write_tar_gz, write_zip
 from harness.release import SCHEMA_VERSION
 from jobs import services as jobs
@@ -107,7 +109,7 @@ def _checked(
     tasks=(),
     dev_ratio: float = 0.4,
     split_seed: int = 0,
-    private=("test_answers",),
+    private=DEFAULT_PRIVATE,
     license: str = "CC BY-NC-SA 4.0",
 ) -> Release:
     """The release a definition describes, checked and normalised, not saved."""
@@ -270,6 +272,10 @@ def _store_file(release: Release, kind: str, path: Path) -> str:
 
 # ---- the snapshot ---------------------------------------------------------------------------------
 
+# The rewrite provenance a released rewrite carries in its items.jsonl meta (ids of the platform's
+# own rows and local endpoint names stay out: they mean nothing outside it).
+REWRITE_PROVENANCE = ("batch_number", "model", "template", "template_version", "source", "edited")
+
 
 # Items are read, turned into rows and written this many at a time, so a build's memory does
 # not grow with the release (bench/export.py measures it at 5,000 and 50,000 items).
@@ -355,6 +361,10 @@ def snapshot(release: Release) -> dict:
         rows, images = [], []
         for order, item in enumerate(items, start):
             row = release_row(item, split=splits[item.pk])
+            rewrite = origins.get(item.pk, {}).get("rewrite")
+            if rewrite:
+                # What wrote this rewrite, in items.jsonl itself (docs/rewrite.md): its batch, model and template version.
+                row["meta"]["rewrite"] = {key: rewrite.get(key) for key in REWRITE_PROVENANCE}
             rows.append(
                 ReleaseItem(
                     release=release,
@@ -444,23 +454,11 @@ def taxonomy_of(benchmark) -> dict:
 # ---- bundles ------------------------------------------------------------------------------------
 
 
-def withheld(row: dict, private) -> dict:
-    """A row without the `private` parts (the public bundle's view of it)."""
-    out = json.loads(json.dumps(row))
-    if "reference_answers" in private:
-        out["reference_answer"] = None
-    if "criteria" in private:
-        out["criteria"], out["meta"]["criteria_kinds"] = [], []
-    if "test_answers" in private and out["split"] == "test":
-        out["answer"] = None
-    return out
-
-
 def iter_bundle_rows(release: Release, variant: str) -> Iterator[dict]:
     """The release's items.jsonl rows in order, read from the database a chunk at a time."""
     rows = release.items.order_by("order").values_list("row", flat=True).iterator(chunk_size=SNAPSHOT_CHUNK)
     for row in rows:
-        yield withheld(row, release.private) if variant == "public" else row
+        yield withhold_row(row, release.private) if variant == "public" else row
 
 
 def bundle_rows(release: Release, variant: str) -> list[dict]:
@@ -583,6 +581,14 @@ def freeze(release: Release, *, user) -> Release:
             action="released",
             note=f"In release {release.version}.",
         )
+        # From now on the app hides from annotators what the release keeps private (annotation.selectors.withheld_from).
+        withhold_in_app(
+            {
+                item_id: fields_withheld(release.private, split)
+                for item_id, split in release.items.values_list("item_id", "split")
+                if fields_withheld(release.private, split)
+            }
+        )
         Release.objects.filter(pk=release.pk).update(status=Release.Status.FROZEN, frozen_at=timezone.now(), frozen_by=user)
     release.refresh_from_db()
     return release
@@ -600,7 +606,9 @@ def compare(old: Release, new: Release, *, hide=()) -> dict:
         raise DomainError("Releases of different benchmarks cannot be compared.")
 
     def rows(release):
-        return {key: (item_id, withheld(row, hide)) for key, item_id, row in release.items.values_list("key", "item_id", "row")}
+        return {
+            key: (item_id, withhold_row(row, hide)) for key, item_id, row in release.items.values_list("key", "item_id", "row")
+        }
 
     before, after = rows(old), rows(new)
 
@@ -640,4 +648,4 @@ def diff(old: Release, new: Release, *, hide=()) -> dict:
 
 
 def _natural(key: str):
-    return (0, int(key), "") if key.isdigit() else (1, 0, key)
+    return (0, int(key), "") if is_digits(key) else (1, 0, key)

@@ -18,4 +18,9 @@ urlpatterns = [
         views.release_score_chart,
         name="release-score-chart",
     ),
+    path(
+        "b/<slug:slug>/releases/<str:version>/leaderboard/<id:pk>/predictions.jsonl",
+        views.release_score_predictions,
+        name="release-score-predictions",
+    ),
 ]

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from annotation import withholding
 from annotation.workflow import STATUS_CHOICES, STATUS_LABELS
 from benchforge import permissions
 from benchforge.inputs import accepts_uploads
@@ -19,7 +20,7 @@ from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.selectors import get_benchmark_for, task_choices
 
 from . import card, leaderboard, selectors, services
-from .models import PRIVATE_PARTS, Release, Score
+from .models import Release, Score
 
 
 class ReleaseForm(forms.Form):
@@ -42,11 +43,18 @@ class ReleaseForm(forms.Form):
     )
     split_seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1, help_text="The same seed gives the same split.")
     private = forms.MultipleChoiceField(
-        choices=list(PRIVATE_PARTS.items()),
-        initial=["test_answers"],
+        label="Withheld from the public bundle",
+        choices=withholding.CHOICES,
+        initial=withholding.default_private,
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="What the public bundle withholds.",
+        help_text=(
+            "Ticked parts are in the private bundle only. The default withholds the test split's answer keys, "
+            "reference answers and criteria, and publishes the dev split in full. Untick a test-split part and "
+            "anyone who downloads the public bundle can read it (a reference answer such as 'Magenta (A)' gives "
+            "a multiple-choice key away too), and test scores can then be computed, or tuned for, outside the "
+            "leaderboard."
+        ),
     )
     license = forms.CharField(max_length=200, initial="CC BY-NC-SA 4.0")
 
@@ -86,6 +94,14 @@ def release_list(request, slug):
             )
             if created:
                 messages.success(request, f"Release {release.version} is being built.")
+                published = withholding.published_beyond_default(release.private)
+                if published:
+                    messages.warning(
+                        request,
+                        f"Release {release.version} publishes more than the default: its public bundle carries "
+                        + "; ".join(published)
+                        + ".",
+                    )
             return redirect("release-detail", slug=slug, version=release.version)
     releases = Release.objects.filter(benchmark=benchmark).order_by("-created_at")
     return render(request, "exports/list.html", {"benchmark": benchmark, "releases": releases, "form": form})
@@ -103,7 +119,8 @@ def release_detail(request, slug, version):
         "others": others,
         # What the release took and withholds, in words.
         "stage_labels": [STATUS_LABELS.get(s, s).lower() for s in release.statuses],
-        "withheld": [PRIVATE_PARTS.get(p, p) for p in release.private],
+        "withheld": withholding.statement(release.private),
+        "published": withholding.published_beyond_default(release.private),
     }
     return render(request, "exports/detail.html", context)
 
@@ -256,8 +273,23 @@ def release_score(request, slug, version, pk: int):
         "score": score,
         "headline": leaderboard.headline(score.method, score.results),
         "rows": rows,
+        # What reproduces the number from the private bundle (researchers: the bundle is theirs).
+        "reproduce": leaderboard.reproduce_commands(score) if permissions.is_researcher(request.user) else [],
+        "predictions_name": leaderboard.predictions_file_name(score),
     }
     return render(request, "exports/score.html", context)
+
+
+@role_required(RESEARCHER)
+def release_score_predictions(request, slug, version, pk: int):
+    """The answers a score judged, in the harness's predictions format (for reproducing it)."""
+    _benchmark, release = _release(request, slug, version)
+    score = release.scores.filter(pk=pk).first()
+    if score is None:
+        raise Http404(f"No score #{pk} on release {version}.")
+    response = HttpResponse(leaderboard.predictions_jsonl(score), content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{leaderboard.predictions_file_name(score)}"'
+    return response
 
 
 @role_required(ANNOTATOR)

@@ -141,8 +141,20 @@ def _compare(manifest_bytes: bytes, digests: dict[str, tuple[str, int]]) -> list
             problems.append(f"{name}: listed in the manifest but missing")
         elif digests[name][0] != expected.get("sha256"):
             problems.append(f"{name}: sha256 differs from the manifest (the file was changed or damaged)")
-    problems += [f"{name}: not listed in the manifest" for name in sorted(set(digests) - set(listed))]
+    unlisted = sorted(name for name in set(digests) - set(listed) if not is_working_file(name))
+    problems += [f"{name}: not listed in the manifest" for name in unlisted]
     return problems
+
+
+# What harness/README.md tells people to create next to the release, and what running the harness
+# from inside it leaves (the response cache, Python's bytecode): never part of a bundle, so
+# `verify` does not count them as additions. Every file the manifest lists is checked all the same.
+WORKING_FILES = ("models.toml", "predictions", "results", ".harness-cache")
+
+
+def is_working_file(name: str) -> bool:
+    parts = name.split("/")
+    return parts[0] in WORKING_FILES or "__pycache__" in parts[:-1]
 
 
 # ---- deterministic archives -------------------------------------------------------------------------

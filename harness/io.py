@@ -9,6 +9,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.tabular import JSONL, FileProblem, TableReader
+
 
 class InputError(ValueError):
     """A user-supplied file is unusable; the message says where and why."""
@@ -21,21 +23,21 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
 
 
 def iter_jsonl_numbered(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Like iter_jsonl, with each object's line number (for "file:line" messages)."""
+    """Like iter_jsonl, with each object's line number (for "file:line" messages). Read by
+    harness.tabular: a byte that is not UTF-8, a line that is not one JSON object, nesting past
+    its limit: InputError naming the file and the line."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
-    with path.open("r", encoding="utf-8-sig") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            yield lineno, row
+    with path.open("rb") as fh:
+        reader = TableReader(fh, name=str(path), format=JSONL)
+        try:
+            for record in reader:
+                if record.problem:
+                    raise InputError(f"{path}:{record.line}: {record.problem}")
+                yield record.line, record.value
+        except FileProblem as exc:
+            raise InputError(exc.message) from None
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:

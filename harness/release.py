@@ -28,20 +28,21 @@ items.jsonl: one JSON object per line, one line per question (a seed or an appro
 taxonomy.json (optional): {"categories": [...], "tasks": [{"name", "category", "subcategory",
 "judge_rule"}]}; a task's "judge_rule" text replaces the harness's built-in rule for that task.
 
-predictions JSONL (written by `infer`, read by every judge): {"id", "model", "answer", "error"};
-a later line for the same id replaces an earlier one (an append-only log of attempts). An id
-written as a whole number (17) is read as the string id "17".
+predictions (written by `infer`, read by every judge and by the platform's leaderboard upload):
+PREDICTIONS_FORMAT below, read by `read_predictions`. A later line for the same id replaces an
+earlier one (`infer` appends every attempt).
 """
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.io import InputError, iter_jsonl_numbered
+from harness.tabular import loads_bounded
 
 SCHEMA_VERSION = 1
 QUESTION_TYPES = ("open-ended", "closed-ended", "compound", "multiple-choice")
@@ -122,10 +123,22 @@ class Release:
 
     def judge_rule(self, task: str | None) -> str | None:
         """A task rule from taxonomy.json, when the release defines one."""
-        for entry in self.taxonomy.get("tasks", []):
-            if isinstance(entry, dict) and entry.get("name") == task and entry.get("judge_rule"):
-                return str(entry["judge_rule"])
-        return None
+        return judge_rules(self.taxonomy, [task]).get(task or "")
+
+    def judge_rules(self) -> dict[str, str]:
+        """{task: rule} for the tasks of the release's items that taxonomy.json gives a rule: they
+        replace the built-in ones. What the platform's leaderboard judges with too."""
+        return judge_rules(self.taxonomy, {item.task for item in self.items})
+
+
+def judge_rules(taxonomy: dict, tasks: Iterable[str | None]) -> dict[str, str]:
+    """{task: its judge_rule in `taxonomy` (taxonomy.json)} for those of `tasks` that have one."""
+    wanted = {task for task in tasks if task}
+    rules: dict[str, str] = {}
+    for entry in taxonomy.get("tasks", []):
+        if isinstance(entry, dict) and entry.get("name") in wanted and entry.get("judge_rule"):
+            rules.setdefault(entry["name"], str(entry["judge_rule"]))
+    return rules
 
 
 def parse_item(row: dict[str, Any], where: str) -> Item:
@@ -219,9 +232,11 @@ def _optional_json(path: Path) -> dict:
     if not path.exists():
         return {}
     try:
-        value = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        value = loads_bounded(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
     if not isinstance(value, dict):
         raise InputError(f"{path}: expected a JSON object")
     return value
@@ -238,33 +253,117 @@ class Predictions:
     errors: dict[str, str]  # item id -> why inference failed (no answer)
 
 
-def load_predictions(path: str | os.PathLike, release: Release, model: str | None = None) -> Predictions:
-    """Read a predictions JSONL; every id must be a release item; one model per file."""
-    path = Path(path)
+# The one predictions format: what `infer` writes, every judge reads, and the platform's
+# leaderboard accepts as an upload (it calls read_predictions too).
+PREDICTIONS_FORMAT = (
+    'JSON Lines: one object per line, {"id": the item\'s id, "model": the model\'s name, "answer": its answer '
+    '(text, or null with "error" saying why there is none)}; a whole number id (17) is read as "17"; a later line '
+    "for the same id replaces an earlier one; one model per file"
+)
+MAX_PROBLEMS = 10
+# Other tools' names for the answer: refused with a message naming "answer", never read as no answer.
+_ANSWER_ALIASES = ("prediction", "response", "output", "pred")
+
+
+def read_predictions(
+    lines: Iterable[str], release: Release, *, source: str, model: str | None = None, open_questions_only: bool = False
+) -> Predictions:
+    """Read predictions (PREDICTIONS_FORMAT) from `lines` (an open file, or io.StringIO of an
+    upload); `source` names them in messages ("file:line: ...", or "line N: ..." when empty). Every id must be an item of the
+    release (`open_questions_only`: an open question, not a multiple-choice one). Every problem
+    is reported, up to MAX_PROBLEMS, in one InputError; nothing is returned from input with any."""
     answers: dict[str, str] = {}
     errors: dict[str, str] = {}
     models: set[str] = set()
-    for lineno, row in iter_jsonl_numbered(path):
-        where = f"{path}:{lineno}"
-        item_id = row.get("id")
-        if isinstance(item_id, int) and not isinstance(item_id, bool):
-            item_id = str(item_id)  # items.jsonl ids are strings; 17 in a predictions file means "17"
-        if not isinstance(item_id, str) or item_id not in release.by_id:
-            raise InputError(f"{where}: id {item_id!r} is not an item of the release in {release.root}")
-        if isinstance(row.get("model"), str) and row["model"]:
-            models.add(row["model"])
-        answer = row.get("answer")
-        if isinstance(answer, str):
-            answers[item_id] = answer
-            errors.pop(item_id, None)
-        elif answer is None:
-            errors[item_id] = str(row.get("error") or "no answer")
-            answers.pop(item_id, None)
+    problems: list[str] = []
+    lineno = 0
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source}:{lineno}" if source else f"line {lineno}"
+        row, problem = _json_object(line)
+        if problem:
+            problems.append(f"{where}: {problem}")
+        elif lineno == 1 and "id" not in row and row and not any(k in row for k in ("answer", "model")):
+            problems.append(
+                f"{where}: this looks like one JSON object mapping ids to answers; write one line per item instead "
+                f'({{"id": ..., "model": ..., "answer": ...}})'
+            )
         else:
-            raise InputError(f"{where}: 'answer' must be a string or null")
+            problem = _prediction(row, release, answers, errors, models, open_questions_only)
+            if problem:
+                problems.append(f"{where}: {problem}")
+        if len(problems) > MAX_PROBLEMS:
+            break
+    name = source or "the file"
+    if not lineno and not problems:
+        problems.append(f"{name}: empty (expected {PREDICTIONS_FORMAT})")
+    if len(models) > 1:
+        problems.append(
+            f"{name}: expected exactly one 'model' name in the file (one model per file), found {', '.join(sorted(models))}"
+        )
+    if problems:
+        more = f"; and more (only the first {MAX_PROBLEMS} are listed)" if len(problems) > MAX_PROBLEMS else ""
+        raise InputError("; ".join(problems[:MAX_PROBLEMS]) + more)
     if model is None:
         if len(models) != 1:
-            found = ", ".join(sorted(models)) or "none"
-            raise InputError(f"{path}: expected exactly one 'model' name in the file, found {found}")
+            raise InputError(f"{name}: expected exactly one 'model' name in the file, found none")
         model = models.pop()
-    return Predictions(model=model, path=path, answers=answers, errors=errors)
+    return Predictions(model=model, path=Path(source or "predictions"), answers=answers, errors=errors)
+
+
+def _json_object(line: str) -> tuple[dict, str | None]:
+    try:
+        row = loads_bounded(line)
+    except ValueError as exc:  # invalid, nested too deeply, or a NUL: the reader's own words
+        return {}, str(exc)
+    if not isinstance(row, dict):
+        return {}, f'expected a JSON object {{"id", "model", "answer"}}, got {type(row).__name__}'
+    return row, None
+
+
+def _prediction(row: dict, release: Release, answers: dict, errors: dict, models: set, open_only: bool) -> str | None:
+    """Take one line into answers/errors/models; the problem with it, or None."""
+    item_id = row.get("id")
+    if isinstance(item_id, int) and not isinstance(item_id, bool):
+        item_id = str(item_id)  # items.jsonl ids are strings; 17 in a predictions file means "17"
+    if not isinstance(item_id, str):
+        return '"id" must be the item\'s id (a string, or a whole number)'
+    item = release.by_id.get(item_id)
+    if item is None:
+        return f"id {item_id!r} is not an item of the release {release.name}"
+    if open_only and item.is_mcq:
+        return (
+            f"item {item_id!r} is a multiple-choice question: those are scored under CircularEval (the model is asked "
+            "each question with its options rotated), not from uploaded answers; leave it out of this file"
+        )
+    name = row.get("model")
+    if name is not None and not isinstance(name, str):
+        return '"model" must be text'
+    if name:
+        models.add(name)
+    if "answer" not in row:
+        alias = next((k for k in _ANSWER_ALIASES if k in row), None)
+        if alias:
+            return f'the answer is under "{alias}": name it "answer"'
+        if not row.get("error"):
+            return 'no "answer" (write "answer": null with an "error" when the model gave none)'
+    answer = row.get("answer")
+    if isinstance(answer, str):
+        answers[item_id] = answer
+        errors.pop(item_id, None)
+    elif answer is None:
+        errors[item_id] = str(row.get("error") or "no answer")
+        answers.pop(item_id, None)
+    else:
+        return f"the answer of item {item_id!r} must be text or null, got {type(answer).__name__}"
+    return None
+
+
+def load_predictions(path: str | os.PathLike, release: Release, model: str | None = None) -> Predictions:
+    """Read a predictions JSONL file (PREDICTIONS_FORMAT); every id must be a release item."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    with path.open("r", encoding="utf-8-sig") as lines:
+        return read_predictions(lines, release, source=str(path), model=model)

@@ -4,11 +4,12 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from benchforge.inputs import BadInput
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_permission
 
 from . import registry, services
-from .models import Job
-from .selectors import get_job_for, jobs_list
+from .models import Job, JobEntry
+from .selectors import get_job_for, job_entries, jobs_list
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -16,12 +17,16 @@ class JobSerializer(serializers.ModelSerializer):
     benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     label = serializers.SerializerMethodField()
     state = serializers.ChoiceField(
-        choices=[*Job.Status.choices, ("interrupted", "Interrupted")],
+        choices=[*Job.Status.choices, ("interrupted", "Interrupted"), ("unsent", "Not sent")],
         read_only=True,
-        help_text="status, or 'interrupted' when a running job's worker stopped beating",
+        help_text="status, or 'interrupted' when a running job's worker stopped beating, or 'unsent' when a "
+        "queued job never reached the job queue (it was unreachable; resume it to send it again)",
     )
     can_resume = serializers.BooleanField(read_only=True)
     can_cancel = serializers.BooleanField(read_only=True)
+    entries = serializers.SerializerMethodField(
+        help_text="where each unit's outcome is listed (paginated; ?outcome=error for the problems)"
+    )
 
     class Meta:
         model = Job
@@ -44,10 +49,20 @@ class JobSerializer(serializers.ModelSerializer):
             "heartbeat_at",
             "can_resume",
             "can_cancel",
+            "entries",
         ]
 
     def get_label(self, job) -> str:
         return registry.label(job.kind)
+
+    def get_entries(self, job) -> str:
+        return f"/api/v1/jobs/{job.pk}/entries/"
+
+
+class JobEntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobEntry
+        fields = ["key", "outcome", "message", "created_at"]
 
 
 class JobList(generics.ListAPIView):
@@ -83,6 +98,24 @@ class JobDetail(generics.RetrieveAPIView):
         return get_job_for(self.request.user, self.kwargs["pk"])
 
 
+class JobEntries(generics.ListAPIView):
+    """Every unit of a job and what happened to it, as its page shows them: for an import, one
+    entry per row ("line 7: answer 'E' is not among the options"). Filter with `outcome`."""
+
+    serializer_class = JobEntrySerializer
+    permission_classes = [role_permission(ANNOTATOR)]
+
+    @extend_schema(parameters=[OpenApiParameter("outcome", str, enum=JobEntry.Outcome.values)])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        outcome = self.request.query_params.get("outcome", "")
+        if outcome and outcome not in JobEntry.Outcome.values:
+            raise BadInput(f"outcome must be one of {', '.join(JobEntry.Outcome.values)}, not '{outcome[:20]}'.")
+        return job_entries(get_job_for(self.request.user, self.kwargs["pk"]), outcome=outcome)
+
+
 class JobAction(APIView):
     """Researchers: POST to resume a failed, cancelled or interrupted job (it skips the units already
     done), or to cancel a queued or running one (what it did stays done)."""
@@ -100,6 +133,7 @@ class JobAction(APIView):
 urlpatterns = [
     path("jobs/", JobList.as_view(), name="api-jobs"),
     path("jobs/<id:pk>/", JobDetail.as_view(), name="api-job-detail"),
+    path("jobs/<id:pk>/entries/", JobEntries.as_view(), name="api-job-entries"),
     path("jobs/<id:pk>/resume/", JobAction.as_view(action="resume"), name="api-job-resume"),
     path("jobs/<id:pk>/cancel/", JobAction.as_view(action="cancel"), name="api-job-cancel"),
 ]

@@ -39,6 +39,9 @@ class Job(models.Model):
     runs = models.PositiveIntegerField(default=0, help_text="how many times a worker started (or resumed) it")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # Set while a queued job could not be handed to the job queue (the broker was unreachable):
+    # no worker holds it; it is sent again when a worker starts, or resumed from its page.
+    unsent_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -66,17 +69,24 @@ class Job(models.Model):
         return self.heartbeat_at is None or self.heartbeat_at < timezone.now() - limit
 
     @property
+    def is_unsent(self) -> bool:
+        """Queued, but never handed to the job queue (it was unreachable): nobody will run it."""
+        return self.status == self.Status.QUEUED and self.unsent_since is not None
+
+    @property
     def state(self) -> str:
-        """The status a person sees: the stored one, or "interrupted"."""
-        return "interrupted" if self.is_interrupted else self.status
+        """The status a person sees: the stored one, "interrupted" or "unsent"."""
+        return "interrupted" if self.is_interrupted else "unsent" if self.is_unsent else self.status
 
     @property
     def state_label(self) -> str:
+        if self.is_unsent:
+            return "Not sent"
         return "Interrupted" if self.is_interrupted else self.get_status_display()
 
     @property
     def can_resume(self) -> bool:
-        return self.status in (self.Status.FAILED, self.Status.CANCELLED) or self.is_interrupted
+        return self.status in (self.Status.FAILED, self.Status.CANCELLED) or self.is_interrupted or self.is_unsent
 
     @property
     def can_cancel(self) -> bool:

@@ -17,6 +17,12 @@ def get_job_for(user, job_id: int) -> Job:
     return get_object_or_404(visible_jobs(user), pk=job_id)
 
 
+def job_entries(job: Job, *, outcome: str = ""):
+    """What happened to each unit of the job (rows of an import, files, calls), in the order recorded."""
+    entries = job.entries.order_by("id")
+    return entries.filter(outcome=outcome) if outcome else entries
+
+
 def jobs_list(user, *, benchmark: str = "", kind: str = "", state: str = ""):
     """Visible jobs, newest first, filtered by benchmark slug, kind and status ("interrupted" is a
     running job whose heartbeat stopped, and is filtered after the query)."""

@@ -22,6 +22,18 @@ from .staging import sweep_staged
 
 log = logging.getLogger(__name__)
 RUN_TASK = "jobs.run"
+# A broker that does not answer is retried briefly, then the request gets its 503 (not a hang).
+SEND_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
+
+
+RESEND_AFTER_SECONDS = 60  # younger unsent jobs may be on their way (their transaction's callbacks)
+
+
+class QueueUnavailable(DomainError):
+    status = 503
+    code = "queue_unavailable"
+
+
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -33,6 +45,10 @@ def create_job(kind: str, *, user=None, benchmark=None, total: int = 0, params: 
 
 def enqueue(job: Job) -> Job:
     """Have the job run (once the current transaction commits, so the worker sees the row)."""
+    if settings.BENCHFORGE_JOB_RUNNER == "celery":
+        # Marked until the broker has taken it: a job whose sending fails, or never comes (an
+        # earlier job of the same transaction failed to send), shows as not sent, never as queued.
+        Job.objects.filter(pk=job.pk).update(unsent_since=timezone.now())
     transaction.on_commit(lambda: _dispatch(job.pk))
     transaction.on_commit(_sweep_quietly)
     return job
@@ -60,17 +76,65 @@ def run_now(job: Job | int) -> Job:
 def _dispatch(job_id: int) -> None:
     mode = settings.BENCHFORGE_JOB_RUNNER
     if mode == "celery":
-        from benchforge.celery import app
-
-        # A connection per job start (not the app's pool): always the broker the settings name now.
-        with app.connection_for_write() as connection:
-            app.send_task(RUN_TASK, args=[job_id], queue=settings.BENCHFORGE_JOB_QUEUE, connection=connection)
+        _send(job_id)
+        resend_unsent(older_than=RESEND_AFTER_SECONDS)  # the queue answers again: hand it what it missed
     elif mode == "thread":
         _thread_pool().submit(_run_in_thread, job_id)
     elif mode == "inline":
         runner.execute(job_id)
     else:
         raise DomainError(f"BENCHFORGE_JOB_RUNNER is {mode!r}; use celery, thread or inline.")
+
+
+def _send(job_id: int) -> None:
+    """Hand the job to the broker, or mark it unsent and raise QueueUnavailable (a 503)."""
+    from benchforge.celery import app
+
+    try:
+        # A connection per job start (not the app's pool): always the broker the settings name now.
+        with app.connection_for_write() as connection:
+            app.send_task(
+                RUN_TASK,
+                args=[job_id],
+                queue=settings.BENCHFORGE_JOB_QUEUE,
+                connection=connection,
+                retry=True,
+                retry_policy=SEND_RETRY,
+            )
+    except Exception as exc:  # kombu's OperationalError, socket errors: the broker did not take it
+        log.warning("job %s not sent: the job queue is unreachable (%s)", job_id, exc)
+        message = (
+            f"Not sent: the job queue could not be reached ({type(exc).__name__}). Nothing has run; the job is "
+            "sent again when a worker starts, or resume it from its page once the queue is back."
+        )
+        Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(unsent_since=timezone.now(), message=message)
+        raise QueueUnavailable(
+            f"Job #{job_id} was saved but the job queue (Celery broker) could not be reached, so nothing runs yet. "
+            "Check that the broker (Redis) is up; the job is sent again when a worker starts, or resume it "
+            "from its page.",
+            extra={"job": job_id},
+        ) from None
+    Job.objects.filter(pk=job_id, unsent_since__isnull=False).update(unsent_since=None)
+    Job.objects.filter(pk=job_id, status=Job.Status.QUEUED, message__startswith="Not sent:").update(message="")
+
+
+def resend_unsent(*, older_than: float = 0) -> int:
+    """Send the queued jobs the broker never received (oldest first), marked unsent at least
+    `older_than` seconds ago; returns how many were sent. Called when a worker starts, after any
+    job is sent, and by `manage.py resend_jobs`; stops at the first failure. (A job sent twice
+    runs once: a finished or running job is not claimed again.)"""
+    if settings.BENCHFORGE_JOB_RUNNER != "celery":
+        return 0
+    sent = 0
+    cutoff = timezone.now() - timezone.timedelta(seconds=older_than)
+    unsent = Job.objects.filter(status=Job.Status.QUEUED, unsent_since__isnull=False, unsent_since__lte=cutoff)
+    for job_id in unsent.order_by("pk").values_list("pk", flat=True):
+        try:
+            _send(job_id)
+        except QueueUnavailable:
+            break
+        sent += 1
+    return sent
 
 
 def _thread_pool() -> ThreadPoolExecutor:
@@ -97,8 +161,13 @@ def resume(job: Job, *, user) -> Job:
 
 
 def requeue(job: Job, *, note: str = "Resumed.") -> Job:
-    """Put a failed, cancelled or interrupted job back in the queue (the caller runs or enqueues it)."""
+    """Put a failed, cancelled or interrupted job back in the queue (the caller runs or enqueues it);
+    a job the queue never received stays queued and is sent again."""
     job.refresh_from_db()
+    if job.is_unsent:
+        Job.objects.filter(pk=job.pk).update(message=note)
+        job.refresh_from_db()
+        return job
     if not job.can_resume:
         if job.status == Job.Status.RUNNING:
             raise DomainError(

@@ -1,6 +1,11 @@
+import logging
+
 from celery import shared_task
+from celery.signals import worker_ready
 
 from . import runner
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="jobs.run", acks_late=True, reject_on_worker_lost=True)
@@ -8,3 +13,21 @@ def run_job(job_id: int) -> None:
     """The one Celery task: run (or resume) a job. Re-delivery is safe: a job that is finished,
     cancelled or running elsewhere is not claimed again."""
     runner.execute(job_id)
+
+
+@worker_ready.connect
+def resend_unsent_jobs(**_kwargs) -> None:
+    """A worker is up, so the broker is: send the jobs that were saved while it was unreachable."""
+    from django.db import close_old_connections
+
+    from . import services
+
+    try:
+        sent = services.resend_unsent()
+    except Exception:  # never keep a worker from starting
+        log.exception("re-sending unsent jobs failed")
+        return
+    finally:
+        close_old_connections()
+    if sent:
+        log.info("re-sent %d job(s) the job queue had not received", sent)

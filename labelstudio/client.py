@@ -24,6 +24,7 @@ CONNECT_TIMEOUT_S = 10.0
 # retried import whose first try was stored after all would duplicate the tasks.
 READ_RETRIES = 2
 NO_RETRY = {"max_retries": 0}
+NOT_FOUND = "labelstudio_not_found"
 
 
 class LabelStudioError(DomainError):
@@ -193,7 +194,8 @@ class LabelStudioClient:
         if status == 404:
             return LabelStudioError(
                 f"Label Studio at {self.url} has no such object ({action}: HTTP 404: {detail}). "
-                "Was it deleted in Label Studio, or does the URL name another server?"
+                "Was it deleted in Label Studio, or does the URL name another server?",
+                code=NOT_FOUND,
             )
         return LabelStudioError(f"Label Studio answered HTTP {status} when {action}: {detail}")
 
@@ -220,6 +222,19 @@ class LabelStudioClient:
     def get_project(self, project_id: int) -> dict:
         with self._calls(f"reading project {project_id}"):
             return _plain(self._sdk.projects.get(id=project_id))
+
+    def project_or_none(self, project_id: int) -> dict | None:
+        """The project, or None when the server says it does not exist (deleted in Label Studio)."""
+        try:
+            return self.get_project(project_id)
+        except LabelStudioError as exc:
+            if exc.code == NOT_FOUND:
+                return None
+            raise
+
+    def delete_project(self, project_id: int) -> None:
+        with self._calls(f"deleting project {project_id}"):
+            self._sdk.projects.delete(id=project_id, request_options=NO_RETRY)
 
     def update_project(self, project_id: int, **fields) -> dict:
         with self._calls(f"updating project {project_id}"):
@@ -250,3 +265,17 @@ class LabelStudioClient:
     def task_annotations(self, task_id: int) -> list[dict]:
         with self._calls(f"reading the annotations of task {task_id}"):
             return [_plain(annotation) for annotation in self._sdk.annotations.list(id=task_id)]
+
+    def update_task(self, task_id: int, *, data: dict, meta: dict) -> None:
+        with self._calls(f"updating task {task_id}"):
+            self._sdk.tasks.update(id=str(task_id), data=data, meta=meta)
+
+    def replace_predictions(self, task_id: int, *, result: list[dict], model_version: str) -> None:
+        """Our pre-annotation of a task, replaced by `result` (other models' predictions stay)."""
+        with self._calls(f"replacing the pre-annotation of task {task_id}"):
+            for prediction in self._sdk.predictions.list(task=task_id):
+                found = _plain(prediction)
+                if found.get("model_version") == model_version:
+                    self._sdk.predictions.delete(id=found["id"])
+            if result:
+                self._sdk.predictions.create(task=task_id, result=result, model_version=model_version, request_options=NO_RETRY)

@@ -4,6 +4,7 @@ from annotation.workflow import STATUS_CHOICES
 from curation.selectors import task_choices
 
 from .models import DEFAULT_TOKEN_ENV, URL_ENV, token_env_validator
+from .services import ALL, APPLY_CHOICES, LATEST, SEVERAL_CHOICES
 
 
 class ConnectionForm(forms.Form):
@@ -34,3 +35,13 @@ class PushForm(forms.Form):
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["task"].choices = [("", "every task")] + task_choices(benchmark)
+
+
+class PullForm(forms.Form):
+    apply = forms.ChoiceField(choices=list(APPLY_CHOICES.items()), required=False, label="Apply")
+    several = forms.ChoiceField(choices=list(SEVERAL_CHOICES.items()), required=False, label="When annotators disagree")
+
+    def clean(self):
+        data = super().clean()
+        # Not given (an older page, a script): every annotation, the latest wins.
+        return {"apply": data.get("apply") or ALL, "several": data.get("several") or LATEST}

@@ -47,6 +47,9 @@ class LabelStudioLink(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     last_pulled_at = models.DateTimeField(null=True, blank=True)
+    # Set when Label Studio answered that the project no longer exists: pulls of every project
+    # skip it (and say so) until it is unlinked.
+    gone_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -64,8 +67,9 @@ class LabelStudioLink(models.Model):
 
 
 class LabelStudioTask(models.Model):
-    """One item as a Label Studio task. `pushed_version` is the item version the task shows;
-    an annotation pulled later applies only while the item is still at that version."""
+    """One item as a Label Studio task. `pushed_version` is the item version the task was last
+    synced with (pushed, refreshed or pulled). An annotation's change conflicts only with a field
+    edited here since its last sync (a status change or an edit of another field is no conflict)."""
 
     link = models.ForeignKey(LabelStudioLink, on_delete=models.CASCADE, related_name="tasks")
     item = models.ForeignKey("annotation.Item", on_delete=models.CASCADE, related_name="labelstudio_tasks")
@@ -77,6 +81,11 @@ class LabelStudioTask(models.Model):
     pulled_annotation_updated_at = models.CharField(max_length=40, blank=True)
     pulled_at = models.DateTimeField(null=True, blank=True)
     verdict = models.CharField(max_length=20, blank=True, help_text="The annotator's verdict in the last pulled annotation.")
+    annotator = models.CharField(max_length=200, blank=True, help_text="Who made the last pulled annotation, in Label Studio.")
+    # The fields Label Studio may change: as the task's pre-annotation shows them (what an
+    # annotation is read against), and as last synced either way (what a conflict is judged against).
+    shown = models.JSONField(default=dict, blank=True)
+    synced = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["link_id", "task_id"]

@@ -5,8 +5,13 @@
   carry the item id in their meta and are adopted).
 - Pulling applies an annotation through annotation.services.update_item, so validation,
   versions and history apply; an annotation already pulled changes nothing.
-- An item edited here after it was pushed is a conflict: it is left unchanged and the job
-  report shows both values. Nothing is merged automatically.
+- Re-pushing refreshes the task of an item changed here since (data and pre-annotation),
+  unless Label Studio holds an annotation of it not pulled yet (the report says so).
+- A pull compares each field an annotation changes with the value the task was last synced
+  with: a field also edited here since, to another value, is a conflict (both values in the
+  report, nothing of the task applied); a status change or an edit of another field is not.
+- The researcher chooses what a pull applies: every annotation or only accepted ones (verdict
+  OK), and with several annotators the latest or a disagreement to decide here.
 
 Tokens are read from the environment variable the benchmark's connection names; they are
 never stored.
@@ -15,11 +20,12 @@ never stored.
 import html
 import os
 import re
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from annotation.contract import item_payload
@@ -41,7 +47,15 @@ PULL_ACTION = "labelstudio"  # ItemRevision.action of an edit that came from Lab
 # One import request stays well below Label Studio's upload limit even with large images inline.
 BATCH_TASKS = 25
 BATCH_BYTES = 32 * 1024 * 1024
-FIELD_NAMES = {"reference_answer": "reference answer", "question_type": "question type", "criteria": "criteria"}
+FIELD_NAMES = ls.FIELD_NAMES
+PUSH_LOCK_BASE = 0x4C53_0000_0000  # advisory lock keys of Label Studio pushes: this + benchmark id
+# What a pull applies (job params): every annotation or only accepted ones (verdict OK: the
+# community edition has no review state), and with several annotators of one task the latest
+# one, or a disagreement flagged for the researcher to decide in benchforge.
+ALL, ACCEPTED = "all", "accepted"
+LATEST, FLAG = "latest", "flag"
+APPLY_CHOICES = {ALL: "every annotation", ACCEPTED: "only accepted annotations (verdict OK)"}
+SEVERAL_CHOICES = {LATEST: "the latest annotation wins", FLAG: "flag a disagreement for a decision here"}
 
 OK, SKIPPED, ERROR = JobEntry.Outcome.OK, JobEntry.Outcome.SKIPPED, JobEntry.Outcome.ERROR
 
@@ -126,9 +140,10 @@ def open_client(benchmark, *, url: str = "") -> LabelStudioClient:
 def _instructions(benchmark) -> str:
     return (
         f"<p>Questions of the benchmark <b>{html.escape(benchmark.name)}</b>. For each one, check and correct the "
-        "reference answer (complete enough for a judge who cannot see the image), the question type and up to "
-        "three grading criteria with their kind. Then give a verdict: <i>OK</i>, or <i>Needs revision</i> when "
-        "the question itself must change.</p>"
+        "question, the options and answer key (multiple-choice items), the reference answer (complete enough for a "
+        "judge who cannot see the image), the question type, up to three grading criteria with their kind and the "
+        "image description. Leave a field as it is to keep it. Then give a verdict: <i>OK</i>, or "
+        "<i>Needs revision</i> when the item needs more than you can fix here.</p>"
     )
 
 
@@ -154,7 +169,8 @@ def start_push(benchmark, items, *, project_title: str, user) -> Job:
 
 
 def push_items_to_labelstudio(benchmark, items, *, project_title: str, user) -> Job:
-    """Create (or reuse) the project titled `project_title` and add the items not yet in it, now."""
+    """Create (or reuse) the project titled `project_title`, add the items not yet in it and
+    refresh the tasks of items changed here since, now."""
     return jobs.run_now(create_push(benchmark, items, project_title=project_title, user=user))
 
 
@@ -162,7 +178,31 @@ def run_push(run) -> dict:
     return _push(run, run.benchmark, run.user)
 
 
+@contextmanager
+def _one_push_at_a_time(benchmark):
+    """Pushes of one benchmark run one after the other. Two at once would race twice: both
+    creating a project for the same new title, and one adopting (by their meta) the tasks the
+    other has just imported but not yet recorded. A session-level advisory lock on Postgres (it
+    spans the push's many short transactions); SQLite serialises writers anyway."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    key = PUSH_LOCK_BASE + benchmark.pk
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [key])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
 def _push(run, benchmark, user) -> dict:
+    with _one_push_at_a_time(benchmark):
+        return _push_locked(run, benchmark, user)
+
+
+def _push_locked(run, benchmark, user) -> dict:
     job = run.job
     ids = job.params["item_ids"]
     done = run.done_keys()
@@ -172,8 +212,8 @@ def _push(run, benchmark, user) -> dict:
         payloads = {item.pk: item_payload(item) for item in items}
         link = _project_for(client, benchmark, job.params["project_title"], user, list(payloads.values()))
         known = _known_tasks(client, link)
-        report = _Report(run, "pushed", "already_pushed", "skipped", "errors")
-        pending = []
+        report = _Report(run, "pushed", "refreshed", "already_pushed", "skipped", "errors")
+        pending, stale = [], []
         for item_id in ids:
             key, payload = f"item {item_id}", payloads.get(item_id)
             if key in done:
@@ -188,8 +228,10 @@ def _push(run, benchmark, user) -> dict:
                     f"A rewrite shares the reference answer and criteria of its seed: "
                     f"push seed item #{payload['seed_id']} instead.",
                 )
-            elif item_id in known:
+            elif item_id in known and known[item_id].pushed_version == payload["version"]:
                 report.add("already_pushed", key, SKIPPED, f"Already in the project as task {known[item_id].task_id}.")
+            elif item_id in known:
+                stale.append(payload)
             else:
                 pending.append(payload)
         task_names = dict(benchmark.tasks.values_list("slug", "name"))
@@ -198,18 +240,63 @@ def _push(run, benchmark, user) -> dict:
             with transaction.atomic():  # the task rows and their entries together
                 for (payload, _), task_id in zip(batch, task_ids):
                     LabelStudioTask.objects.create(
-                        link=link, item_id=payload["id"], task_id=task_id, pushed_version=payload["version"]
+                        link=link,
+                        item_id=payload["id"],
+                        task_id=task_id,
+                        pushed_version=payload["version"],
+                        shown=ls.synced_values(payload),
+                        synced=ls.synced_values(payload),
                     )
                     report.add(
                         "pushed", f"item {payload['id']}", OK, f"Pushed as task {task_id} (item version {payload['version']})."
                     )
+        for batch in _batches(report, stale, task_names):
+            for payload, task in batch:
+                _refresh(client, known[payload["id"]], payload, task, report)
     counts = report.counts
     summary = (
-        f"{counts['pushed']} pushed, {counts['already_pushed']} already in the project, "
+        f"{counts['pushed']} pushed, {counts['refreshed']} refreshed, {counts['already_pushed']} already in the project, "
         f"{counts['skipped']} skipped, {counts['errors']} errors. Project: {link.project_url}"
     )
     run.say(summary)
     return {**counts, "project_id": link.project_id, "link_id": link.pk, "project_url": link.project_url}
+
+
+def _refresh(client, row: LabelStudioTask, payload: dict, task: dict, report: _Report) -> None:
+    """Show an item changed here since its last sync in its task: new data, new pre-annotation.
+    Not while Label Studio holds an annotation of it that was not pulled: that work would then
+    be compared with values its annotator never saw."""
+    key = f"item {payload['id']}"
+    pending = [
+        a
+        for a in ls.latest_per_annotator(client.task_annotations(row.task_id))
+        if (a.get("id"), str(a.get("updated_at") or "")) != (row.pulled_annotation_id, row.pulled_annotation_updated_at)
+    ]
+    if pending:
+        report.add(
+            "skipped",
+            key,
+            SKIPPED,
+            f"Task {row.task_id} not refreshed: it has {len(pending)} annotation(s) not pulled yet "
+            f"(by {', '.join(sorted({ls.annotator(a) for a in pending}))}). Pull the project, then push again.",
+            {"task_id": row.task_id},
+        )
+        return
+    client.update_task(row.task_id, data=task["data"], meta=task["meta"])
+    prefill = task.get("predictions", [{}])[0].get("result", [])
+    client.replace_predictions(row.task_id, result=prefill, model_version=ls.PREDICTION_MODEL_VERSION)
+    with transaction.atomic():
+        old = row.pushed_version
+        row.pushed_version = payload["version"]
+        row.shown = row.synced = ls.synced_values(payload)
+        row.save(update_fields=["pushed_version", "shown", "synced"])
+        report.add(
+            "refreshed",
+            key,
+            OK,
+            f"Task {row.task_id} refreshed (item version {old} -> {payload['version']}).",
+            {"task_id": row.task_id},
+        )
 
 
 def _project_for(client, benchmark, title: str, user, payloads: list[dict]) -> LabelStudioLink:
@@ -219,15 +306,44 @@ def _project_for(client, benchmark, title: str, user, payloads: list[dict]) -> L
     if link is None:
         config = ls.labeling_config(**ls.config_sections(payloads))
         project = client.create_project(title=title, label_config=config, instructions=_instructions(benchmark))
-        return LabelStudioLink.objects.create(
-            benchmark=benchmark, url=client.url, project_id=project["id"], title=title, created_by=user
-        )
-    project = client.get_project(link.project_id)
-    pushed = Item.objects.filter(labelstudio_tasks__link=link).values("history", "choices")
+        try:
+            with transaction.atomic():
+                return LabelStudioLink.objects.create(
+                    benchmark=benchmark, url=client.url, project_id=project["id"], title=title, created_by=user
+                )
+        except IntegrityError:  # another server process pushed the same title meanwhile
+            client.delete_project(project["id"])  # no orphan project left behind
+            raise DomainError(f"Another push created the project '{title}' at the same time: push again.") from None
+    project = client.project_or_none(link.project_id)
+    if project is None:
+        _mark_gone(link)
+        raise DomainError(gone_message(link), code="labelstudio_project_gone")
+    pushed = Item.objects.filter(labelstudio_tasks__link=link).values("history", "choices", "kind")
     config = ls.labeling_config(**ls.config_sections(list(pushed) + payloads))
     if project.get("label_config") != config:
         client.update_project(link.project_id, label_config=config)
     return link
+
+
+def gone_message(link: LabelStudioLink) -> str:
+    return (
+        f"The Label Studio project '{link.title}' (#{link.project_id} on {link.url}) no longer exists: it was deleted "
+        "in Label Studio. Unlink it (the Label Studio page, or manage.py labelstudio unlink) to forget it here and "
+        "free its title."
+    )
+
+
+def _mark_gone(link: LabelStudioLink) -> None:
+    if link.gone_at is None:
+        link.gone_at = timezone.now()
+        link.save(update_fields=["gone_at"])
+
+
+def unlink(link: LabelStudioLink, *, user) -> None:
+    """Forget a project here (its task records go with it; the items keep every change pulled).
+    Nothing is deleted in Label Studio."""
+    permissions.require_researcher(user, "Label Studio push and pull")
+    link.delete()
 
 
 def _known_tasks(client, link: LabelStudioLink) -> dict[int, LabelStudioTask]:
@@ -246,6 +362,7 @@ def _known_tasks(client, link: LabelStudioLink) -> dict[int, LabelStudioTask]:
     for item_id in Item.objects.filter(benchmark=link.benchmark, pk__in=found).values_list("pk", flat=True):
         task_id, version = found[item_id]
         if task_id not in known_task_ids:
+            # What the task shows is unknown (no `synced`): it is refreshed on this push if the item changed.
             rows[item_id] = LabelStudioTask.objects.create(link=link, item_id=item_id, task_id=task_id, pushed_version=version)
     return rows
 
@@ -263,7 +380,7 @@ def _batches(report: _Report, payloads: list[dict], task_names: dict[str, str]):
             report.add("errors", f"item {payload['id']}", ERROR, f"Could not read an image of the item: {exc}.")
             continue
         payload = {**payload, "task": task_names.get(payload["task"], payload["task"])}
-        task = ls.task_for_item(payload, image_src=lambda image: sources[image["id"]])
+        task = ls.task_for_item(payload, image_src=lambda image, sources=sources: sources[image["id"]])
         batch.append((payload, task))
         size += sum(len(s) for s in sources.values())
         if len(batch) >= BATCH_TASKS or size >= BATCH_BYTES:
@@ -281,25 +398,31 @@ def _image_data_url(image: Image) -> str:
 # ---- pull -------------------------------------------------------------------------------------------
 
 
-def create_pull(link: LabelStudioLink, *, user) -> Job:
+def create_pull(link: LabelStudioLink, *, user, apply: str = ALL, several: str = LATEST) -> Job:
     permissions.require_researcher(user, "Label Studio push and pull")
+    if apply not in APPLY_CHOICES:
+        raise DomainError(f"Apply '{apply}'? Choose one of: {', '.join(APPLY_CHOICES)}.")
+    if several not in SEVERAL_CHOICES:
+        raise DomainError(f"With several annotations, '{several}'? Choose one of: {', '.join(SEVERAL_CHOICES)}.")
     return jobs.create_job(
         PULL_JOB,
         user=user,
         benchmark=link.benchmark,
         total=link.tasks.count(),
-        params={"link_id": link.pk, "project_id": link.project_id},
+        params={"link_id": link.pk, "project_id": link.project_id, "apply": apply, "several": several},
     )
 
 
-def start_pull(link: LabelStudioLink, *, user) -> Job:
+def start_pull(link: LabelStudioLink, *, user, apply: str = ALL, several: str = LATEST) -> Job:
     """Pull in the background (the page shows the job's progress)."""
-    return jobs.enqueue(create_pull(link, user=user))
+    return jobs.enqueue(create_pull(link, user=user, apply=apply, several=several))
 
 
-def pull_from_labelstudio(link: LabelStudioLink, *, user) -> Job:
-    """Apply the latest annotation of every task of the project to its item, now."""
-    return jobs.run_now(create_pull(link, user=user))
+def pull_from_labelstudio(link: LabelStudioLink, *, user, apply: str = ALL, several: str = LATEST) -> Job:
+    """Apply the annotations of every task of the project to its item, now: every annotation or
+    only accepted ones (`apply`), the latest or a flagged disagreement when a task has several
+    annotators (`several`)."""
+    return jobs.run_now(create_pull(link, user=user, apply=apply, several=several))
 
 
 def run_pull(run) -> dict:
@@ -307,12 +430,28 @@ def run_pull(run) -> dict:
     return _pull(run, link, run.user)
 
 
+PULL_COUNTS = (
+    "applied",
+    "unchanged",
+    "already_pulled",
+    "not_annotated",
+    "not_accepted",
+    "disagreements",
+    "conflicts",
+    "errors",
+)
+
+
 def _pull(run, link: LabelStudioLink, user) -> dict:
     rows = list(link.tasks.order_by("task_id"))
     run.set_total(len(rows))
     done = run.done_keys()
-    report = _Report(run, "applied", "unchanged", "already_pulled", "not_annotated", "conflicts", "errors")
+    apply, several = run.params.get("apply", ALL), run.params.get("several", LATEST)
+    report = _Report(run, *PULL_COUNTS)
     with open_client(link.benchmark, url=link.url) as client:
+        if client.project_or_none(link.project_id) is None:
+            _mark_gone(link)
+            raise LabelStudioError(gone_message(link), code="labelstudio_project_gone")
         annotated = {
             task["id"]
             for task in client.iter_tasks(link.project_id, include="id,total_annotations")
@@ -326,9 +465,9 @@ def _pull(run, link: LabelStudioLink, user) -> dict:
                 report.add("not_annotated", key, SKIPPED, f"Task {row.task_id} has no annotation yet.")
                 continue
             try:
-                outcome, count, message, data = _pull_task(client, row, user)
-            except ls.LabelStudioResultError as exc:  # names the task already
-                outcome, count, message, data = ERROR, "errors", exc.message, {"task_id": row.task_id}
+                outcome, count, message, data = _pull_task(client, row, user, apply=apply, several=several)
+            except ls.LabelStudioResultError as exc:  # names the task (and the field) already
+                outcome, count, message, data = ERROR, "errors", exc.message, {"task_id": row.task_id, "field": exc.field}
             except LabelStudioError:
                 raise  # the server went away or refused us: the job fails with that message
             except DomainError as exc:  # the item refused the change (validation, released...)
@@ -341,54 +480,111 @@ def _pull(run, link: LabelStudioLink, user) -> dict:
     return counts
 
 
-def _pull_task(client, row: LabelStudioTask, user) -> tuple[str, str, str, dict]:
-    annotation = ls.latest_annotation(client.task_annotations(row.task_id))
-    if annotation is None:
+def _accepted(answer: ls.LabelStudioAnswer) -> bool:
+    # Label Studio's community edition (the one NOTES.md and our tests run) has no review state
+    # on annotations; the verdict of our labeling config is the acceptance.
+    return answer.verdict == "ok"
+
+
+def _pull_task(client, row: LabelStudioTask, user, *, apply: str, several: str) -> tuple[str, str, str, dict]:
+    annotations = ls.latest_per_annotator(client.task_annotations(row.task_id))
+    if not annotations:
         return SKIPPED, "not_annotated", f"Task {row.task_id} has only skipped annotations.", {"task_id": row.task_id}
-    annotation_id, updated_at = annotation.get("id"), str(annotation.get("updated_at") or "")
-    data = {"task_id": row.task_id, "annotation_id": annotation_id}
-    if row.pulled_annotation_id == annotation_id and row.pulled_annotation_updated_at == updated_at:
-        return SKIPPED, "already_pulled", f"Annotation {annotation_id} of task {row.task_id} was already pulled.", data
+    answers = [(a, ls.parse_result(row.task_id, a.get("result"))) for a in annotations]
+    if apply == ACCEPTED:
+        answers = [(a, answer) for a, answer in answers if _accepted(answer)]
+        if not answers:
+            return (
+                SKIPPED,
+                "not_accepted",
+                f"Task {row.task_id}: no accepted annotation (verdict OK) yet; not applied.",
+                {"task_id": row.task_id},
+            )
 
     item = with_payload_data(Item.objects.filter(pk=row.item_id)).get()
-    payload = item_payload(item)
-    answer = ls.parse_result(row.task_id, annotation.get("result"))
-    changes = ls.item_changes(payload, answer, task_id=row.task_id)
-    data["verdict"] = answer.verdict
+    current = ls.synced_values(item_payload(item))
+    # An annotation is read against the pre-annotation its annotator saw (`shown`); a change
+    # conflicts only with a field edited here since the last sync (`synced`). A task adopted from
+    # an interrupted push has no record of either: its item's values, while still at that version.
+    shown, synced = row.shown or None, row.synced or None
+    if shown is None and item.version == row.pushed_version:
+        shown = synced = current
+
+    annotation, answer = answers[0]  # the latest
+    annotation_id, updated_at = annotation.get("id"), str(annotation.get("updated_at") or "")
+    who = ls.annotator(annotation)
+    data = {"task_id": row.task_id, "annotation_id": annotation_id, "annotator": who, "verdict": answer.verdict}
+    pulled = row.pulled_annotation_id == annotation_id and row.pulled_annotation_updated_at == updated_at
+    if pulled and (several == LATEST or len(answers) == 1):
+        return SKIPPED, "already_pulled", f"Annotation {annotation_id} of task {row.task_id} was already pulled.", data
+
+    changes = ls.item_changes(shown or current, answer, task_id=row.task_id, kind=item.kind)
+    if several == FLAG and len(answers) > 1:
+        proposals = [
+            (a, ls.item_changes(shown or current, other, task_id=row.task_id, kind=item.kind)) for a, other in answers[1:]
+        ]
+        if any(not _same_changes(changes, other) for _, other in proposals):
+            return _disagreement(row, [(annotation, changes), *proposals], data)
+    if synced is None:  # unknown sync state and edited here since: never overwrite, show both
+        apply_now = {}
+        conflicts = {name: {"local": current[name], "labelstudio": v, "synced": None} for name, v in changes.items()}
+    else:
+        apply_now, conflicts = ls.three_way(synced, current, changes)
     verdict = f" Verdict: {ls.VERDICTS[answer.verdict]}." if answer.verdict else ""
-    if not changes:
-        _mark_pulled(row, annotation_id, updated_at, answer.verdict)
-        return OK, "unchanged", f"Task {row.task_id}: nothing to change.{verdict}", data
-    if item.version != row.pushed_version:
-        return _conflict(row, item.version, payload, changes, data)
+    if conflicts:
+        return _conflict(row, item.version, conflicts, data)
+    if item.kind == Item.Kind.MCQ and {"choices", "answer", "reference_answer"} & set(apply_now):
+        problem = ls.answer_key_problem({**current, **apply_now})
+        if problem:
+            raise ls.LabelStudioResultError(row.task_id, problem[1], field=problem[0])
+    synced = {**(synced or current), **changes}
+    if not apply_now:
+        _mark_pulled(row, annotation, answer.verdict, synced=synced, version=item.version)
+        return OK, "unchanged", f"Task {row.task_id}: nothing to change (annotation by {who}).{verdict}", data
+    note = f"Label Studio task {row.task_id}, annotation {annotation_id} by {who}"
+    if answer.verdict:
+        note += f" (verdict: {ls.VERDICTS[answer.verdict]})"
     try:
         with transaction.atomic():
-            item = update_item(
-                item,
-                changes,
-                expected_version=row.pushed_version,
-                user=user,
-                action=PULL_ACTION,
-                note=f"Label Studio task {row.task_id}, annotation {annotation_id}",
-            )
-            row.pushed_version = item.version
-            _mark_pulled(row, annotation_id, updated_at, answer.verdict)
-    except StaleVersion as exc:  # edited here while we were applying
-        return _conflict(row, exc.extra.get("current_version"), payload, changes, data)
-    fields = ", ".join(FIELD_NAMES[name] for name in changes)
-    return OK, "applied", f"Task {row.task_id}: applied {fields} (item now version {item.version}).{verdict}", data
+            item = update_item(item, apply_now, expected_version=item.version, user=user, action=PULL_ACTION, note=note)
+            _mark_pulled(row, annotation, answer.verdict, synced=synced, version=item.version)
+    except StaleVersion:  # edited here while we were applying: the next pull compares again
+        return SKIPPED, "conflicts", f"Task {row.task_id}: item #{row.item_id} was saved here meanwhile; pull again.", data
+    fields = ", ".join(FIELD_NAMES[name] for name in apply_now)
+    return OK, "applied", f"Task {row.task_id}: applied {fields} by {who} (item now version {item.version}).{verdict}", data
 
 
-def _conflict(row: LabelStudioTask, local_version, payload: dict, changes: dict, data: dict) -> tuple[str, str, str, dict]:
-    fields = {name: {"local": payload[name], "labelstudio": value} for name, value in changes.items()}
+def _same_changes(a: dict, b: dict) -> bool:
+    return set(a) == set(b) and all(ls.same_value(name, a[name], b[name]) for name in a)
+
+
+def _disagreement(row: LabelStudioTask, proposals, data: dict) -> tuple[str, str, str, dict]:
+    """Annotators of one task who ask different things: nothing applied, each one's changes shown
+    so the researcher decides in benchforge (edit the item, or have them agree and pull again)."""
+    shown = []
+    for annotation, changes in proposals:
+        asked = "; ".join(f"{FIELD_NAMES[name]} {_short(value)}" for name, value in changes.items()) or "no change"
+        shown.append(f"{ls.annotator(annotation)} (annotation {annotation.get('id')}): {asked}")
+    message = (
+        f"Disagreement: {len(proposals)} annotators of task {row.task_id} ask different things, so nothing was applied. "
+        + " | ".join(shown)
+        + ". Decide in benchforge: edit item #"
+        + f"{row.item_id}, or have them agree in Label Studio and pull again."
+    )
+    annotations = [{"annotator": ls.annotator(a), "annotation_id": a.get("id"), "changes": changes} for a, changes in proposals]
+    return SKIPPED, "disagreements", message, {**data, "disagreement": True, "annotations": annotations}
+
+
+def _conflict(row: LabelStudioTask, local_version, fields: dict, data: dict) -> tuple[str, str, str, dict]:
     shown = "; ".join(
         f"{FIELD_NAMES[name]}: here {_short(v['local'])}, in Label Studio {_short(v['labelstudio'])}"
         for name, v in fields.items()
     )
     message = (
-        f"Conflict: item #{row.item_id} was edited here after it was pushed (pushed version {row.pushed_version}, "
-        f"now version {local_version}), so task {row.task_id}'s annotation was not applied. {shown}. "
-        "Copy what should stay into the item by hand."
+        f"Conflict: item #{row.item_id} was edited here since task {row.task_id} was last synced (item version "
+        f"{row.pushed_version} then, {local_version} now), on fields the annotation of {data.get('annotator')} also "
+        f"changes, so nothing of it was applied. {shown}. Copy what should stay into the item by hand, or push again "
+        "to show the task the current values."
     )
     return (
         SKIPPED,
@@ -399,15 +595,30 @@ def _conflict(row: LabelStudioTask, local_version, payload: dict, changes: dict,
 
 
 def _short(value, limit: int = 120) -> str:
-    if isinstance(value, list):
+    if isinstance(value, list) and all(isinstance(c, dict) for c in value):
         value = " | ".join(f"[{c['kind']}] {c['text']}" for c in value) or "(none)"
+    elif isinstance(value, list):
+        value = " | ".join(value) or "(none)"
     text = str(value or "(empty)")
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-def _mark_pulled(row: LabelStudioTask, annotation_id, updated_at: str, verdict: str | None) -> None:
-    row.pulled_annotation_id = annotation_id
-    row.pulled_annotation_updated_at = updated_at
+def _mark_pulled(row: LabelStudioTask, annotation: dict, verdict: str | None, *, synced: dict, version: int) -> None:
+    row.pulled_annotation_id = annotation.get("id")
+    row.pulled_annotation_updated_at = str(annotation.get("updated_at") or "")
     row.pulled_at = timezone.now()
     row.verdict = verdict or ""
-    row.save(update_fields=["pushed_version", "pulled_annotation_id", "pulled_annotation_updated_at", "pulled_at", "verdict"])
+    row.annotator = ls.annotator(annotation)[:200]
+    row.synced = synced
+    row.pushed_version = version
+    row.save(
+        update_fields=[
+            "pushed_version",
+            "pulled_annotation_id",
+            "pulled_annotation_updated_at",
+            "pulled_at",
+            "verdict",
+            "annotator",
+            "synced",
+        ]
+    )

@@ -7,4 +7,5 @@ urlpatterns = [
     path("b/<slug:slug>/labelstudio/connection/", views.labelstudio_connection, name="labelstudio-connection"),
     path("b/<slug:slug>/labelstudio/push/", views.labelstudio_push, name="labelstudio-push"),
     path("b/<slug:slug>/labelstudio/<id:link_id>/pull/", views.labelstudio_pull, name="labelstudio-pull"),
+    path("b/<slug:slug>/labelstudio/<id:link_id>/unlink/", views.labelstudio_unlink, name="labelstudio-unlink"),
 ]

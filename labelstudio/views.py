@@ -10,7 +10,7 @@ from benchforge.roles import RESEARCHER, role_required
 from curation.selectors import get_benchmark_for
 
 from . import services
-from .forms import ConnectionForm, PushForm
+from .forms import ConnectionForm, PullForm, PushForm
 from .selectors import connection_status, get_link_for, last_pull_job, projects_of
 
 PROJECTS_PER_PAGE = 20
@@ -37,6 +37,7 @@ def labelstudio_page(request, slug):
             "page": page,
             "connection_form": ConnectionForm(initial={"url": connection.url, "token_env": connection.token_env}),
             "push_form": PushForm(benchmark=benchmark, initial={"title": f"{benchmark.name} review"}),
+            "pull_form": PullForm(),
         },
     )
 
@@ -71,5 +72,18 @@ def labelstudio_push(request, slug):
 @require_POST
 def labelstudio_pull(request, slug, link_id):
     link = get_link_for(request.user, slug, link_id)
-    job = services.start_pull(link, user=request.user)
+    form = PullForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _errors_of(form))
+        return redirect("labelstudio", slug=link.benchmark.slug)
+    job = services.start_pull(link, user=request.user, **form.cleaned_data)
     return redirect("job-detail", job_id=job.pk)
+
+
+@role_required(RESEARCHER)
+@require_POST
+def labelstudio_unlink(request, slug, link_id):
+    link = get_link_for(request.user, slug, link_id)
+    services.unlink(link, user=request.user)
+    messages.success(request, f"Unlinked '{link.title}': benchforge forgot the project; nothing was deleted in Label Studio.")
+    return redirect("labelstudio", slug=link.benchmark.slug)

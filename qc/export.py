@@ -21,6 +21,7 @@ from annotation.contract import MMBENCH_COLUMNS, mmbench_row, release_row
 from annotation.models import Item
 from annotation.selectors import with_payload_data
 from benchforge.errors import DomainError
+from benchforge.inputs import is_digits
 
 from .models import QCItem, QCRun
 from .selectors import REASONS
@@ -106,7 +107,7 @@ def tsv_lines(runs) -> Iterator[str]:
     used: set[int] = set()
     next_index = 0
     for item in _items(runs, mcq_only=True):
-        index = int(item.external_id) if item.external_id.isdigit() and int(item.external_id) not in used else None
+        index = int(item.external_id) if is_digits(item.external_id) and int(item.external_id) not in used else None
         if index is None:
             while next_index in used:
                 next_index += 1

@@ -2,7 +2,7 @@
 
 from django import forms
 
-from benchforge.inputs import ModelMultipleChoiceField
+from benchforge.inputs import BadInput, ModelMultipleChoiceField, parse_ids
 from curation.models import Benchmark, Task
 from curation.selectors import tasks_of
 
@@ -54,9 +54,10 @@ class RunForm(forms.Form):
         text = self.cleaned_data["items"].replace(",", " ").split()
         if not text:
             return None
-        if not all(t.isdigit() for t in text):
-            raise forms.ValidationError("Item ids are whole numbers.")
-        return sorted({int(t) for t in text})
+        try:
+            return sorted(set(parse_ids(text, "Each item id")))
+        except BadInput as exc:
+            raise forms.ValidationError(exc.message) from None
 
 
 class DecisionForm(forms.Form):

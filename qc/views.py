@@ -13,7 +13,7 @@ from annotation.contract import item_payload
 from annotation.models import Item
 from annotation.selectors import with_payload_data
 from benchforge.errors import DomainError
-from benchforge.inputs import accepts_uploads
+from benchforge.inputs import accepts_uploads, optional_id
 from benchforge.roles import RESEARCHER, role_required
 from curation.selectors import benchmarks_for, get_benchmark_for
 from jobs.selectors import get_job_for
@@ -187,8 +187,9 @@ def import_page(request):
             messages.success(request, f"Import started (job #{job.pk}).")
             return redirect(f"{reverse('qc-import')}?job={job.pk}")
     job = errors = None
-    if request.GET.get("job", "").isdigit():
-        job = get_job_for(request.user, int(request.GET["job"]))
+    job_id = optional_id(request.GET.get("job"))
+    if job_id is not None:
+        job = get_job_for(request.user, job_id)
         errors = Paginator(selectors.import_errors(job), 100).get_page(request.GET.get("page"))
     extra_query = f"&job={job.pk}" if job else ""
     return render(request, "qc/import.html", {"form": form, "job": job, "errors": errors, "extra_query": extra_query})

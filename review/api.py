@@ -1,4 +1,3 @@
-import csv
 import io
 
 from django.contrib.auth import get_user_model
@@ -9,6 +8,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from benchforge import spreadsheet
 from benchforge.inputs import id_field
 from benchforge.roles import RESEARCHER, REVIEWER, role_permission
 from curation.selectors import get_benchmark_for
@@ -110,7 +110,7 @@ class CSVRenderer(BaseRenderer):
             if isinstance(data, dict) and "agreement" in data
             else [["detail"], [data.get("detail", "")]]
         )
-        csv.writer(out).writerows(rows)
+        spreadsheet.writer(out).writerows(rows)
         return out.getvalue().encode("utf-8")
 
 

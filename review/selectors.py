@@ -8,7 +8,6 @@ from itertools import combinations
 
 import krippendorff
 import numpy as np
-from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.http import Http404
 from sklearn.metrics import cohen_kappa_score
@@ -18,6 +17,7 @@ from annotation.models import Item, ItemRevision
 from annotation.selectors import snapshot_changes
 from annotation.workflow import ANSWERED, REJECTED
 from benchforge import permissions
+from benchforge.throttling import cache_get, cache_set
 from curation.models import Task
 
 from .models import REASON_LABELS, Review, ReviewRound, RoundItem
@@ -218,10 +218,10 @@ def round_stats(review_round: ReviewRound) -> dict:
         state["done"],
         state["last"].timestamp() if state["last"] else "",
     )
-    stats = cache.get(key)
+    stats = cache_get(key, consequence="review round statistics are computed afresh until it is back")
     if stats is None:
         stats = compute_round_stats(review_round)
-        cache.set(key, stats, ROUND_STATS_SECONDS)
+        cache_set(key, stats, ROUND_STATS_SECONDS, consequence="review round statistics are computed afresh until it is back")
     return stats
 
 

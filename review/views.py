@@ -1,8 +1,6 @@
 """Review pages: rounds (researchers open and close them, and read their numbers), a reviewer's
 queue and the review page (keyboard), and the feedback fragment the item editor loads."""
 
-import csv
-
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -14,7 +12,7 @@ from django.views.decorators.http import require_POST
 from annotation.contract import item_payload
 from annotation.models import Item
 from annotation.selectors import editors_of, get_item_for, with_payload_data
-from benchforge import permissions
+from benchforge import permissions, spreadsheet
 from benchforge.errors import DomainError
 from benchforge.roles import ANNOTATOR, RESEARCHER, REVIEWER, role_required
 from curation.selectors import get_benchmark_for
@@ -98,7 +96,7 @@ def round_csv(request, slug, number):
     review_round = selectors.get_round(benchmark, number)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{benchmark.slug}-round-{review_round.number}.csv"'
-    csv.writer(response).writerows(selectors.stats_rows(selectors.round_stats(review_round)))
+    spreadsheet.writer(response).writerows(selectors.stats_rows(selectors.round_stats(review_round)))
     return response
 
 

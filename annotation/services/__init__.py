@@ -37,6 +37,7 @@ from .items import (
     return_to_draft,
     submit_item,
     update_item,
+    withhold_in_app,
 )
 from .validation import image_refusals, readiness_problems
 
@@ -68,4 +69,5 @@ __all__ = [
     "start_assignment",
     "submit_item",
     "update_item",
+    "withhold_in_app",
 ]

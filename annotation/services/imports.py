@@ -81,8 +81,9 @@ def import_alignmmbench(benchmark: Benchmark, path, user):
     return jobs.run_now(jobs.create_job(ALIGNMMBENCH_JOB, user=user, benchmark=benchmark, params={"path": str(path)}))
 
 
-def start_alignmmbench_import(benchmark: Benchmark, *, user, file):
-    """Stage an uploaded metadata.jsonl and import it in the background."""
+def start_alignmmbench_import(benchmark: Benchmark, *, user, file, created_benchmark: bool = False):
+    """Stage an uploaded metadata.jsonl and import it in the background (`created_benchmark`: the
+    benchmark was made for this import, and goes again if the file is refused)."""
     from jobs import services as jobs
     from jobs.staging import stage_upload
 
@@ -92,5 +93,5 @@ def start_alignmmbench_import(benchmark: Benchmark, *, user, file):
         ALIGNMMBENCH_JOB,
         user=user,
         benchmark=benchmark,
-        params={"staged": staged, "filename": getattr(file, "name", "metadata.jsonl")},
+        params={"staged": staged, "filename": getattr(file, "name", "metadata.jsonl"), "created_benchmark": created_benchmark},
     )

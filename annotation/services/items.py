@@ -1,5 +1,7 @@
 """Item writes: creation, edits under optimistic locking, status changes through the transition table, history."""
 
+from collections.abc import Iterable
+
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -336,3 +338,18 @@ def reopen_assignment(item: Item) -> Assignment | None:
     assignment.status, assignment.done_at = Assignment.Status.OPEN, None
     assignment.save(update_fields=["status", "done_at"])
     return assignment
+
+
+def withhold_in_app(fields_by_item: dict[int, Iterable[str]]) -> None:
+    """Record what a release being frozen keeps private of each of its items ({item id: fields}),
+    so the app hides it too (annotation.selectors.visible_payloads). Only ever adds: a field one
+    frozen release withholds stays hidden. Neither a version nor a history row: the item's
+    content does not change."""
+    wanted: dict[tuple[str, ...], list[int]] = {}
+    current = dict(Item.objects.filter(pk__in=list(fields_by_item)).values_list("pk", "withheld"))
+    for pk, fields in fields_by_item.items():
+        merged = tuple(sorted(set(current.get(pk) or ()) | set(fields)))
+        if pk in current and merged != tuple(sorted(current[pk] or ())):
+            wanted.setdefault(merged, []).append(pk)
+    for fields, ids in wanted.items():
+        Item.objects.filter(pk__in=ids).update(withheld=list(fields))

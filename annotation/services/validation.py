@@ -5,7 +5,19 @@ from collections import Counter
 from benchforge.errors import DomainError
 from curation.models import Benchmark, Image
 
-from ..contract import ROLES_IN_TURN, SEED_ONLY_FIELDS, TEXT_FIELDS, item_snapshot
+from ..contract import (
+    CRITERION_MAX_CHARS,
+    FIELD_LABELS,
+    MAX_TURNS,
+    OPTION_MAX_CHARS,
+    ROLES_IN_TURN,
+    SEED_ONLY_FIELDS,
+    TEXT_FIELDS,
+    TEXT_LIMITS,
+    TURN_MAX_CHARS,
+    item_snapshot,
+    too_long,
+)
 from ..models import CHOICE_LETTERS, MAX_CHOICES, MAX_CRITERIA, Criterion, Item
 
 
@@ -54,6 +66,8 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
     for name in TEXT_FIELDS:
         if not isinstance(state[name], str):
             problems.append(f"'{name}' must be text.")
+        elif found := too_long(FIELD_LABELS[name], state[name], TEXT_LIMITS[name]):
+            problems.append(found)
     if not isinstance(state["incoherent"], bool):
         problems.append("'incoherent' must be true or false.")
 
@@ -62,11 +76,15 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
         problems.append("The dialogue history must be a list of turns.")
     elif history and kind != Item.Kind.MULTI_TURN:
         problems.append("Only multi-turn items have a dialogue history: switch the kind to multi-turn or remove the turns.")
+    elif len(history) > MAX_TURNS:
+        problems.append(f"The dialogue history has {len(history)} turns; the limit is {MAX_TURNS}.")
     else:
         for i, turn in enumerate(history, 1):
             if not isinstance(turn, dict) or set(turn) != {"role", "content"} or not isinstance(turn.get("content"), str):
                 problems.append(f'Turn {i} must be {{"role": "user" or "assistant", "content": text}}.')
                 continue
+            if found := too_long(f"Turn {i} of the dialogue history", turn["content"], TURN_MAX_CHARS):
+                problems.append(found)
             expected = ROLES_IN_TURN[(i - 1) % 2]
             if turn["role"] != expected:
                 problems.append(
@@ -84,6 +102,12 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
         problems.append("Only multiple-choice items have options, an answer key or a hint: switch the kind or clear them.")
     elif len(choices) > MAX_CHOICES:
         problems.append(f"A multiple-choice item has at most {MAX_CHOICES} options (A-D); this one has {len(choices)}.")
+    elif any(len(c) > OPTION_MAX_CHARS for c in choices):
+        problems += [
+            too_long(f"Option {letter}", c, OPTION_MAX_CHARS)
+            for letter, c in zip(CHOICE_LETTERS, choices)
+            if len(c) > OPTION_MAX_CHARS
+        ]
     elif state["answer"] and state["answer"] not in _letters(len(choices)):
         span = f"A-{_letters(len(choices))[-1]}" if choices else "none yet"
         problems.append(f"The answer key '{state['answer']}' is not one of the options ({span}).")
@@ -97,6 +121,8 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
         for i, criterion in enumerate(criteria, 1):
             if not isinstance(criterion, dict) or not isinstance(criterion.get("text"), str):
                 problems.append(f'Criterion {i} must be {{"kind": ..., "text": ...}}.')
+            elif found := too_long(f"Criterion {i}", criterion["text"], CRITERION_MAX_CHARS):
+                problems.append(found)
             elif criterion.get("kind") not in Criterion.Kind.values:
                 problems.append(
                     f"Criterion {i} has an unknown kind '{criterion.get('kind')}'; use one of: "

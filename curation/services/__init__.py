@@ -37,7 +37,9 @@ from .ingest import (
 )
 from .screening import SCREEN_ACTIONS, screen_images
 from .taxonomy import (
+    CREATED_BENCHMARK,
     create_benchmark,
+    discard_created_benchmark,
     load_preset,
     run_preset_load,
     set_members,
@@ -48,6 +50,8 @@ from .taxonomy import (
 )
 
 __all__ = [
+    "CREATED_BENCHMARK",
+    "discard_created_benchmark",
     "IMPORT_KINDS",
     "INGEST_BATCH",
     "INGEST_BATCH_BYTES",

@@ -1,14 +1,13 @@
 """Contamination: known image sets (SFT data, prior benchmarks) and matching images against them."""
 
-import csv
 import io
-import json
 from pathlib import Path
 from typing import NamedTuple
 
 from django.db import transaction
 
 from benchforge.errors import DomainError
+from harness.tabular import CSV, LINES, TSV, FileProblem, Record, TableReader, format_for
 
 from ..imaging import ImageLimits, ImageRejected, analyse_image, hamming, hex_to_hash
 from ..models import Benchmark, ContaminationMatch, Image, KnownHash, KnownImageSet
@@ -85,55 +84,47 @@ _HEX = set("0123456789abcdef")
 
 
 def parse_hash_list(data: bytes, filename: str) -> list[dict]:
-    """Rows {md5, phash, label} from a CSV (md5 and/or phash columns) or JSONL hash list.
-
-    Refuses the whole file, listing the bad lines, if any row is invalid (nothing half-imported).
-    """
+    """Rows {md5, phash, label} from a CSV (md5 and/or phash columns), a JSON Lines file or a JSON
+    list of such objects. All or nothing: any bad row refuses the whole file, naming the lines."""
+    fmt = format_for(filename, default=CSV)
+    fmt = CSV if fmt in (TSV, LINES) else fmt
+    reader = TableReader(io.BytesIO(data), name=filename or "The hash list", format=fmt, fold_header=True)
+    records: list[tuple[Record, dict]] = []
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DomainError("The hash list must be UTF-8 text (CSV or JSONL).") from None
-    records: list[tuple[int, dict]] = []
-    if filename.lower().endswith((".jsonl", ".ndjson", ".json")):
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                raise DomainError(f"Line {n} is not valid JSON.") from None
-            if not isinstance(obj, dict):
-                raise DomainError(f"Line {n} must be a JSON object with md5 and/or phash.")
-            records.append((n, obj))
-    else:
-        reader = csv.DictReader(io.StringIO(text))
-        names = [(f or "").strip().lower() for f in reader.fieldnames or []]
-        if "md5" not in names and "phash" not in names:
+        for record in reader:
+            if fmt == CSV and not {"md5", "phash"} & set(reader.header or []):
+                raise DomainError("The CSV needs a header row with an 'md5' and/or a 'phash' column.")
+            if not record.problem:
+                records.append((record, record.value))
+        if fmt == CSV and not {"md5", "phash"} & set(reader.header or []):
             raise DomainError("The CSV needs a header row with an 'md5' and/or a 'phash' column.")
-        for obj in reader:
-            records.append((reader.line_num, {(k or "").strip().lower(): v for k, v in obj.items()}))
-    rows, problems = [], []
-    for n, obj in records:
+        rows = _hash_rows(reader, records)
+        reader.refuse_if_problems()
+    except FileProblem as exc:
+        raise DomainError(exc.message) from None
+    if not rows:
+        raise DomainError("The hash list has no rows.")
+    return rows
+
+
+def _hash_rows(reader: TableReader, records) -> list[dict]:
+    rows = []
+    for record, obj in records:
         md5 = str(obj.get("md5") or "").strip().lower()
         phash_text = str(obj.get("phash") or "").strip()
         label = str(obj.get("label") or obj.get("name") or obj.get("id") or obj.get("file") or "")[:500]
         if md5 and (len(md5) != 32 or not set(md5) <= _HEX):
-            problems.append(f"line {n}: md5 must be 32 hexadecimal digits")
+            reader.problem(record, "md5 must be 32 hexadecimal digits")
             continue
         try:
             phash = hex_to_hash(phash_text) if phash_text else None
         except ValueError:
-            problems.append(f"line {n}: phash must be 16 hexadecimal digits (as imagehash prints it)")
+            reader.problem(record, "phash must be 16 hexadecimal digits (as imagehash prints it)")
             continue
         if not md5 and phash is None:
-            problems.append(f"line {n}: neither md5 nor phash")
+            reader.problem(record, "neither md5 nor phash")
             continue
         rows.append({"md5": md5, "phash": phash, "label": label})
-    if problems:
-        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        raise DomainError("The hash list was not imported: " + "; ".join(problems[:5]) + more + ".")
-    if not rows:
-        raise DomainError("The hash list has no rows.")
     return rows
 
 

@@ -1,6 +1,5 @@
 """Bulk imports as resumable jobs: a zip, a server folder, a URL list."""
 
-import csv
 import io
 import zipfile
 from collections import Counter
@@ -12,6 +11,7 @@ from django.conf import settings
 
 from benchforge import outbound
 from benchforge.errors import DomainError
+from harness.tabular import CSV, LINES, FileProblem, TableReader
 from jobs import services as jobs
 from jobs.staging import open_staged, stage_upload
 
@@ -261,20 +261,32 @@ class UrlRow:
     license: str = ""
 
 
-def parse_url_list(text: str) -> list[UrlRow]:
-    """CSV with a `url` column (optional task, source, license) or plain text, one URL a line."""
-    lines = text.splitlines()
-    first = next((ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), "")
-    if "url" in [c.strip().lower() for c in first.split(",")]:
-        reader = csv.DictReader(io.StringIO(text))
-        fields = {(f or "").strip().lower(): f for f in reader.fieldnames or []}
+def parse_url_list(data: bytes | str, name: str = "The URL list") -> list[UrlRow]:
+    """CSV with a `url` column (optional task, source, license) or plain text, one URL a line
+    ('#' comments and blank lines skipped). All or nothing: a line the reader refuses (not UTF-8,
+    too long, a NUL) refuses the file, as a DomainError naming the line."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        lines = TableReader(io.BytesIO(data), name=name, format=LINES)
+        first = next((r.value for r in lines if not r.problem), "")
+        if "url" not in [c.strip().lower() for c in first.split(",")]:
+            lines = TableReader(io.BytesIO(data), name=name, format=LINES)
+            rows = [UrlRow(r.line, r.value) for r in lines if not r.problem]
+            lines.refuse_if_problems()
+            return rows
+        reader = TableReader(io.BytesIO(data), name=name, format=CSV, fold_header=True)
         rows = []
         for record in reader:
-            get = lambda name: (record.get(fields.get(name, ""), "") or "").strip()  # noqa: E731
-            if get("url"):
-                rows.append(UrlRow(reader.line_num, get("url"), get("task"), get("source"), get("license")))
+            if record.problem:
+                continue
+            get = lambda column: (record.value.get(column) or "").strip()  # noqa: E731
+            if get("url") and not get("url").startswith("#"):
+                rows.append(UrlRow(record.line, get("url"), get("task"), get("source"), get("license")))
+        reader.refuse_if_problems()
         return rows
-    return [UrlRow(i, ln.strip()) for i, ln in enumerate(lines, 1) if ln.strip() and not ln.lstrip().startswith("#")]
+    except FileProblem as exc:
+        raise DomainError(exc.message) from None
 
 
 def _resolve_tasks(benchmark: Benchmark, spec: str, by_key: dict[str, Task]) -> list[Task]:
@@ -293,10 +305,10 @@ def run_url_list_import(run):
     done = run.done_keys()
     try:
         with _open_source(job) as handle:
-            text = handle.read().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DomainError(f"The URL list cannot be read as UTF-8 text ({exc}).") from None
-    rows = parse_url_list(text)
+            data = handle.read()
+    except OSError as exc:
+        raise DomainError(f"The URL list cannot be read ({exc}).") from None
+    rows = parse_url_list(data)
     run.set_total(len(rows))
     by_key = {}
     for task in job.benchmark.tasks.all():
@@ -340,11 +352,7 @@ def _check_import_file(kind: str, file) -> None:
         except zipfile.BadZipFile as exc:
             raise DomainError(f"The zip archive is damaged ({exc}).") from None
     else:
-        try:
-            text = file.read().decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise DomainError("The URL list must be UTF-8 text: one URL per line, or a CSV with a url column.") from None
-        if not parse_url_list(text):
+        if not parse_url_list(file.read(), getattr(file, "name", "") or "The URL list"):
             raise DomainError("The URL list has no URLs: one URL per line, or a CSV with a url column.")
     file.seek(0)
 

@@ -36,6 +36,30 @@ def create_benchmark(*, name: str, slug: str = "", description: str = "", user=N
     return benchmark
 
 
+CREATED_BENCHMARK = "created_benchmark"  # an import job's params: it made its benchmark itself
+
+
+def discard_created_benchmark(job) -> str:
+    """When an import whose file was refused made its benchmark itself and nothing went into it,
+    the benchmark goes (a refused file leaves no empty benchmark behind). Returns a sentence for
+    the job's message ('' when the benchmark stays)."""
+    from jobs.models import Job
+
+    benchmark = job.benchmark
+    if benchmark is None or not job.params.get(CREATED_BENCHMARK):
+        return ""
+    with transaction.atomic():
+        locked = Benchmark.objects.select_for_update().filter(pk=benchmark.pk).first()
+        if locked is None:
+            return ""
+        if locked.items.exists() or locked.images.exists() or locked.jobs.exclude(pk=job.pk).exists():
+            return ""
+        Job.objects.filter(pk=job.pk).update(benchmark=None)  # the job stays, to say what was wrong
+        locked.delete()
+    job.benchmark = None
+    return f"The benchmark '{benchmark.name}' made for this import was removed again."
+
+
 @transaction.atomic
 def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "", user=None) -> Benchmark:
     """Create or complete a benchmark's taxonomy from a preset.

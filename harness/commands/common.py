@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -125,7 +126,7 @@ def ready_client(args, names: Iterable[str]) -> llm.LLMClient:
 def _workers(value: str) -> int | str:
     if value == AUTO:
         return AUTO
-    if not value.isdigit() or int(value) < 1:
+    if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:  # ASCII digits only: str.isdigit accepts '²'
         raise argparse.ArgumentTypeError(f"expected 'auto' or a whole number of 1 or more, got {value!r}")
     return int(value)
 
@@ -160,8 +161,7 @@ def image_loader(release: Release) -> ImageLoader:
 
 def release_rules(release: Release) -> dict[str, str]:
     """Task rules the release's taxonomy.json defines (they replace the built-in ones)."""
-    tasks = {item.task for item in release.items if item.task}
-    return {task: rule for task in tasks if (rule := release.judge_rule(task))}
+    return release.judge_rules()
 
 
 def rules_fingerprint(prompts: Prompts, release: Release, tasks: set) -> str:

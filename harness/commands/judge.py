@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness import charts
 from harness.commands import common
+from harness.io import InputError
 from harness.prompts import Prompts
 from harness.release import load_release
 from harness.report import Chart, Report, Section, Table, json_safe, number
@@ -47,6 +48,13 @@ def run(args) -> int:
     predictions = common.load_all_predictions(args.predictions, release)
     client = common.ready_client(args, [args.judge])
     items = [item for item in release.items if not item.is_mcq and item.reference_answer]
+    unscorable = [item for item in release.items if not item.is_mcq and not item.reference_answer]
+    if unscorable:
+        common.say(f"{NAME}: {len(unscorable)} open question(s) cannot be scored: {no_reference_reason(release, unscorable)}")
+    if not items:
+        raise InputError(
+            f"{NAME}: no open question of {release.name} has a reference answer to judge against; nothing was scored"
+        )
     out = Path(args.out)
     common.require_same_settings(
         out,
@@ -84,6 +92,18 @@ def run(args) -> int:
         f"{stats.sent} judged this run ({stats.cached} from the cache), {stats.skipped} already done, "
         f"{stats.usage.get('calls', 0)} judge calls",
     )
+
+
+def no_reference_reason(release, items) -> str:
+    """Why these open questions have no reference answer, and where their scores come from instead."""
+    splits = sorted({item.split or "unsplit" for item in items})
+    where = f" ({', '.join(splits)} split)" if splits != ["unsplit"] else ""
+    if release.manifest.get("variant") == "public" and release.manifest.get("withheld"):
+        return (
+            f"this public bundle withholds their reference answers{where}. Score them on the benchmark's "
+            "leaderboard, or with the private bundle."
+        )
+    return f"they have no reference answer{where}."
 
 
 def build_report(results: dict) -> Report:

@@ -2,8 +2,8 @@
 treat them like our own. One job kind, `qc_import`, per file:
 
   mmbench_tsv   MMBench-style TSV (METHODS section 6): index, question, hint, A-D, answer,
-                category, l2-category, split, image. Streamed with a csv reader, one row at a time
-                (a 1 GB file is never held in memory). The image is base64, or a short number: the
+                category, l2-category, split, image. Streamed by harness.tabular's reader, one row
+                at a time (a 1 GB file is never held in memory). The image is base64, or a short number: the
                 index of another row whose image it shares, or a list of either for several images.
                 Rows with index i + k*1,000,000 are circular copies of row i: collapsed into it.
                 Test rows may lack the answer.
@@ -11,6 +11,8 @@ treat them like our own. One job kind, `qc_import`, per file:
                 question_type, criteria (numbered lines), optional reference_answer.
   alignmmbench  AlignMMBench metadata.jsonl: annotation's importer (annotation/alignmmbench.py).
 
+The file is read twice: a first pass checks all of it and stores nothing (a problem of the file,
+such as a byte that is not UTF-8, fails the import with nothing imported), the second imports.
 Each row is a unit of the job keyed by its line: a malformed row is an error entry saying what is
 wrong with it ("line 7: answer 'E' is not among the non-empty options (A-C)"), the valid rows
 import. Images go through curation's pipeline (hashes, dedup, contamination flags) and are
@@ -22,12 +24,8 @@ from __future__ import annotations
 import ast
 import base64
 import binascii
-import csv
-import io
-import json
 import os
 import re
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,17 +37,21 @@ from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
 from benchforge import permissions
 from benchforge.errors import DomainError
+from benchforge.inputs import is_digits
 from curation.models import Benchmark, Category, Image, Task
 from curation.services import (
+    CREATED_BENCHMARK,
     INGEST_BATCH,
     INGEST_BATCH_BYTES,
     Ingester,
     IngestFile,
     IngestOutcome,
     create_benchmark,
+    discard_created_benchmark,
     screen_images,
     unique_task_slug,
 )
+from harness.tabular import JSON, TSV, FileProblem, Limits, TableReader, json_depth_exceeds, loads_bounded
 from jobs import services as jobs
 from jobs.runner import JobRun
 from jobs.staging import open_staged, stage_upload
@@ -78,8 +80,9 @@ QUESTION_TYPES = {
     "compound": Item.QuestionType.COMPOUND,
 }
 
-# A base64 image can be megabytes long: one field may be as long as the upload limit.
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+# The reader's limits: a TSV row carries its images as base64 (MMBench's are tens of kB; a cell
+# may hold a few large images), an MLLM-Bench row a few kB of text.
+LIMITS = Limits()
 
 
 class RowProblem(ValueError):
@@ -95,6 +98,7 @@ def start_import(*, user, file, format: str, name: str = "", benchmark: Benchmar
     permissions.require_researcher(user, "Importing a benchmark")
     if format not in FORMATS:
         raise DomainError(f"Unknown format '{format}'; use one of: {', '.join(FORMATS)}.")
+    created = benchmark is None
     if benchmark is None:
         if not name.strip():
             raise DomainError("Give the imported benchmark a name.")
@@ -104,14 +108,19 @@ def start_import(*, user, file, format: str, name: str = "", benchmark: Benchmar
         Benchmark.objects.filter(pk=benchmark.pk).update(is_external=True)
         benchmark.is_external = True
     if format == ALIGNMMBENCH:
-        return start_alignmmbench_import(benchmark, user=user, file=file)
+        return start_alignmmbench_import(benchmark, user=user, file=file, created_benchmark=created)
     suffix = ".tsv" if format == MMBENCH_TSV else Path(getattr(file, "name", "") or "q.jsonl").suffix[:10] or ".jsonl"
     staged = stage_upload(file, suffix)
     return jobs.start_job(
         IMPORT_JOB,
         user=user,
         benchmark=benchmark,
-        params={"staged": staged, "filename": Path(getattr(file, "name", "") or f"upload{suffix}").name, "format": format},
+        params={
+            "staged": staged,
+            "filename": Path(getattr(file, "name", "") or f"upload{suffix}").name,
+            "format": format,
+            CREATED_BENCHMARK: created,
+        },
     )
 
 
@@ -202,7 +211,7 @@ class _Batch:
             entries, sources = [], []
             for n, (key, line, spec, source) in enumerate(rows):
                 if n in problems:
-                    entries.append((key, "error", f"line {line}: {' '.join(problems[n])}", {"row": True}))
+                    entries.append((key, "error", f"{key}: {' '.join(problems[n])}", {"row": True}))
                     continue
                 item = made[spec["external_id"]]
                 self.imported.add(spec["external_id"])
@@ -211,7 +220,7 @@ class _Batch:
                     (
                         key,
                         "ok",
-                        f"line {line}: item #{item.pk}",
+                        f"{key}: item #{item.pk}",
                         {"row": True, "item": item.pk, "line": line, **source, "images": spec.get("images", [])},
                     )
                 )
@@ -277,8 +286,8 @@ class _RowsWithImages:
 
 
 class _Progress:
-    def __init__(self, run: JobRun, handle, size: int, name: str):
-        self.run, self.handle, self.size, self.name = run, handle, size, name
+    def __init__(self, run: JobRun, handle, size: int, name: str, verb: str = "Reading"):
+        self.run, self.handle, self.size, self.name, self.verb = run, handle, size, name, verb
         self.last = 0.0
 
     def tick(self, rows: int, force: bool = False) -> None:
@@ -290,7 +299,7 @@ class _Progress:
             share = f"{min(100, round(100 * self.handle.tell() / self.size))}% of " if self.size else ""
         except (OSError, ValueError):
             share = ""
-        self.run.say(f"Reading {share}{self.name}: {rows} row(s) so far.")
+        self.run.say(f"{self.verb} {share}{self.name}: {rows} row(s) so far.")
 
 
 # ---------------------------------------------------------------- MMBench TSV
@@ -299,12 +308,14 @@ class _Progress:
 def _image_values(value: str) -> list[str]:
     value = value.strip()
     if value.startswith("["):
+        if json_depth_exceeds(value, 1):
+            raise RowProblem("the image list must be a flat list of base64 images or row indexes (it nests lists)")
         try:
-            entries = json.loads(value)
+            entries = loads_bounded(value)
         except ValueError:
-            try:
+            try:  # a Python-style list with single quotes; flat (checked above), so literal_eval is safe
                 entries = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
                 raise RowProblem("the image column starts a list that cannot be read") from None
         if not isinstance(entries, list) or not entries or not all(isinstance(e, (str, int)) for e in entries):
             raise RowProblem("the image list must hold base64 images or row indexes")
@@ -313,7 +324,7 @@ def _image_values(value: str) -> list[str]:
 
 
 def _is_reference(value: str) -> bool:
-    return value.isdigit() and len(value) <= MAX_REFERENCE_DIGITS
+    return is_digits(value) and len(value) <= MAX_REFERENCE_DIGITS
 
 
 def _decode(value: str) -> bytes:
@@ -350,10 +361,78 @@ def _mcq_fields(row: dict) -> tuple[list[str], str, str]:
 
 
 def run_import(run: JobRun) -> dict:
+    """Two passes over the file: the first reads all of it and stores nothing, so a file-level
+    problem (encoding, header, structure, too many bad rows) fails the job with nothing imported
+    (and removes the benchmark the import made for itself); the second stores the rows."""
+    if run.job.benchmark is None:
+        raise DomainError(
+            "This import's file was refused and the benchmark made for it removed; start a new import with the corrected file."
+        )
     fmt = run.params.get("format", MMBENCH_TSV)
-    if fmt == MLLM_BENCH:
-        return _run_mllm(run)
-    return _run_tsv(run)
+    try:
+        if fmt == MLLM_BENCH:
+            _check_file(run, JSON, _check_mllm_row)
+            return _run_mllm(run)
+        _check_file(run, TSV, _check_tsv_row)
+        return _run_tsv(run)
+    except FileProblem as exc:
+        removed = discard_created_benchmark(run.job)
+        raise DomainError(f"{exc.message} {removed}".strip()) from None
+
+
+def _reader(handle, name: str, fmt: str, *, counting: bool = True) -> TableReader:
+    limits = LIMITS if counting else Limits(max_problems=2**62)  # the first pass counted them already
+    if fmt == TSV:
+        return TableReader(handle, name=name, format=TSV, limits=limits, required=REQUIRED_COLUMNS)
+    return TableReader(handle, name=name, format=JSON, limits=limits)
+
+
+def _check_file(run: JobRun, fmt: str, check_row) -> None:
+    """The first pass: every line decoded and parsed, each row's own checks made, nothing stored.
+    Raises FileProblem for a problem of the file (or more row problems than the reader allows)."""
+    name = run.job.params.get("filename") or "file"
+    with _open(run.job) as (handle, size):
+        progress = _Progress(run, handle, size, name, verb="Checking")
+        reader = _reader(handle, name, fmt)
+        for record in reader:
+            progress.tick(reader.rows)
+            if record.problem:
+                continue
+            try:
+                check_row(record.value)
+            except RowProblem as exc:
+                reader.problem(record, str(exc))
+        if fmt == TSV and reader.header is None:
+            raise FileProblem(f"{name} is empty. Nothing was imported.")
+
+
+def _check_tsv_row(row: dict) -> None:
+    """What a TSV row can be checked for without the database (the second pass checks the rest)."""
+    if not re.fullmatch(r"[0-9]+", row["index"].strip()):
+        raise RowProblem(f"index '{row['index'].strip()[:20]}' is not a whole number")
+    if int(row["index"]) >= CIRCULAR_STEP:
+        return
+    if not row["question"].strip():
+        raise RowProblem("missing columns: the question is empty")
+    _mcq_fields(row)
+    values = _image_values(row["image"])
+    if not values or not all(values):
+        raise RowProblem("missing columns: the image is empty")
+
+
+def _check_mllm_row(obj: dict) -> None:
+    missing = [f for f in ("id", "question") if obj.get(f) in (None, "")]
+    if missing:
+        raise RowProblem(f"missing fields: {', '.join(missing)}")
+    _question_type(obj)
+    _criteria(obj.get("criteria"))
+
+
+def _question_type(obj: dict) -> str:
+    qtype = str(obj.get("question_type") or "open-ended").strip().lower()
+    if qtype not in QUESTION_TYPES:
+        raise RowProblem(f"question_type '{qtype[:40]}' is not open-ended, close-ended or compound")
+    return QUESTION_TYPES[qtype]
 
 
 def _run_tsv(run: JobRun) -> dict:
@@ -402,44 +481,20 @@ def _run_tsv(run: JobRun) -> dict:
     with Ingester(benchmark, collected_by=user, job=job) as ingester, _open(job) as (handle, size):
         pending = _RowsWithImages(run, ingester, finish_queued, name)
         progress = _Progress(run, handle, size, name)
-        text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
-        reader = csv.reader(text, delimiter="\t")
-        try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise DomainError(f"{name} is empty.") from None
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise DomainError(f"{name} cannot be read as a UTF-8 TSV ({exc}).") from None
-        missing = [c for c in REQUIRED_COLUMNS if c not in header]
-        if missing:
-            raise DomainError(
-                f"{name}: the header lacks the column(s) {', '.join(missing)}; an MMBench TSV has "
-                "index, question, hint, A, B, C, D, answer, category, l2-category, split, image."
-            )
-        previous = reader.line_num
-        while True:
-            try:
-                fields = next(reader)
-            except StopIteration:
-                break
-            except (UnicodeDecodeError, csv.Error) as exc:
-                raise DomainError(f"{name}: line {previous + 1} cannot be read ({exc}); nothing after it was imported.") from None
-            line, previous = previous + 1, reader.line_num
-            if not any(f.strip() for f in fields):
-                continue
+        reader = _reader(handle, name, TSV, counting=False)
+        for record in reader:
+            line = record.line
             rows_read += 1
             progress.tick(rows_read)
             key = f"line {line}"
             if key in done:
                 continue
             try:
-                if len(fields) < len(header):
-                    raise RowProblem(
-                        f"missing columns: {', '.join(header[len(fields) :])} (the row has {len(fields)} of {len(header)})"
-                    )
-                row = dict(zip(header, fields))
+                if record.problem:
+                    raise RowProblem(record.problem)
+                row = record.value
                 raw_index = row["index"].strip()
-                if not re.fullmatch(r"\d+", raw_index):
+                if not re.fullmatch(r"[0-9]+", raw_index):
                     raise RowProblem(f"index '{raw_index[:20]}' is not a whole number")
                 index = int(raw_index)
                 if index >= CIRCULAR_STEP:
@@ -583,34 +638,6 @@ def _criteria(value) -> list[dict]:
     return [{"kind": "guideline", "text": text} for text in texts]
 
 
-def _mllm_rows(handle, name: str):
-    """(line, object) pairs: a JSON list (read whole: MLLM-Bench files are small) or JSON Lines."""
-    text = io.TextIOWrapper(handle, encoding="utf-8-sig")
-    first = text.read(1)
-    while first and first.isspace():
-        first = text.read(1)
-    if first == "[":
-        try:
-            rows = json.loads(first + text.read())
-        except ValueError as exc:
-            raise DomainError(f"{name} is not valid JSON ({exc}).") from None
-        for n, obj in enumerate(rows, 1):
-            yield n, obj
-        return
-    for n, line in enumerate(_prepend(first, text), 1):
-        if line.strip():
-            try:
-                yield n, json.loads(line)
-            except ValueError as exc:
-                yield n, RowProblem(f"not valid JSON ({exc})")
-
-
-def _prepend(first: str, text):
-    head = text.readline()
-    yield first + head
-    yield from text
-
-
 def _run_mllm(run: JobRun) -> dict:
     job = run.job
     name = job.params.get("filename") or "questions.jsonl"
@@ -618,47 +645,42 @@ def _run_mllm(run: JobRun) -> dict:
     existing = set(Item.objects.filter(benchmark=job.benchmark).exclude(external_id="").values_list("external_id", flat=True))
     taxonomy = _Taxonomy(job.benchmark)
     batch = _Batch(run, MLLM_BENCH)
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     rows = 0
     with _open(job) as (handle, size):
         progress = _Progress(run, handle, size, name)
-        for line, obj in _mllm_rows(handle, name):
+        for record in _reader(handle, name, JSON, counting=False):
+            line, obj = record.line, record.value
             rows += 1
             progress.tick(rows)
-            key = f"line {line}"
+            key = record.where
             if key in done:
                 continue
             try:
-                if isinstance(obj, RowProblem):
-                    raise obj
-                if not isinstance(obj, dict):
-                    raise RowProblem("a question must be a JSON object")
+                if record.problem:
+                    raise RowProblem(record.problem)
                 missing = [f for f in ("id", "question") if obj.get(f) in (None, "")]
                 if missing:
                     raise RowProblem(f"missing fields: {', '.join(missing)}")
                 qid = str(obj["id"]).strip()
                 if qid in seen:
-                    raise RowProblem(f"duplicate id {qid} (first on line {seen[qid]})")
-                seen[qid] = line
-                qtype = str(obj.get("question_type") or "open-ended").strip().lower()
-                if qtype not in QUESTION_TYPES:
-                    raise RowProblem(f"question_type '{qtype[:40]}' is not open-ended, close-ended or compound")
+                    raise RowProblem(f"duplicate id {qid} (first on {seen[qid]})")
+                seen[qid] = key
+                question_type = _question_type(obj)
                 if qid in existing:
-                    run.record(
-                        key, "skipped", f"line {line}: id {qid} is already in the benchmark", {"row": True, "already": True}
-                    )
+                    run.record(key, "skipped", f"{key}: id {qid} is already in the benchmark", {"row": True, "already": True})
                     continue
                 spec = {
                     "task": taxonomy.task(str(obj.get("level") or ""), str(obj.get("capability") or "")),
                     "external_id": qid,
                     "kind": Item.Kind.SINGLE_TURN,
-                    "question_type": QUESTION_TYPES[qtype],
+                    "question_type": question_type,
                     "question": str(obj["question"]).strip(),
                     "reference_answer": str(obj.get("reference_answer") or obj.get("answer") or "").strip(),
                     "criteria": _criteria(obj.get("criteria")),
                 }
                 batch.add(key, line, spec, {"index": qid})
             except RowProblem as exc:
-                run.record(key, "error", f"line {line}: {exc}", {"row": True})
+                run.record(key, "error", f"{key}: {exc}", {"row": True})
     batch.flush()
     return _summary(run, name)

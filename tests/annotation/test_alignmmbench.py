@@ -117,7 +117,7 @@ def test_bad_rows_are_reported_one_by_one_and_the_rest_imports(benchmark, resear
     job = import_alignmmbench(benchmark, path, researcher)
     assert job.status == Job.Status.SUCCEEDED
     got = entries(job)
-    assert got["line 3"][0] == "error" and "line 3 is not valid JSON" in got["line 3"][1]
+    assert got["line 3"][0] == "error" and "line 3: not valid JSON" in got["line 3"][1]
     assert "task 'Juggling' is not a task of this benchmark" in got["00000003-0 (line 4)"][1]
     assert "its seed row 00000003-0 was not imported" in got["00000003-1 (line 5)"][1]
     assert "there is no seed row 00000004-0" in got["00000004-2 (line 6)"][1]
@@ -200,7 +200,7 @@ def test_unreadable_file_fails_the_job_with_a_message(benchmark, researcher, tmp
     path = tmp_path / "metadata.jsonl"
     path.write_bytes(b"\xff\xfe\x00bad")
     job = import_alignmmbench(benchmark, path, researcher)
-    assert job.status == Job.Status.FAILED and "cannot be read as UTF-8" in job.message
+    assert job.status == Job.Status.FAILED and "line 1 is not UTF-8 text (byte 0xff at column 1)" in job.message
 
 
 def test_management_command(benchmark, researcher, tmp_path, capsys):

@@ -139,3 +139,55 @@ def test_pages_get_styled_error_pages_with_debug_off(production, annotator, clie
     crash = client.get("/crash/")
     assert crash.status_code == 500 and "Something went wrong on our side" in crash.content.decode()
     assert "boom" not in crash.content.decode()
+
+
+# ---- strict integers: ASCII digits only ------------------------------------------------------------
+
+ODD_DIGITS = ["²", "٣", "１２", "1²"]  # digits to str.isdigit, not whole numbers a person typed here
+
+
+@pytest.mark.parametrize("value", ODD_DIGITS)
+def test_odd_digits_never_reach_int(value, client_for, researcher, benchmark):
+    from benchforge.inputs import BadInput, is_digits, optional_id, parse_id
+
+    assert not is_digits(value) and optional_id(value) is None
+    with pytest.raises(BadInput):
+        parse_id(value)
+    page = client_for(researcher).get("/qc/import/", {"job": value})
+    assert page.status_code == 200
+
+
+@pytest.mark.parametrize("value", ODD_DIGITS)
+def test_the_qc_forms_item_ids_refuse_odd_digits(value, benchmark):
+    from qc.forms import RunForm
+
+    form = RunForm(data={"filter": "text_only", "items": f"1 {value}", "parts": 1}, benchmark=benchmark, endpoints={})
+    assert not form.is_valid() and "Each item id must be a whole number" in str(form.errors["items"])
+
+
+def test_an_api_id_field_refuses_odd_digits(api_for, annotator, benchmark):
+    from benchforge.inputs import id_field
+
+    assert id_field().run_validation("12") == 12
+    response = api_for(annotator).post(
+        f"/api/v1/benchmarks/{benchmark.slug}/images/screen/", {"ids": ["٣"], "action": "accept"}, format="json"
+    )
+    assert response.status_code == 400
+
+
+def test_no_code_asks_str_isdigit():
+    """isdigit/isdecimal/isnumeric accept digits int() refuses or reads otherwise; benchforge.inputs.is_digits
+    (or parse_id) is the one test."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pattern = re.compile(r"\.is(digit|decimal|numeric)\(")
+    offenders = [
+        f"{path.relative_to(root)}:{n}"
+        for path in root.rglob("*.py")
+        if not {".venv", "tests", "node_modules"} & set(path.relative_to(root).parts)
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line.split("#", 1)[0])
+    ]
+    assert offenders == []

@@ -483,7 +483,7 @@ def test_hash_lists_flag_existing_and_new_images(benchmark, researcher):
         (b"md5\nnot-a-hash\n", "x.csv", "line 2: md5 must be 32"),
         (b"phash\n123\n", "x.csv", "phash must be 16"),
         (b"filename\nx.jpg\n", "x.csv", "'md5' and/or a 'phash' column"),
-        (b'{"md5": "d41d8cd98f00b204e9800998ecf8427e"}\n{oops\n', "x.jsonl", "Line 2 is not valid JSON"),
+        (b'{"md5": "d41d8cd98f00b204e9800998ecf8427e"}\n{oops\n', "x.jsonl", "line 2: not valid JSON"),
         (b"\xff\xfe\x00", "x.csv", "UTF-8"),
     ],
 )

@@ -84,7 +84,7 @@ def test_a_bad_predictions_file_is_refused_with_its_lines_and_nothing_is_asked(
             + "\n{not json\n"
             + json.dumps({"id": "999999", "answer": "x"})
             + "\n"
-            + json.dumps({"id": first, "answer": "again"})
+            + json.dumps({"id": first, "prediction": "again"})
             + "\n"
             + json.dumps({"id": second, "answer": 3})
             + "\n"
@@ -97,7 +97,12 @@ def test_a_bad_predictions_file_is_refused_with_its_lines_and_nothing_is_asked(
     )
     assert response.status_code == 400
     detail = response.json()["detail"]
-    for expected in ("line 2: not valid JSON", "line 3: no item '999999'", "line 4: a second answer", "line 5: the answer"):
+    for expected in (
+        "line 2: not valid JSON",
+        "line 3: id '999999' is not an item of the release demo 1.0.0",
+        'line 4: the answer is under "prediction": name it "answer"',
+        "line 5: the answer of item",
+    ):
         assert expected in detail
     assert not Score.objects.exists() and fake_llm.requests() == []
 
@@ -174,3 +179,57 @@ def test_an_endpoint_is_asked_for_mcq_under_circular_eval_and_for_pairwise_again
     assert score.results["tie"] == 18
     page = client_for(researcher).get(f"/b/demo/releases/1.0.0/leaderboard/{score.pk}/").content.decode()
     assert "against" in page and "anchor" in page
+
+
+def test_uploads_follow_the_harness_format_and_hostile_files_get_a_message_not_an_error_page(
+    frozen, researcher, api_for, declare, fake_llm, django_capture_on_commit_callbacks
+):
+    declare("judge", model="judge-model")
+    open_id = open_ids(frozen)[0]
+    mcq_id = next(r["id"] for r in frozen.items.order_by("order").values_list("row", flat=True) if r["choices"])
+    cases = {
+        # What the CLI refuses, the platform refuses: one format, read by harness.release.read_predictions.
+        json.dumps({open_id: "three"}).encode(): "one JSON object mapping ids to answers",
+        (json.dumps({"id": open_id, "response": "three"}) + "\n").encode(): 'under "response": name it "answer"',
+        (json.dumps({"id": mcq_id, "answer": "C"}) + "\n").encode(): f"item '{mcq_id}' is a multiple-choice question",
+        b"[" * 100_000 + b"]" * 100_000: "line 1: it is nested more than 64 levels deep",
+        (
+            b'{"id": "' + open_id.encode() + b'", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+        ): "nested more than 64 levels deep",
+        b"\xff\xfe\x00garbage": "not UTF-8 text",
+        b"": "empty",
+        b"17\n": 'expected a JSON object {"id", "model", "answer"}, got int',
+        (
+            json.dumps({"id": open_id, "model": "a", "answer": "x"})
+            + "\n"
+            + json.dumps({"id": open_id, "model": "b", "answer": "y"})
+            + "\n"
+        ).encode(): "one model per file",
+    }
+    for data, expected in cases.items():
+        response = post(
+            api_for(researcher),
+            {"label": "m", "method": "pointwise", "judge": "judge", "predictions": SimpleUploadedFile("p.jsonl", data)},
+            django_capture_on_commit_callbacks,
+        )
+        assert response.status_code == 400, (data[:40], response.status_code)
+        assert expected in response.json()["detail"], (data[:40], response.json()["detail"])
+    assert not Score.objects.exists() and fake_llm.requests() == []
+
+
+def test_the_cli_reads_the_same_format_and_refuses_the_same_files(frozen, tmp_path):
+    from exports import leaderboard
+    from harness.io import InputError
+    from harness.release import load_predictions
+
+    release = leaderboard.scoring_release(frozen)
+    open_id = open_ids(frozen)[0]
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps({open_id: "three"}))
+    with pytest.raises(InputError, match="one JSON object mapping ids to answers"):
+        load_predictions(path, release)
+    path.write_text(json.dumps({"id": open_id, "prediction": "three", "model": "m"}) + "\n")
+    with pytest.raises(InputError, match='under "prediction"'):
+        load_predictions(path, release)
+    path.write_text(json.dumps({"id": int(open_id), "model": "m", "answer": "three"}) + "\n")
+    assert load_predictions(path, release).answers == {open_id: "three"}

@@ -140,6 +140,34 @@ def test_freezing_is_irreversible_from_every_entry_point(built, researcher, api_
     item_row.row = {}
     with pytest.raises(FrozenRelease):
         item_row.save()
+    # Bulk paths of every release model: creates, updates, and a row moved out of the frozen release.
+    image = ReleaseImage.objects.filter(release=frozen).first()
+    file = ReleaseFile.objects.filter(release=frozen).first()
+    draft = services.create_release(frozen.benchmark, user=researcher, version="2.0.0")
+    counts = (ReleaseItem.objects.count(), ReleaseImage.objects.count(), ReleaseFile.objects.count())
+    moved = ReleaseItem.objects.filter(release=frozen).first()
+    moved.release = draft
+    for attempt in (
+        lambda: ReleaseImage.objects.bulk_create(
+            [ReleaseImage(release=frozen, name="images/x.jpg", sha256="0" * 64, storage_name="x", size=1)]
+        ),
+        lambda: ReleaseItem.objects.bulk_create(
+            [ReleaseItem(release=frozen, key="new", item_id=1, task="t", split="dev", row={}, order=999)]
+        ),
+        lambda: ReleaseFile.objects.bulk_create([ReleaseFile(release=frozen, kind="x", storage_name="x", sha256="0", size=1)]),
+        lambda: frozen.images.bulk_create(
+            [ReleaseImage(release=frozen, name="images/y.jpg", sha256="0" * 64, storage_name="y", size=1)]
+        ),
+        lambda: ReleaseImage.objects.bulk_update([setattr(image, "license", "x") or image], ["license"]),
+        lambda: ReleaseFile.objects.bulk_update([setattr(file, "sha256", "1") or file], ["sha256"]),
+        lambda: ReleaseItem.objects.bulk_update([moved], ["release"]),
+        lambda: Release.objects.bulk_update([setattr(frozen, "notes", "y") or frozen], ["notes"]),
+    ):
+        with pytest.raises(FrozenRelease):
+            attempt()
+    assert (ReleaseItem.objects.count(), ReleaseImage.objects.count(), ReleaseFile.objects.count()) == counts
+    assert not ReleaseItem.objects.filter(release=draft).exists()
+    frozen.refresh_from_db()
     # Services, API, pages and admin.
     with pytest.raises(FrozenRelease):
         services.start_build(frozen, user=researcher)
@@ -266,3 +294,28 @@ def test_an_approved_rewrite_keeps_its_batch_model_and_template_version(benchmar
     for item_id, expected in approved.items():
         origin = release.items.get(item_id=item_id).provenance["rewrite"]
         assert origin == json.loads(json.dumps(expected)) and origin["template_version"] is not None
+    # ... and items.jsonl says it too, in every bundle (docs/rewrite.md).
+    for variant in ("public.zip", "private.zip"):
+        rows = {
+            r["meta"]["benchforge_id"]: r
+            for r in map(json.loads, dict(iter_bytes(stored(release, variant)))["items.jsonl"].splitlines())
+        }
+        for item_id, expected in approved.items():
+            written = rows[item_id]["meta"]["rewrite"]
+            assert written["batch_number"] == expected["batch_number"] and written["model"] == expected["model"]
+            assert written["template_version"] == expected["template_version"] and written["template"] == expected["template"]
+
+
+def test_release_notes_and_license_go_into_the_card_as_text_not_html(built, client_for, researcher):
+    release = built(
+        notes='Read me <img src=x onerror="alert(1)"> <script>alert(2)</script> & more',
+        license="<a href='javascript:alert(3)'>MIT</a>",
+    )
+    card = dict(iter_bytes(stored(release, "public.zip")))["README.md"].decode()
+    assert "<img" not in card and "<script" not in card and "<a href" not in card
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in card or '&lt;img src=x onerror="alert(1)"&gt;' in card
+    assert "&lt;script&gt;alert(2)&lt;/script&gt; &amp; more" in card
+    page = client_for(researcher).get(f"/b/demo/releases/{release.version}/card/").content.decode()
+    shown = page.split('id="dataset-card"')[1]
+    assert "<script>alert(2)" not in shown and "<img src=x" not in shown and "<a href='javascript" not in shown
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in shown  # shown, as text

@@ -62,13 +62,28 @@ MULTI_TURN = payload(
 
 def region(name: str, value: str) -> dict:
     """One region of an annotation result, for a field of our labeling config."""
-    kind = "textarea" if name.endswith("_text") or name == "reference_answer" else "choices"
+    textareas = ("reference_answer", "edit_question", "edit_options", "description")
+    kind = "textarea" if name.endswith("_text") or name in textareas else "choices"
     key = "text" if kind == "textarea" else "choices"
     return {"from_name": name, "to_name": "question", "type": kind, "value": {key: [value]}}
 
 
-def annotate(api, task_id: int, *regions) -> dict:
-    """Save an annotation through Label Studio's API, as its editor does for an annotator."""
-    response = api.post(f"/api/tasks/{task_id}/annotations/", json={"result": list(regions), "lead_time": 12.5})
+def annotate(api, task_id: int, *regions, by: int | None = None) -> dict:
+    """Save an annotation through Label Studio's API, as its editor does for an annotator (`by`:
+    the Label Studio user id it is saved for, default the account of the token)."""
+    body = {"result": list(regions), "lead_time": 12.5}
+    if by is not None:
+        body["completed_by"] = by
+    response = api.post(f"/api/tasks/{task_id}/annotations/", json=body)
+    response.raise_for_status()
+    return response.json()
+
+
+def label_studio_user(api, username: str) -> dict:
+    """A second Label Studio account (an annotator of the team), created through the API."""
+    response = api.post(
+        "/api/users/",
+        json={"email": f"{username}@example.com", "username": username, "first_name": username.capitalize()},
+    )
     response.raise_for_status()
     return response.json()

@@ -144,3 +144,64 @@ def test_latest_not_skipped_annotation_speaks_for_the_task():
     ]
     assert ls.latest_annotation(annotations)["id"] == 1
     assert ls.latest_annotation([annotations[1]]) is None and ls.latest_annotation([]) is None
+
+
+def test_an_item_without_an_image_shows_a_picture_saying_so():
+    task = ls.task_for_item({**SINGLE, "images": []}, image_src=image_src)
+    assert len(task["data"]["images"]) == 1 and task["data"]["images"][0].startswith("data:image/svg+xml;base64,")
+    assert b"no image" in base64.b64decode(task["data"]["images"][0].split(",", 1)[1])
+
+
+def test_a_prefill_accepted_as_is_changes_nothing_even_with_blanks_trimmed():
+    item = {
+        **MCQ,
+        "reference_answer": "B. 4  \r\nFour bars.\n",
+        "description": "Bars",
+        "criteria": [{"kind": "exact", "text": "B"}],
+    }
+    result = ls.task_for_item(item, image_src=image_src)["predictions"][0]["result"]
+    trimmed = [
+        {**r, "value": {"text": [t.replace("\r\n", "\n").strip() for t in r["value"]["text"]]}} if "text" in r["value"] else r
+        for r in result
+    ]
+    assert ls.item_changes(item, ls.parse_result(1, trimmed), task_id=1) == {}
+
+
+@pytest.mark.parametrize(
+    "state, problem",
+    [
+        ({"choices": ["R", "G"], "answer": "E", "reference_answer": "E"}, "answer key: 'E' is not one of the options (A-B)"),
+        ({"choices": ["R", "G", "B"], "answer": "B", "reference_answer": "C. Blue"}, "names option C"),
+        ({"choices": ["Red", "Green"], "answer": "A", "reference_answer": "Green."}, "names option B"),
+        ({"choices": ["Red"], "answer": "A", "reference_answer": "A"}, "needs 2 to 4 options"),
+    ],
+)
+def test_answer_key_must_be_an_option_and_agree_with_the_reference(state, problem):
+    field, message = ls.answer_key_problem(state)
+    assert problem in message and field in ("answer key", "options")
+
+
+def test_answer_key_agreeing_with_the_reference_is_fine():
+    assert ls.answer_key_problem({"choices": ["Red", "Green"], "answer": "B", "reference_answer": "B. Green"}) is None
+    assert ls.answer_key_problem({"choices": ["Red", "Green"], "answer": "B", "reference_answer": "A green one"}) is None
+
+
+def test_three_way_applies_what_only_label_studio_changed_and_flags_what_both_changed():
+    synced = {"reference_answer": "old", "question": "Q?", "description": ""}
+    current = {"reference_answer": "edited here", "question": "Q?", "description": ""}
+    apply, conflicts = ls.three_way(synced, current, {"question": "Better Q?", "reference_answer": "edited there"})
+    assert apply == {"question": "Better Q?"}
+    assert conflicts == {"reference_answer": {"local": "edited here", "labelstudio": "edited there", "synced": "old"}}
+    apply, conflicts = ls.three_way(synced, current, {"reference_answer": "edited here"})
+    assert apply == {} and conflicts == {}  # both made the same edit
+
+
+def test_latest_per_annotator_keeps_each_annotators_latest():
+    annotations = [
+        {"id": 1, "updated_at": "2026-01-01", "created_username": "Ann ann@x.org, 2", "result": []},
+        {"id": 2, "updated_at": "2026-01-03", "created_username": "Ann ann@x.org, 2", "result": []},
+        {"id": 3, "updated_at": "2026-01-02", "created_username": "Bob bob@x.org, 3", "result": []},
+        {"id": 4, "updated_at": "2026-01-04", "created_username": "Bob bob@x.org, 3", "was_cancelled": True},
+    ]
+    assert [a["id"] for a in ls.latest_per_annotator(annotations)] == [2, 3]
+    assert ls.annotator(annotations[0]) == "Ann ann@x.org" and ls.annotator({"completed_by": 7}) == "user 7"

@@ -21,6 +21,20 @@ def test_only_researchers_see_the_page(client_for, benchmark, annotator, reviewe
         assert client_for(user).post(f"/b/{benchmark.slug}/labelstudio/push/", {"title": "x"}).status_code == 403
 
 
+def test_a_project_is_unlinked_from_the_page_and_a_deleted_one_is_marked(client_for, benchmark, researcher, annotator):
+    from django.utils import timezone
+
+    link = LabelStudioLink.objects.create(
+        benchmark=benchmark, url="http://ls.example.org", project_id=7, title="Old round", gone_at=timezone.now()
+    )
+    page = client_for(researcher).get(f"/b/{benchmark.slug}/labelstudio/").content.decode()
+    assert "Deleted in Label Studio" in page and f"/b/{benchmark.slug}/labelstudio/{link.pk}/unlink/" in page
+    assert f"/b/{benchmark.slug}/labelstudio/{link.pk}/pull/" not in page  # nothing to pull from it
+    assert client_for(annotator).post(f"/b/{benchmark.slug}/labelstudio/{link.pk}/unlink/").status_code == 403
+    response = client_for(researcher).post(f"/b/{benchmark.slug}/labelstudio/{link.pk}/unlink/")
+    assert response.status_code == 302 and not LabelStudioLink.objects.filter(pk=link.pk).exists()
+
+
 def test_page_says_whether_the_token_is_set_and_never_shows_it(client_for, benchmark, researcher, monkeypatch):
     monkeypatch.delenv("LABEL_STUDIO_API_KEY", raising=False)
     monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)

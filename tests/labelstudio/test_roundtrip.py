@@ -71,7 +71,16 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
 
     pulled = lss.pull_from_labelstudio(link, user=researcher)
     assert pulled.status == Job.Status.SUCCEEDED, pulled.message
-    assert pulled.result == {"applied": 2, "unchanged": 1, "already_pulled": 0, "not_annotated": 1, "conflicts": 0, "errors": 0}
+    assert pulled.result == {
+        "applied": 2,
+        "unchanged": 1,
+        "already_pulled": 0,
+        "not_annotated": 1,
+        "not_accepted": 0,
+        "disagreements": 0,
+        "conflicts": 0,
+        "errors": 0,
+    }
 
     single = fresh(items["single"])
     assert single.reference_answer == "Sales rise every year, fastest in 2023." and single.question_type == "compound"
@@ -111,7 +120,7 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
     entry = conflicted.entries.get(key=f"item {two_images.pk}")
     assert entry.outcome == "skipped" and entry.message.startswith("Conflict:")
     assert "'The left chart, with 6 bars.'" in entry.message and "'The right one.'" in entry.message
-    both = {"local": "The left chart, with 6 bars.", "labelstudio": "The right one."}
+    both = {"local": "The left chart, with 6 bars.", "labelstudio": "The right one.", "synced": "The left one."}
     assert entry.data["fields"] == {"reference_answer": both}
     assert entry.data["pushed_version"] == 1 and entry.data["local_version"] == 2
     two_images = fresh(two_images)
@@ -120,9 +129,11 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
     assert lss.pull_from_labelstudio(link, user=researcher).result["conflicts"] == 1
     assert fresh(two_images).reference_answer == "The left chart, with 6 bars."
 
-    # Pushing the same items again adds no task.
+    # Pushing the same items again adds no task; the conflicted one is not refreshed while its
+    # annotation waits to be settled.
     repeat = lss.push_items_to_labelstudio(benchmark, items.values(), project_title="Chart review", user=researcher)
-    assert repeat.result["pushed"] == 0 and repeat.result["already_pushed"] == 4
+    assert repeat.result["pushed"] == 0 and repeat.result["already_pushed"] == 3 and repeat.result["skipped"] == 1
+    assert "not pulled yet" in repeat.entries.get(key=f"item {two_images.pk}").message
     assert len(tasks_in_project(ls_env, link.project_id)) == 4
     assert LabelStudioLink.objects.count() == 1
 

@@ -226,7 +226,12 @@ def test_mllm_bench_json_list_and_bad_rows(researcher, django_capture_on_commit_
         )
     job.refresh_from_db()
     assert job.result["imported"] == 1
-    assert errors_by_line(job) == {2: "line 2: missing fields: id", 3: "line 3: a question must be a JSON object"}
+    # All three elements are on line 1: each is named by its line and its place in the list.
+    errors = {e.key: e.message for e in job.entries.filter(outcome="error")}
+    assert errors == {
+        "line 1, element 2": "line 1, element 2: missing fields: id",
+        "line 1, element 3": "line 1, element 3: expected a JSON object, not a number",
+    }
 
 
 def test_alignmmbench_goes_through_annotations_importer(researcher, django_capture_on_commit_callbacks):

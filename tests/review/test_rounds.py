@@ -422,3 +422,36 @@ def test_reviewers_see_only_their_own_reviews(benchmark, team, counting, rounds,
     listed = api_for(team["rev1"]).get("/api/v1/benchmarks/demo/reviews/").json()["results"]
     assert [r["id"] for r in listed] == [mine.pk]
     assert client_for(team["ann"]).get("/b/demo/review/").status_code == 403
+
+
+def test_a_round_that_hides_its_reviewers_hides_them_in_item_history_too(benchmark, team, counting, rounds, client_for, api_for):
+    items = submitted(benchmark, counting, team["ann"], 1)
+    review_round = rounds(reviewers=[team["rev1"]], reveal_reviewers=False)
+    give(Review.objects.get(round=review_round, item=items[0]), "revision", comment="Say more.")
+    services.close_round(review_round, user=team["boss"])
+    url = f"/api/v1/benchmarks/demo/items/{items[0].pk}/history/"
+    reviewed = [r for r in api_for(team["boss"]).get(url).json()["results"] if r["action"] == "reviewed"]
+    assert "rev1" in [r["changed_by"] for r in reviewed]  # researchers see who it was
+    for seen in (
+        api_for(team["ann"]).get(url).content.decode(),
+        client_for(team["ann"]).get(f"/b/demo/items/{items[0].pk}/history/").content.decode(),
+    ):
+        assert "Say more." in seen and "rev1" not in seen
+    # The reviewer still sees their own name.
+    assert "rev1" in api_for(team["rev1"]).get(url).content.decode()
+
+
+def test_the_round_csv_neutralises_cells_a_spreadsheet_would_run(
+    benchmark, team, make_user, counting, rounds, api_for, client_for
+):
+    items = submitted(benchmark, counting, team["ann"], 1)
+    sneaky = make_user("reviewer", "@SUM-1", benchmarks=[benchmark])  # usernames may start with @, + or -
+    review_round = rounds(reviewers=[sneaky])
+    give(Review.objects.get(round=review_round, item=items[0]), "accept")
+    for content in (
+        api_for(team["boss"]).get(f"/api/v1/benchmarks/demo/review/rounds/{review_round.number}/", {"format": "csv"}).content,
+        client_for(team["boss"]).get(f"/b/demo/review/rounds/{review_round.number}/stats.csv").content,
+    ):
+        rows = list(csv.reader(io.StringIO(content.decode())))
+        assert ["load", "'@SUM-1"] == [r for r in rows if r[0] == "load"][0][:2]
+        assert not any(cell.startswith(("=", "+", "@")) for row in rows for cell in row)

@@ -9,6 +9,10 @@ from jobs.models import Job
 from labelstudio import services as lss
 from labelstudio.models import LabelStudioLink
 
+# Exit code of a pull when every project that exists was pulled but some were deleted in Label
+# Studio (1 stays "a pull failed").
+GONE_EXIT = 3
+
 
 class Command(BaseCommand):
     help = (
@@ -18,13 +22,26 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["push", "pull"])
+        parser.add_argument("action", choices=["push", "pull", "unlink"])
         parser.add_argument("benchmark", help="benchmark slug")
         parser.add_argument("--user", required=True, help="username of the researcher doing it")
         parser.add_argument(
             "--title",
             help="push: project title (created if new, reused otherwise); "
-            "pull: the project to pull (default: every project of the benchmark)",
+            "pull: the project to pull (default: every project of the benchmark); unlink: the project to forget",
+        )
+        parser.add_argument(
+            "--apply",
+            choices=sorted(lss.APPLY_CHOICES),
+            default=lss.ALL,
+            help="pull: apply every annotation (all) or only accepted ones, whose verdict is OK (accepted)",
+        )
+        parser.add_argument(
+            "--several",
+            choices=sorted(lss.SEVERAL_CHOICES),
+            default=lss.LATEST,
+            help="pull: when annotators of one task disagree, the latest annotation wins (latest) "
+            "or nothing is applied and the disagreement is reported for a decision here (flag)",
         )
         parser.add_argument("--task", default="", help="push: only items of this task slug")
         parser.add_argument("--status", default="", help="push: only items with this status")
@@ -37,6 +54,7 @@ class Command(BaseCommand):
         benchmark = Benchmark.objects.filter(slug=opts["benchmark"]).first()
         if benchmark is None:
             raise CommandError(f"No benchmark with slug '{opts['benchmark']}'.")
+        skipped = []  # pulls of projects known to be deleted in Label Studio
         try:
             if opts["action"] == "push":
                 if not opts["title"]:
@@ -44,7 +62,18 @@ class Command(BaseCommand):
                 items = items_of(benchmark, task=opts["task"], status=opts["status"])
                 if opts["item"]:
                     items = items.filter(pk__in=opts["item"])
-                jobs = [lss.push_items_to_labelstudio(benchmark, items, project_title=opts["title"], user=user)]
+                jobs = [(None, lss.push_items_to_labelstudio(benchmark, items, project_title=opts["title"], user=user))]
+            elif opts["action"] == "unlink":
+                if not opts["title"]:
+                    raise CommandError("Give the title of the project to unlink with --title.")
+                link = LabelStudioLink.objects.filter(benchmark=benchmark, title=opts["title"]).first()
+                if link is None:
+                    raise CommandError(f"No Label Studio project of this benchmark is titled '{opts['title']}'.")
+                lss.unlink(link, user=user)
+                self.stdout.write(
+                    f"Unlinked '{link.title}' (project {link.project_id} on {link.url}); nothing was deleted there."
+                )
+                return
             else:
                 links = LabelStudioLink.objects.filter(benchmark=benchmark)
                 if opts["title"]:
@@ -54,17 +83,34 @@ class Command(BaseCommand):
                         "Nothing to pull: no Label Studio project of this benchmark"
                         + (f" is titled '{opts['title']}'." if opts["title"] else " (push items first).")
                     )
-                jobs = [lss.pull_from_labelstudio(link, user=user) for link in links]
+                jobs = []
+                for link in links:
+                    if link.gone_at and not opts["title"]:
+                        # Known to be deleted in Label Studio: skipped (and said) until unlinked.
+                        self.stderr.write(f"skipped '{link.title}': {lss.gone_message(link)}")
+                        skipped.append(link)
+                        continue
+                    jobs.append((link, lss.pull_from_labelstudio(link, user=user, apply=opts["apply"], several=opts["several"])))
         except DomainError as exc:
             raise CommandError(exc.message) from None
-        failed = []
-        for job in jobs:
+        failed, gone = [], []
+        for link, job in jobs:
             self.stdout.write(f"job #{job.pk} {job.kind} {job.status}: {job.message}")
-            for entry in job.entries.filter(outcome="skipped", message__startswith="Conflict:")[:50]:
+            for entry in job.entries.filter(outcome="skipped", data__has_key="fields")[:50]:
+                self.stdout.write(f"  {entry.key}: {entry.message}")
+            for entry in job.entries.filter(outcome="skipped", data__has_key="disagreement")[:50]:
                 self.stdout.write(f"  {entry.key}: {entry.message}")
             for entry in job.entries.filter(outcome="error")[:50]:
                 self.stdout.write(f"  error {entry.key}: {entry.message}")
             if job.status != Job.Status.SUCCEEDED:
-                failed.append(job.message)
+                is_gone = link is not None and LabelStudioLink.objects.filter(pk=link.pk, gone_at__isnull=False).exists()
+                (gone if is_gone else failed).append(job.message)
         if failed:
             raise CommandError(" ".join(failed))
+        if gone or skipped:
+            # Everything that still exists was pulled; a deleted project still needs the researcher.
+            raise CommandError(
+                "Some projects no longer exist in Label Studio (reported above); the others were pulled. "
+                "Unlink them with: manage.py labelstudio unlink SLUG --title TITLE --user USER",
+                returncode=GONE_EXIT,
+            )
