@@ -205,6 +205,27 @@ def agreement(judge: Sequence[float], human: Sequence[float]) -> dict:
     }
 
 
+RANGE_RULE = (
+    "A score between two ranges (a half point such as 2.5 or 8.5) counts in the upper one: 2.5 is in "
+    "fuzzy 3-5 and strict 3; 5.5 in fuzzy 6-8 and strict 6; 8.5 in fuzzy 9-10 and strict 9-10."
+)
+
+
+def undefined_correlations(judge: Sequence[float], human: Sequence[float]) -> dict[str, str]:
+    """Why Pearson r, Spearman rho and Kendall tau-b are undefined here (empty when they are not):
+    fewer than two pairs, or one side constant (no variance to correlate)."""
+    _check_pairs(judge, human)
+    if len(judge) < 2:
+        why = f"only {len(judge)} pair: a correlation needs at least two"
+    elif len(set(judge)) == 1:
+        why = f"every judge score is {judge[0]:g}: a constant has no correlation"
+    elif len(set(human)) == 1:
+        why = f"every human score is {human[0]:g}: a constant has no correlation"
+    else:
+        return {}
+    return dict.fromkeys(("pearson", "spearman", "kendall_tau_b"), why)
+
+
 def _check_pairs(a: Sequence, b: Sequence) -> None:
     if len(a) != len(b):
         raise ValueError(f"paired scores differ in length: {len(a)} vs {len(b)}")

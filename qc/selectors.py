@@ -11,11 +11,11 @@ from django.http import Http404
 
 from annotation.models import Item
 from curation.models import Task
-from harness.scoring import EXTRACTOR_METHODS
+from harness.scoring import CALL_FAILURES, EXTRACTOR_METHODS
 
 from .models import QCAnswer, QCItem, QCRun
 from .services.imports import IMPORT_JOB
-from .services.runs import calls_made
+from .services.runs import calls_made, earlier_decisions
 
 
 def runs_of(benchmark):
@@ -38,6 +38,11 @@ def get_run(benchmark, number: int) -> QCRun:
     return run
 
 
+def finished_runs(benchmark) -> list[QCRun]:
+    """Every finished QC run of the benchmark, oldest first (what a combined export covers)."""
+    return list(QCRun.objects.filter(benchmark=benchmark, status=QCRun.Status.FINISHED).order_by("number"))
+
+
 def run_jobs(run: QCRun):
     return run.jobs.order_by("pk")
 
@@ -49,6 +54,16 @@ def flagged_entries(run: QCRun, *, undecided_only: bool = False):
     if undecided_only:
         entries = entries.filter(decision="")
     return entries.order_by("item_id")
+
+
+def mark_earlier_decisions(run: QCRun, entries) -> list[QCItem]:
+    """Each entry with `earlier`: the latest decision on its item in another run (or None), so the
+    adjudication list can say "kept earlier" beside this run's verdict."""
+    entries = list(entries)
+    earlier = earlier_decisions(run, [e.item_id for e in entries])
+    for entry in entries:
+        entry.earlier = earlier.get(entry.item_id)
+    return entries
 
 
 def waiting_for(user, benchmark):
@@ -88,6 +103,28 @@ def answers_by_model(run: QCRun, item_id: int) -> list[dict]:
     return [{"model": m, "answers": rows.get(m, [])} for m in run.model_names]
 
 
+USAGE_KEYS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens")
+
+
+def run_usage(run: QCRun) -> dict:
+    """What the run's jobs sent, summed over every job run: per endpoint and in total, requests
+    sent (`calls`, retries included), answers from the response cache, tokens paid and cost (None
+    when an endpoint has no prices). A fully cached re-run sends no request."""
+    endpoints: dict[str, dict] = {}
+    for record in (run.usage or {}).values():
+        costs = record.get("cost", {})
+        for name, counts in record.get("usage", {}).items():
+            row = endpoints.setdefault(name, {**dict.fromkeys(USAGE_KEYS, 0), "cost": 0.0})
+            for key in USAGE_KEYS:
+                row[key] += int(counts.get(key, 0) or 0)
+            price = costs.get(name)
+            row["cost"] = None if price is None or row["cost"] is None else row["cost"] + price
+    total = {key: sum(row[key] for row in endpoints.values()) for key in USAGE_KEYS}
+    prices = [row["cost"] for row in endpoints.values()]
+    total["cost"] = None if any(p is None for p in prices) else round(sum(prices), 6)
+    return {"endpoints": endpoints, "total": total}
+
+
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -98,16 +135,22 @@ def report(run: QCRun) -> dict:
     made = calls_made(answers)
     without = run.estimate.get("calls_without_stopping", 0)
     models = {}
+    verdicts = list(entries.values_list("solved_by", "failed_by", "errors"))
     for model in run.model_names:
         mine = answers.filter(model=model)
-        asked = mine.values("item_id").distinct().count()
-        first_right = mine.filter(shift=0, correct=True).count()
-        solved = _count_solved(entries, model)
+        # A call that failed for good is not a wrong answer: its item is undecided for this model,
+        # left out of the accuracy and counted apart (a resume asks it again).
+        solved = sum(1 for s, _f, _e in verdicts if model in s)
+        decided = solved + sum(1 for _s, f, _e in verdicts if model in f)
+        first = mine.filter(shift=0).exclude(method__in=CALL_FAILURES + ("judge_error",))
         models[model] = {
-            "asked": asked,
-            "vanilla": _share(first_right, asked),
-            "circular": _share(solved, asked),
+            "asked": mine.values("item_id").distinct().count(),
+            "decided": decided,
+            "undecided": sum(1 for _s, _f, e in verdicts if model in e),
+            "vanilla": _share(first.filter(correct=True).count(), first.count()),
+            "circular": _share(solved, decided),
             "answers": mine.count(),
+            "failed_calls": mine.filter(method__in=CALL_FAILURES + ("judge_error",)).count(),
             "needed_extractor": mine.filter(method__in=EXTRACTOR_METHODS).count(),
         }
     per_task = defaultdict(lambda: {"items": 0, "flagged": 0})
@@ -137,13 +180,10 @@ def report(run: QCRun) -> dict:
             "extractor": answers.filter(method__in=EXTRACTOR_METHODS).count(),
         },
         "models": models,
+        "usage": run_usage(run),
         "categories": by_category,
         "chart": chart(by_category),
     }
-
-
-def _count_solved(entries, model: str) -> int:
-    return sum(1 for solved in entries.values_list("solved_by", flat=True) if model in solved)
 
 
 CHART_WIDTH, BAR_HEIGHT, LABEL_WIDTH = 600, 22, 260

@@ -93,6 +93,7 @@ def flagged_list(request, slug, number):
     run = selectors.get_run(benchmark, number)
     undecided = request.GET.get("undecided") == "1"
     page = Paginator(selectors.flagged_entries(run, undecided_only=undecided), 50).get_page(request.GET.get("page"))
+    page.object_list = selectors.mark_earlier_decisions(run, page.object_list)
     return render(request, "qc/flagged.html", {"benchmark": benchmark, "run": run, "page": page, "undecided": undecided})
 
 
@@ -140,12 +141,18 @@ def export_run(request, slug, number, fmt):
     benchmark = get_benchmark_for(request.user, slug)
     run = selectors.get_run(benchmark, number)
     name = f"{benchmark.slug}-qc{run.number}-clean"
+    runs = [run]
+    if request.GET.get("combine") == "all":  # every finished run of the benchmark, all filters
+        runs = selectors.finished_runs(benchmark)
+        if not runs:
+            return HttpResponse("No finished QC run to combine yet.", status=400, content_type="text/plain; charset=utf-8")
+        name = f"{benchmark.slug}-qc-all-clean"
     if fmt == "removed":
-        response = HttpResponse(json.dumps(export.removed(run), indent=1), content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="{benchmark.slug}-qc{run.number}-removed.json"'
+        response = HttpResponse(json.dumps(export.removed(runs), indent=1), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{name.removesuffix("-clean")}-removed.json"'
         return response
     if fmt == "tsv":
-        lines = export.tsv_lines(run)
+        lines = export.tsv_lines(runs)
         try:  # the first line is where a run that cannot be a TSV says so
             first = next(lines)
         except DomainError as exc:
@@ -153,7 +160,7 @@ def export_run(request, slug, number, fmt):
         response = StreamingHttpResponse(_chain(first, lines), content_type="text/tab-separated-values; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{name}.tsv"'
         return response
-    response = StreamingHttpResponse(export.jsonl_lines(run), content_type="application/jsonl; charset=utf-8")
+    response = StreamingHttpResponse(export.jsonl_lines(runs), content_type="application/jsonl; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}.jsonl"'
     return response
 

@@ -50,6 +50,7 @@ class RewriteBatchSerializer(serializers.ModelSerializer):
     template_version = serializers.IntegerField(source="template_version.number", read_only=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     state = serializers.SerializerMethodField()
+    state_reason = serializers.SerializerMethodField()
     seeds = serializers.SerializerMethodField()
 
     class Meta:
@@ -65,6 +66,7 @@ class RewriteBatchSerializer(serializers.ModelSerializer):
             "params",
             "status",
             "state",
+            "state_reason",
             "estimate",
             "usage",
             "job",
@@ -76,7 +78,10 @@ class RewriteBatchSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_state(self, batch) -> str:
-        return selectors.batch_state(batch)
+        return selectors.batch_state(batch)["label"]
+
+    def get_state_reason(self, batch) -> str:
+        return selectors.batch_state(batch)["reason"]
 
     def get_seeds(self, batch) -> dict:
         return selectors.batch_overview(batch)["seeds"]

@@ -20,6 +20,7 @@ DROP_REASONS = {
     "remark": "a remark around the rewrites, not a rewrite",
     "refusal": "the model declined",
     "seed": "repeats the seed question",
+    "language": "not in the seed's language",
     "duplicate": "repeats another rewrite",
     "extra": "more rewrites than asked for",
     "empty": "nothing left after numbering and quotes",
@@ -59,6 +60,22 @@ _REMARK = re.compile(
         好的|当然|以下是|下面是|如下|这里是|这些改写|以上|希望|注意[:：]|注[:：]|说明[:：]|改写如下)""",
     re.VERBOSE | re.IGNORECASE,
 )
+
+
+# The seed echoed with a label naming it, in either language: "原问题：…", "Question: …", "Original
+# question: …", "The original question is …", "题目是…", or with a note after it "…（原问题）". Only
+# such labels: "Quick question: <seed>" or "麻烦看一下：<seed>" are (poor) rewrites, not the seed.
+_ECHO_LABEL = re.compile(
+    r"^\W*(?:(?:the\s+)?(?:original|given|source|seed|input|initial|old)?\s*(?:question|prompt|query|seed)(?:\s*\d{1,2})?"
+    r"|(?:原|原始|给定|输入|种子|初始)?(?:问题|题目|问句)|原题|原句|原文)\W*[:：]\s*(?P<rest>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_ECHO_PHRASE = re.compile(
+    r"^(?:(?:the\s+)?(?:original|seed|source|given|input)\s+question\s+(?:is|was|reads)|(?:原|原始|给定|种子|输入)?(?:问题|题目)(?:是|为))"
+    r"\s*(?P<rest>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_TRAILING_NOTE = re.compile(r"\s*[(（\[【][^()（）\[\]【】]{1,30}[)）\]】]\s*$")
 
 
 @dataclass(frozen=True)
@@ -117,6 +134,36 @@ def _clean(line: str) -> tuple[str, bool]:
     return text, marked
 
 
+def _is_seed(text: str, seed_key: str) -> bool:
+    """Whether a line is the seed itself, however it is labelled, quoted or annotated."""
+    if not seed_key:
+        return False
+    pending, seen = [text], set()
+    while pending:
+        candidate = pending.pop().strip()
+        if not candidate or candidate in seen:
+            continue
+        seen.add(candidate)
+        if normalized(candidate) == seed_key:
+            return True
+        pending.append(_TRAILING_NOTE.sub("", candidate))
+        pending.append(_clean(candidate)[0])
+        for pattern in (_ECHO_LABEL, _ECHO_PHRASE):
+            match = pattern.match(candidate)
+            if match:
+                pending.append(match.group("rest"))
+    return False
+
+
+def _is_chinese(text: str) -> bool | None:
+    """Chinese when CJK characters make up at least a third of the letters; None for too few letters."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if len(letters) < 3:
+        return None
+    cjk = sum(1 for ch in letters if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff")
+    return cjk * 3 >= len(letters)
+
+
 def _json_candidates(text: str) -> list[str] | None:
     """A reply that is a JSON list of strings (or an object holding one)."""
     stripped = text.strip()
@@ -145,21 +192,30 @@ def parse_reply(reply: str, *, seed: str, n: int, existing: list[str] | tuple[st
         cleaned = [(_clean(value)[0], True, value) for value in from_json]
     else:
         cleaned = [(*_clean(line), line.strip()) for line in lines if line.strip()]
-    any_marked = any(marked for _text, marked, _raw in cleaned)
-    seen = {normalized(text) for text in existing}
     seed_key = normalized(seed)
+    echoes = [_is_seed(text, seed_key) or _is_seed(raw, seed_key) for text, _marked, raw in cleaned]
+    # The seed echoed with a label ("Question: ...") is not a rewrite and says nothing about how the
+    # rewrites are marked: it must not turn the unmarked rewrites into remarks.
+    any_marked = any(marked for (_text, marked, _raw), echo in zip(cleaned, echoes) if not echo)
+    candidates = len(cleaned) - sum(echoes)
+    seen = {normalized(text) for text in existing}
+    seed_chinese = _is_chinese(seed)
     refused = False
-    for text, marked, raw in cleaned:
+    for (text, marked, raw), echo in zip(cleaned, echoes):
         key = normalized(text)
         if not key:
             result.dropped.append(Dropped(raw, "empty"))
+        elif echo:
+            result.dropped.append(Dropped(raw, "seed"))
         elif _REFUSAL.search(text) and not marked:
             refused = True
             result.dropped.append(Dropped(raw, "refusal"))
-        elif not marked and ((any_marked and len(cleaned) > 1) or _REMARK.match(text) or text.endswith((":", "："))):
+        elif raw.lstrip().startswith("#") or (
+            not marked and ((any_marked and candidates > 1) or _REMARK.match(text) or text.endswith((":", "：")))
+        ):  # a Markdown heading is a title, never a rewrite
             result.dropped.append(Dropped(raw, "remark"))
-        elif key == seed_key:
-            result.dropped.append(Dropped(raw, "seed"))
+        elif seed_chinese is not None and _is_chinese(text) not in (None, seed_chinese):
+            result.dropped.append(Dropped(raw, "language"))
         elif key in seen:
             result.dropped.append(Dropped(raw, "duplicate"))
         elif len(result.rewrites) >= n:

@@ -47,6 +47,14 @@ def batches_of(benchmark):
     )
 
 
+def batch_list(benchmark, limit: int = 50) -> list[RewriteBatch]:
+    """The newest batches, each with `state` (batch_state) for the list."""
+    batches = list(batches_of(benchmark)[:limit])
+    for batch in batches:
+        batch.state = batch_state(batch)
+    return batches
+
+
 def get_batch(benchmark, number: int) -> RewriteBatch:
     batch = batches_of(benchmark).filter(number=number).first()
     if batch is None:
@@ -70,13 +78,23 @@ def batch_overview(batch: RewriteBatch) -> dict:
     }
 
 
-def batch_state(batch: RewriteBatch) -> str:
-    """What a person sees: the job's state while it is not finished (queued, running, interrupted,
-    cancelled), else the batch's."""
+def batch_state(batch: RewriteBatch) -> dict:
+    """What a person sees, read from the batch's job, which is the one truth about the run: while
+    the job is not finished, or when it failed or was cancelled, the job's state (with its reason);
+    once it succeeded, the batch's. A job that died before the batch recorded its end shows
+    "Failed", never "Running" forever. `resumable`: Resume applies (a researcher's action)."""
     job = batch.job
-    if job is not None and (not job.is_finished or job.status == job.Status.CANCELLED):
-        return job.state_label
-    return batch.get_status_display()
+    if job is None:
+        return {"label": batch.get_status_display(), "code": batch.status, "reason": "", "resumable": False}
+    if job.status == job.Status.SUCCEEDED and not job.is_interrupted:
+        return {"label": batch.get_status_display(), "code": batch.status, "reason": "", "resumable": False}
+    failed = job.status == job.Status.FAILED
+    return {
+        "label": job.state_label,
+        "code": job.state,
+        "reason": job.message if (failed or job.is_interrupted or job.status == job.Status.CANCELLED) else "",
+        "resumable": job.can_resume,
+    }
 
 
 def batch_seeds(batch: RewriteBatch, *, state: str = ""):

@@ -70,7 +70,7 @@ def rewrite_home(request, slug):
         "rewrite/home.html",
         {
             "benchmark": benchmark,
-            "batches": selectors.batches_of(benchmark)[:50],
+            "batches": selectors.batch_list(benchmark),
             "stats": selectors.rewrite_panel(benchmark),
             "to_verify": selectors.seeds_to_verify(benchmark, request.user).count(),
             "form": form,
@@ -96,6 +96,7 @@ def batch_detail(request, slug, number):
             "batch": batch,
             "overview": selectors.batch_overview(batch),
             "job": batch.job,
+            "can_resume": permissions.is_researcher(request.user),
             "page": page,
             "state": state,
             "states": BatchSeed.State.choices,

@@ -7,20 +7,27 @@ from pathlib import Path
 
 from harness.commands import common
 from harness.io import InputError, iter_jsonl_numbered
-from harness.metrics import agreement
+from harness.metrics import RANGE_RULE, agreement, undefined_correlations
 from harness.report import Report, Section, Table, json_safe
 
 NAME = "agreement"
 
-DESCRIPTION = """\
+DESCRIPTION = (
+    """\
 Compare judge scores with human scores for the same answers: mean absolute error, Pearson,
 Spearman (average ranks for ties) and Kendall tau-b correlations, and how often both land in
 the same score range, with the fuzzy ranges {1-2, 3-5, 6-8, 9-10} and the strict ranges
 {1, 2, 3, 4-5, 6, 7-8, 9-10}. --judge takes the samples.jsonl of a `judge` run (or any JSONL
 with "id", optional "model" and a score field); --human a JSONL with "id", optional "model"
-and the human score. Rows are paired by (model, id) when both files name models, else by id.
-Judge rows that are not "ok" (unreadable replies) are counted and left out.
-"""
+and the human score. Rows are paired by (model, id) when both files name models, else by id:
+then every judge row pairs with the human score of its id, and files where that is ambiguous (one
+side scores several models' answers to the same id, the other does not say which model) are
+refused with a message. Judge rows that are not "ok" (unreadable replies) are counted and left
+out; the counts of paired and unpaired rows are rows, not ids. Where r, rho or tau are undefined
+(fewer than two pairs, or one side constant) the report says why. """
+    + RANGE_RULE
+    + "\n"
+)
 
 
 def add_parser(subparsers) -> None:
@@ -38,13 +45,12 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def read_scores(path: str, field: str, skip_not_ok: bool) -> tuple[dict, int, bool]:
-    """{(model, id) or id: score}, rows skipped as not ok, whether every row names a model."""
-    scores: dict = {}
+def read_scores(path: str, field: str, skip_not_ok: bool) -> tuple[list[tuple[str | None, str, float]], int]:
+    """Every row as (model or None, id, score), and the rows skipped as not ok."""
+    scores: list[tuple[str | None, str, float]] = []
+    seen: set = set()
     skipped = 0
-    rows = list(iter_jsonl_numbered(path))
-    with_model = bool(rows) and all(isinstance(row.get("model"), str) for _, row in rows)
-    for lineno, row in rows:
+    for lineno, row in iter_jsonl_numbered(path):
         if skip_not_ok and row.get("status", "ok") != "ok":
             skipped += 1
             continue
@@ -56,20 +62,47 @@ def read_scores(path: str, field: str, skip_not_ok: bool) -> tuple[dict, int, bo
         value = row.get(field)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(f"{path}:{lineno}: '{field}' must be a number, got {value!r}")
-        key = (row["model"], item_id) if with_model else item_id
-        if key in scores:
-            raise InputError(f"{path}:{lineno}: a second score for {key!r}")
-        scores[key] = float(value)
-    return scores, skipped, with_model
+        model = row.get("model") if isinstance(row.get("model"), str) else None
+        if (model, item_id) in seen:
+            named = f"model {model!r}, id {item_id!r}" if model else f"id {item_id!r}"
+            raise InputError(f"{path}:{lineno}: a second score for {named}")
+        seen.add((model, item_id))
+        scores.append((model, item_id, float(value)))
+    return scores, skipped
+
+
+def pair_scores(judge: list, human: list, judge_file: str = "judge", human_file: str = "human") -> tuple[list, int, int]:
+    """[(model or None, id, judge score, human score)], unpaired judge rows, unpaired human rows.
+
+    By (model, id) when every row of both files names a model; otherwise by id, which must then
+    name one row on each side: a side with several models' scores for one id, facing a side that
+    does not say which model its score rates, is ambiguous and refused."""
+    if judge and human and all(m is not None for m, _, _ in judge) and all(m is not None for m, _, _ in human):
+        judge_by = {(m, i): v for m, i, v in judge}
+        human_by = {(m, i): v for m, i, v in human}
+        pairs = [(m, i, v, human_by[(m, i)]) for (m, i), v in judge_by.items() if (m, i) in human_by]
+        return pairs, len(judge) - len(pairs), len(human) - len(pairs)
+    for rows, name, other in ((judge, judge_file, human_file), (human, human_file, judge_file)):
+        by_id: dict[str, list] = {}
+        for model, item_id, _ in rows:
+            by_id.setdefault(item_id, []).append(model)
+        shared = {i: ms for i, ms in by_id.items() if len(ms) > 1}
+        if shared:
+            example, models = next(iter(shared.items()))
+            raise InputError(
+                f"{name} has {len(shared)} id(s) scored for several models (e.g. {example!r}: "
+                f"{', '.join(str(m) for m in models)}), but {other} does not name the model in every row, so which "
+                f"answer each of its scores rates is ambiguous: add a 'model' field to every row of {other}"
+            )
+    human_by_id = {i: (m, v) for m, i, v in human}
+    pairs = [(m, i, v, human_by_id[i][1]) for m, i, v in judge if i in human_by_id]
+    return pairs, len(judge) - len(pairs), len(human) - len(pairs)
 
 
 def run(args) -> int:
-    judge, skipped, judge_models = read_scores(args.judge, args.judge_field, skip_not_ok=True)
-    human, _, human_models = read_scores(args.human, args.human_field, skip_not_ok=False)
-    if judge_models != human_models:  # pair by id alone
-        judge = {(k[1] if isinstance(k, tuple) else k): v for k, v in judge.items()}
-        human = {(k[1] if isinstance(k, tuple) else k): v for k, v in human.items()}
-    paired = [k for k in judge if k in human]
+    judge, skipped = read_scores(args.judge, args.judge_field, skip_not_ok=True)
+    human, _ = read_scores(args.human, args.human_field, skip_not_ok=False)
+    paired, judge_only, human_only = pair_scores(judge, human, args.judge, args.human)
     if not paired:
         raise InputError(f"no row of {args.judge} pairs with a row of {args.human} (check ids and models)")
     results = {
@@ -77,16 +110,22 @@ def run(args) -> int:
         "judge_file": str(args.judge),
         "human_file": str(args.human),
         "paired": len(paired),
-        "judge_only": len(judge) - len(paired),
-        "human_only": len(human) - len(paired),
+        "judge_only": judge_only,
+        "human_only": human_only,
         "judge_rows_not_ok": skipped,
-        "overall": agreement([judge[k] for k in paired], [human[k] for k in paired]),
+        "overall": agreement([p[2] for p in paired], [p[3] for p in paired]),
         "by_model": {},
+        "undefined": {},
+        "range_rule": RANGE_RULE,
     }
-    models = sorted({k[0] for k in paired if isinstance(k, tuple)})
-    for model in models:
-        keys = [k for k in paired if k[0] == model]
-        results["by_model"][model] = agreement([judge[k] for k in keys], [human[k] for k in keys])
+    scopes = {"all": paired}
+    for model in sorted({p[0] for p in paired if p[0] is not None}):
+        scopes[model] = [p for p in paired if p[0] == model]
+        results["by_model"][model] = agreement([p[2] for p in scopes[model]], [p[3] for p in scopes[model]])
+    for scope, rows in scopes.items():
+        why = undefined_correlations([p[2] for p in rows], [p[3] for p in rows])
+        if why:
+            results["undefined"][scope] = why
     return common.finish(
         NAME, Path(args.out), results, build_report(json_safe(results)), [], f"{len(paired)} pairs of judge and human scores"
     )
@@ -112,4 +151,19 @@ def build_report(results: dict) -> Report:
     )
     rows = [_row("all", results["overall"])] + [_row(m, a) for m, a in results["by_model"].items()]
     report.sections.append(Section("Agreement", [Table(["scope"] + COLUMNS, rows)]))
+    undefined = results.get("undefined") or {}
+    if undefined:
+        report.sections.append(
+            Section(
+                "Undefined correlations",
+                [
+                    Table(
+                        ["scope", "r, rho and tau undefined because"],
+                        [[scope, next(iter(why.values()))] for scope, why in undefined.items()],
+                    )
+                ],
+            )
+        )
+    if results.get("range_rule"):
+        report.intro.append("Fuzzy ranges {1-2, 3-5, 6-8, 9-10}, strict {1, 2, 3, 4-5, 6, 7-8, 9-10}. " + results["range_rule"])
     return report

@@ -135,7 +135,10 @@ def build_report(results: dict) -> Report:
                 else ""
             )
             + ". Circular accuracy: every rotation answered right. Vanilla: the first pass only. "
-            "Unresolved replies count as wrong." + (" Asked without images (text-only filter)." if results["text_only"] else ""),
+            "Unresolved replies count as wrong. A pass whose model call failed for good is not a wrong answer: "
+            "its item is undecided, left out of the accuracy (items = decided items) and counted apart; "
+            "run the command again on the same --out to ask those calls again."
+            + (" Asked without images (text-only filter)." if results["text_only"] else ""),
         ],
     )
     report.sections.append(
@@ -143,16 +146,16 @@ def build_report(results: dict) -> Report:
             "Overview",
             [
                 Table(
-                    ["model", "circular", "vanilla", "items", "passes asked", "needed extractor", "items with call errors"],
+                    ["model", "circular", "vanilla", "items", "undecided (failed calls)", "passes asked", "needed extractor"],
                     [
                         [
                             n,
                             percent(m["circular"]),
                             percent(m["vanilla"]),
                             m["n"],
+                            f"{m['undecided']} ({m['failed_calls']})",
                             m["passes"],
                             m["needed_extractor"],
-                            m["item_problems"],
                         ]
                         for n, m in models.items()
                     ],

@@ -21,6 +21,7 @@ from harness.scoring.answers import answer_questions
 from harness.scoring.circular import (
     ALL_FAIL,
     CALL_ERROR,
+    CALL_FAILURES,
     EXTRACTOR_METHODS,
     FAILED,
     SKIPPED,
@@ -41,6 +42,7 @@ from harness.votes import combine_votes
 __all__ = [
     "ALL_FAIL",
     "CALL_ERROR",
+    "CALL_FAILURES",
     "ERROR",
     "EXTRACTOR_METHODS",
     "FAILED",

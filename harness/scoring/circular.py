@@ -30,6 +30,7 @@ TEXT_ONLY, ALL_FAIL = "text_only", "all_fail"
 FILTERS = (TEXT_ONLY, ALL_FAIL)
 SOLVED, FAILED, CALL_ERROR, SKIPPED = "solved", "failed", "error", "skipped"
 EXTRACTOR_METHODS = ("extractor", "extractor_none", "unresolved", "extractor_error")
+CALL_FAILURES = ("model_error", "extractor_error")  # a pass whose call failed for good: undecided, not wrong
 
 
 # --------------------------------------------------------------------------- choice extraction
@@ -149,9 +150,11 @@ class CircularEvalResult:
                 for outcome in (SOLVED, FAILED, CALL_ERROR, SKIPPED)
             }
             solved, failed = len(by[SOLVED]), len(by[FAILED])
+            decided = verdict_decided(filter, solved, failed, len(self.models))
             flags[item.id] = {
-                "flagged": filter_flag(filter, solved, len(self.models)),
-                "decided": verdict_decided(filter, solved, failed, len(self.models)),
+                # Models whose calls failed count as open: an outage never flags an item, nor clears it.
+                "flagged": decided and filter_flag(filter, solved, len(self.models)),
+                "decided": decided,
                 "solved_by": by[SOLVED],
                 "failed_by": by[FAILED],
                 "errors": by[CALL_ERROR],
@@ -316,12 +319,14 @@ def _still_solving(verdicts: dict, model: str, item: Item, k: int) -> bool:
 
 
 def _outcome(result: CircularEvalResult, model: str, item: Item) -> str:
-    for k in range(len(result.passes[item.id])):
-        verdict = result.verdicts[_verdict_key(model, item, k)]  # every earlier pass was right, so this one was asked
-        if verdict["method"] in ("model_error", "extractor_error"):
-            return CALL_ERROR
-        if not verdict["correct"]:
-            return FAILED
+    """Failed when a pass was answered wrong; else "error" (undecided) when a pass's call failed for
+    good; else solved. A failed call is not a wrong answer: it leaves its pass, and so the item, open."""
+    verdicts = [result.verdicts.get(_verdict_key(model, item, k)) for k in range(len(result.passes[item.id]))]
+    asked = [v for v in verdicts if v is not None]
+    if any(v["method"] not in CALL_FAILURES and not v["correct"] for v in asked):
+        return FAILED
+    if len(asked) < len(verdicts) or any(v["method"] in CALL_FAILURES for v in asked):
+        return CALL_ERROR
     return SOLVED
 
 
@@ -400,6 +405,7 @@ def summarize_circular(result: CircularEvalResult) -> dict:
             ]
             for v in asked:
                 methods[v["method"]] = methods.get(v["method"], 0) + 1
+            first = asked[0] if asked else None
             rows.append(
                 {
                     "model": model,
@@ -407,10 +413,11 @@ def summarize_circular(result: CircularEvalResult) -> dict:
                     "category": item.category,
                     "subcategory": item.subcategory,
                     "task": item.task,
-                    "vanilla": bool(asked) and asked[0]["correct"],
-                    "circular": outcome == SOLVED,
+                    # None: undecided, a call failed for good (left out of the accuracy, counted apart).
+                    "vanilla": None if first is None or first["method"] in CALL_FAILURES else bool(first["correct"]),
+                    "circular": None if outcome == CALL_ERROR else outcome == SOLVED,
                     "passes_run": len(asked),
-                    "problem": next((v["method"] for v in asked if v["method"] in ("model_error", "extractor_error")), None),
+                    "problem": next((v["method"] for v in asked if v["method"] in CALL_FAILURES), None),
                 }
             )
         item_rows += rows
@@ -423,6 +430,7 @@ def summarize_circular(result: CircularEvalResult) -> dict:
             "extraction": methods,
             "needed_extractor": sum(methods.get(m, 0) for m in EXTRACTOR_METHODS),
             "item_problems": sum(1 for r in rows if r["problem"]),
+            "failed_calls": sum(methods.get(m, 0) for m in CALL_FAILURES),
             "not_asked": sum(1 for outcome in result.outcomes[model].values() if outcome == SKIPPED),
         }
     if result.stop_when_decided:
@@ -438,11 +446,15 @@ def summarize_circular(result: CircularEvalResult) -> dict:
 
 
 def _accuracy(rows: list[dict]) -> dict:
-    n = len(rows)
+    """Accuracy over the decided rows only: n counts the items whose circular verdict is decided,
+    undecided the items left open by calls that failed for good (asked again on resume)."""
+    circular = [r["circular"] for r in rows if r["circular"] is not None]
+    vanilla = [r["vanilla"] for r in rows if r["vanilla"] is not None]
     return {
-        "n": n,
-        "vanilla": sum(r["vanilla"] for r in rows) / n if n else None,
-        "circular": sum(r["circular"] for r in rows) / n if n else None,
+        "n": len(circular),
+        "vanilla": sum(vanilla) / len(vanilla) if vanilla else None,
+        "circular": sum(circular) / len(circular) if circular else None,
+        "undecided": len(rows) - len(circular),
     }
 
 

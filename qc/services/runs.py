@@ -433,6 +433,22 @@ def calls_made(answers) -> int:
     return answers.count() + answers.filter(method__in=["judged", "judge_error"]).count()
 
 
+def earlier_decisions(qc: QCRun, item_ids, *, kinds=None) -> dict[int, QCItem]:
+    """Per item, the latest decision taken on it in another run of the benchmark (only those of
+    `kinds`, when given, are returned: a later "remove" overrides an earlier "keep")."""
+    latest: dict[int, QCItem] = {}
+    entries = (
+        QCItem.objects.filter(run__benchmark_id=qc.benchmark_id, item_id__in=list(item_ids))
+        .exclude(run=qc)
+        .exclude(decision="")
+        .select_related("run")
+        .order_by("decided_at", "pk")
+    )
+    for entry in entries:
+        latest[entry.item_id] = entry
+    return {item_id: e for item_id, e in latest.items() if kinds is None or e.decision in kinds}
+
+
 def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], verdicts: _Verdicts, without: int) -> dict:
     changed, to_flag = [], []
     for item_id, state in verdicts.by_id.items():
@@ -454,7 +470,11 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], verdicts: _
         for fields, pks in groups.items():
             for start in range(0, len(pks), 1000):
                 QCItem.objects.filter(pk__in=pks[start : start + 1000]).update(**json.loads(fields))
-        movable = Item.objects.filter(pk__in=to_flag, status__in=FLAGGABLE)
+        # A researcher who decided to keep (or fix) an item in an earlier run is not overruled by a
+        # re-run: the new verdict is recorded on this run's entry, beside that decision (the
+        # adjudication list shows "kept earlier"), and the item's status stays.
+        kept = set(earlier_decisions(qc, to_flag, kinds=(QCItem.Decision.KEEP, QCItem.Decision.FIX)))
+        movable = Item.objects.filter(pk__in=[pk for pk in to_flag if pk not in kept], status__in=FLAGGABLE)
         change_status_many(
             list(movable),
             QC_FLAGGED,
@@ -480,7 +500,7 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], verdicts: _
             f"({', '.join(sorted({m for e in open_items for m in e.errors}))}); resume the job to ask them again."
         )
     run.say(
-        f"{result['flagged']} of {result['items']} item(s) flagged; {result['calls_made']} model calls made "
-        f"of {result['calls_without_stopping']} without early stopping."
+        f"{result['flagged']} of {result['items']} item(s) flagged; {result['calls_made']} passes asked "
+        f"of {result['calls_without_stopping']} without early stopping (requests sent and cache hits: the run's usage)."
     )
     return result

@@ -23,13 +23,13 @@ from harness.llm import estimate_text_tokens
 from jobs import services as jobs
 from jobs.models import Job
 from llm import services as llm
-from llm.client import get_endpoint
+from llm.client import check_endpoints, get_client, get_endpoint
 from llm.selectors import job_llm_entries, summarize_entries
 
 from .. import prompts
 from ..models import BatchSeed, RawReply, Rewrite, RewriteBatch, TemplateVersion
 from ..parsing import parse_reply
-from ..similarity import sibling_similarities
+from ..similarity import max_similarity, sibling_similarities
 from .templates import ensure_default_templates
 from .verification import refresh_similarities, similarity_to_seed
 
@@ -135,6 +135,10 @@ def start_batch(
     estimate = estimate_batch(
         benchmark, endpoint=endpoint, template_version=version, n=n, include_mcq=include_mcq, items=items, params=params
     )
+    # Before anything is stored: the endpoint exists, its key is set and its SDK installed (as QC and
+    # the leaderboard check), so a batch never starts only to fail on its first request.
+    with get_client() as client:
+        check_endpoints(client, [endpoint])
     with transaction.atomic():
         # Batches of a benchmark take turns here: the seeds are read after the lock, so a batch started
         # twice at once (a double click) does not send the same seeds twice, and numbers never collide.
@@ -166,9 +170,10 @@ def start_batch(
 # ---------------------------------------------------------------- the job
 
 
-def _parsed(batch: RewriteBatch, seed: BatchSeed, attempt: int, result, *, n: int, existing: list[str], alone: bool):
-    """The reply and its rewrites as unsaved rows, and the texts kept. `alone`: the seed has no
-    other rewrite, so similarities to siblings are computed here rather than read back."""
+def _parsed(batch: RewriteBatch, seed: BatchSeed, attempt: int, result, *, n: int, existing: list[str]):
+    """The reply and its rewrites as unsaved rows, and the texts kept. `existing`: every rewrite the
+    seed already has (any batch, by hand): a reply repeating one is not stored again, and each new
+    rewrite's sibling similarity compares with them as well as with the reply's other rewrites."""
     question = seed.item.question
     parsed = parse_reply(result.text, seed=question, n=n, existing=existing)
     reply = RawReply(
@@ -180,7 +185,10 @@ def _parsed(batch: RewriteBatch, seed: BatchSeed, attempt: int, result, *, n: in
         dropped=[d.as_dict() for d in parsed.dropped],
         refusal=parsed.refusal,
     )
-    siblings = sibling_similarities(parsed.rewrites) if alone else [0.0] * len(parsed.rewrites)
+    siblings = [
+        max(within, max_similarity(text, existing))
+        for text, within in zip(parsed.rewrites, sibling_similarities(parsed.rewrites))
+    ]
     rewrites = [
         Rewrite(
             seed_id=seed.item_id,
@@ -237,11 +245,13 @@ def run_batch(run) -> dict:
     }
     by_key = {seed_key(seed.item_id): seed for seed in rows.values()}
     by_key.update({seed_key(seed.item_id) + RETRY_SUFFIX: seed for seed in rows.values()})
-    # Seeds that already have rewrites (another batch, by hand, an earlier run): their sibling
-    # similarities are recomputed from the database.
-    has_rewrites = set(
-        Rewrite.objects.filter(seed_id__in=[seed.item_id for seed in rows.values()]).values_list("seed_id", flat=True)
-    )
+    # What each seed already has (another batch, by hand, an earlier run of this job): a reply that
+    # repeats one of them is not stored again, and similarity hints compare with all of them.
+    existing: dict[int, list[str]] = {}
+    for seed_id, text in Rewrite.objects.filter(seed_id__in=[seed.item_id for seed in rows.values()]).values_list(
+        "seed_id", "text"
+    ):
+        existing.setdefault(seed_id, []).append(text)
     done = run.done_keys()
     retries_done = sum(1 for key in done if key.endswith(RETRY_SUFFIX))
     run.say(f"Asking {batch.endpoint!r} for {n} rewrites of each of {len(rows)} seeds.")
@@ -258,9 +268,7 @@ def run_batch(run) -> dict:
         if not result.ok:
             return None
         seed = by_key[result.call.key]
-        reply, rewrites, kept = _parsed(
-            batch, seed, RawReply.Attempt.FIRST, result, n=n, existing=[], alone=seed.item_id not in has_rewrites
-        )
+        reply, rewrites, kept = _parsed(batch, seed, RawReply.Attempt.FIRST, result, n=n, existing=existing.get(seed.item_id, []))
         state = BatchSeed.State.DONE if len(kept) >= n else BatchSeed.State.PENDING
         writer.pending.append((reply, rewrites, BatchSeed(pk=seed.pk, valid=len(kept), state=state)))
         return {"rewrite": {"kept": len(kept)}}
@@ -268,6 +276,9 @@ def run_batch(run) -> dict:
     llm.run_calls(
         run, first_calls(), endpoint=batch.endpoint, on_result=on_first, on_group=writer.flush, total=len(rows) + retries_done
     )
+    # The rewrites the seeds had before gained new siblings: their own hints are brought up to date.
+    for seed_id in sorted(existing):
+        refresh_similarities(seed_id)
 
     short = list(
         BatchSeed.objects.filter(batch=batch, state=BatchSeed.State.PENDING, replies__attempt=RawReply.Attempt.FIRST)
@@ -295,16 +306,15 @@ def run_batch(run) -> dict:
         if not result.ok:
             return None
         seed = by_key[result.call.key]
-        before = list(Rewrite.objects.filter(reply__batch_seed_id=seed.pk).values_list("text", flat=True))
-        reply, rewrites, kept = _parsed(
-            batch, seed, RawReply.Attempt.RETRY, result, n=max(0, n - len(before)), existing=before, alone=False
-        )
+        mine = Rewrite.objects.filter(reply__batch_seed_id=seed.pk).count()
+        before = list(Rewrite.objects.filter(seed_id=seed.item_id).values_list("text", flat=True))
+        reply, rewrites, kept = _parsed(batch, seed, RawReply.Attempt.RETRY, result, n=max(0, n - mine), existing=before)
         reply.save()
         for row in rewrites:
             row.reply = reply
         Rewrite.objects.bulk_create(rewrites)
         refresh_similarities(seed.item_id)
-        valid = len(before) + len(kept)
+        valid = mine + len(kept)
         state = BatchSeed.State.DONE if valid >= n else BatchSeed.State.MANUAL
         BatchSeed.objects.filter(pk=seed.pk).update(valid=valid, state=state)
         return {"rewrite": {"kept": len(kept)}}

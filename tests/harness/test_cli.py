@@ -357,7 +357,7 @@ def test_mcq_circular_eval_early_stop_and_extraction(env):
         if "apple" in letter_of:
             # pass 1 by letter, pass 2 by option text, pass 3 a paraphrase for the extractor, pass 4 a refusal
             n = len([r for r in env.server.requests("vlm") if "Which fruit?" in json.dumps(r)])
-            return [letter_of["apple"], "It is an apple.", "The round one from the orchard.", "I cannot tell."][min(n - 1, 3)]
+            return [letter_of["apple"], "Answer: apple", "The round one from the orchard.", "I cannot tell."][min(n - 1, 3)]
         return "B"  # colour item: wrong on the first pass ("blue")
 
     def extractor(body):
@@ -375,7 +375,7 @@ def test_mcq_circular_eval_early_stop_and_extraction(env):
     assert vlm_result["circular"] == 0.0  # fruit's 4th pass is a refusal -> Z -> wrong
     assert vlm_result["extraction"] == {"heuristic": 3, "extractor": 1, "heuristic_none": 1}
     assert vlm_result["needed_extractor"] == 1
-    assert vlm_result["by_subcategory"]["Coarse"] == {"n": 1, "vanilla": 1.0, "circular": 0.0}
+    assert vlm_result["by_subcategory"]["Coarse"] == {"n": 1, "vanilla": 1.0, "circular": 0.0, "undecided": 0}
     colour_calls = [r for r in env.server.requests("vlm") if "What colour?" in json.dumps(r)]
     assert len(colour_calls) == 1  # wrong on pass 1: the second rotation is never asked
     samples = env.samples("q")

@@ -47,7 +47,8 @@ def test_format_options():
         ("答案是C", "C"),
         ("选项：Ｂ", "B"),  # full-width letter
         ("The animal has hooves and a mane.\nC", "C"),
-        ("It is clearly a dog.", "B"),  # unique option text
+        ("dog", "B"),  # the reply is exactly one option's text
+        ("The answer is (B) dog.", "B"),
         ("I'm sorry, I cannot determine the animal from this image.", "Z"),  # refusal
         ("无法判断", "Z"),
         ("", "Z"),
@@ -63,6 +64,9 @@ def test_heuristic_extraction(output, letter):
         "A cat and a dog are both visible.",  # "A" is an article, and two option texts appear
         "Either A or B could be right: option A fits the ears, option B the tail.",
         "It looks like a domestic pet of some kind.",  # paraphrase: needs the LLM extractor
+        "It is clearly a dog.",  # prose that names an option: the extractor reads it (the question may ask "which is NOT")
+        "The answer is A. Wait, no: B.",
+        "B. horse",  # the letter and the text disagree
     ],
 )
 def test_heuristic_leaves_hard_cases_unresolved(output):
@@ -71,7 +75,20 @@ def test_heuristic_leaves_hard_cases_unresolved(output):
 
 def test_option_text_inside_a_longer_option_does_not_count_twice():
     choices = {"A": "red", "B": "dark red", "C": "blue"}
-    assert heuristic_choice("The car is dark red.", choices) == "B"
+    assert heuristic_choice("Answer: dark red", choices) == "B"
+    assert heuristic_choice("red", choices) == "A"
+
+
+def test_a_letter_inside_an_option_text_is_not_the_choice():
+    # The rotated CircularEval pass: the only option whose whole text the reply quotes is A.
+    choices = {"A": "option C of question 3: red 2", "B": "option A of question 3: blue 1", "C": "Both B and C"}
+    assert heuristic_choice("Answer: option C of question 3: red 2", choices) == "A"
+    assert heuristic_choice("Both B and C", choices) == "C"
+    assert heuristic_choice("B and C", choices) is None
+
+
+def test_an_option_whose_text_is_a_letter_leaves_every_reply_to_the_extractor():
+    assert heuristic_choice("B", {"A": "B", "B": "A"}) is None
 
 
 @pytest.mark.parametrize("reply,letter", [("B", "B"), ("Z", "Z"), ("**C**", "C"), ("Answer: D", "D"), ("(A)\n", "A")])

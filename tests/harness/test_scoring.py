@@ -209,11 +209,79 @@ def test_a_failed_call_leaves_the_item_undecided_and_is_asked_again(client, fake
     result = circular_eval(client, MCQ, ["a"], sink=sink, stop_when_decided=ALL_FAIL)
     assert result.outcomes["a"]["q2"] == CALL_ERROR
     assert result.flags()["q2"]["errors"] == ["a"] and not result.flags()["q2"]["decided"]
+    assert not result.flags()["q2"]["flagged"]  # an outage is never the reason an item is flagged
     fake_llm.script("a", mcq_script({"What colour?"}))
     fake_llm.reset()
     again = circular_eval(client, MCQ, ["a"], sink=sink, stop_when_decided=ALL_FAIL)
     assert again.outcomes["a"]["q2"] == SOLVED
     assert all("What colour?" in json.dumps(r) for r in fake_llm.requests("a"))  # only the failed item
+
+
+LETTERED = [
+    {"id": f"i{i}", "question": f"Question {i}?", "choices": {"A": f"x{i}", "B": f"y{i}", "C": f"z{i}"}, "answer": "B"}
+    for i in range(12)
+]
+FAILING = {0: f"y{0}", 4: f"y{4}", 6: f"x{6}", 1: f"y{1}", 9: f"z{9}"}  # item -> shown first option of the failing pass
+
+
+def knows(known, failing=None):
+    """Right on the items in `known`, wrong elsewhere; a 500 (for good: no retries) on the passes in `failing`."""
+
+    def reply(body):
+        n = int(json.dumps(body).split("Question ")[1].split("?")[0])
+        shown = options(body)
+        if failing and failing.get(n) == shown["A"]:
+            return Fault.server_error(500)
+        right = next(letter for letter, text in shown.items() if text == f"y{n}")
+        return right if n in known else next(letter for letter in shown if letter != right)
+
+    return reply
+
+
+def test_calls_that_fail_for_good_leave_passes_undecided_not_wrong(client, fake_llm):
+    known_a, known_b = {0, 2, 4, 6, 8, 10}, {0, 3, 6, 9}
+    fake_llm.script("a", knows(known_a))
+    fake_llm.script("b", knows(known_b))
+    clean = circular_eval(client, LETTERED, ["a", "b"], sink=MemorySink(), stop_when_decided=ALL_FAIL)
+    clean_summary = summarize_circular(clean)
+
+    fake_llm.script("a", knows(known_a, FAILING))
+    sink = MemorySink()
+    failing = circular_eval(client, LETTERED, ["a", "b"], sink=sink, stop_when_decided=ALL_FAIL)
+    summary = summarize_circular(failing)
+
+    # Items 0 and 4 (known, their second pass fails), 6 (its first pass fails); 1 and 9 are not known,
+    # so a wrong first pass decides them before their failing rotation is asked: only 0, 4 and 6
+    # are undecided for model a.
+    a = summary["models"]["a"]
+    assert {r["id"] for r in summary["item_rows"] if r["model"] == "a" and r["circular"] is None} == {"i0", "i4", "i6"}
+    assert a["undecided"] == 3 and a["n"] == 12 - 3 and a["failed_calls"] == 3
+    clean_rows = {r["id"]: r for r in clean_summary["item_rows"] if r["model"] == "a"}
+    remaining = [clean_rows[f"i{i}"] for i in range(12) if i not in (0, 4, 6)]
+    assert a["circular"] == pytest.approx(sum(r["circular"] for r in remaining) / len(remaining))
+    first_pass_ok = [clean_rows[f"i{i}"] for i in range(12) if i != 6]  # only item 6 failed on its first pass
+    assert a["vanilla"] == pytest.approx(sum(r["vanilla"] for r in first_pass_ok) / len(first_pass_ok))
+
+    # QC: every decided item has the clean run's flag; the outage flags nothing and clears nothing.
+    flags, clean_flags = failing.flags(), clean.flags()
+    undecided = {i for i, f in flags.items() if not f["decided"]}
+    assert undecided == {"i4"}  # a's call failed and b did not solve it (b solves 0 and 6)
+    assert not flags["i4"]["flagged"] and summary["qc"]["undecided"] == ["i4"]
+    assert {i: f["flagged"] for i, f in flags.items() if i not in undecided} == {
+        i: f["flagged"] for i, f in clean_flags.items() if i not in undecided
+    }
+    assert summary["qc"]["flagged"] == [i for i in clean_summary["qc"]["flagged"] if i not in undecided]
+
+    # Resumable: the failed calls are asked again, and then the run equals the clean one.
+    fake_llm.script("a", knows(known_a))
+    fake_llm.reset()
+    resumed = summarize_circular(circular_eval(client, LETTERED, ["a", "b"], sink=sink, stop_when_decided=ALL_FAIL))
+    # Items 0 and 4 from their failed second pass (2 passes each), item 6 from its failed first (3).
+    assert len(fake_llm.requests("a")) == 2 + 2 + 3
+    for model in ("a", "b"):
+        assert resumed["models"][model]["circular"] == clean_summary["models"][model]["circular"]
+        assert resumed["models"][model]["undecided"] == 0
+    assert resumed["qc"]["flagged"] == clean_summary["qc"]["flagged"]
 
 
 def test_images_as_bytes_or_a_loader_reach_a_vision_model(client, fake_llm):

@@ -54,8 +54,11 @@ def choices_of(n: int, count: int = 4) -> list[str]:
     return [f"thing {n}-{j}" for j in range(count)]
 
 
-def make_mcq_items(benchmark, user, n: int, *, answer: str = "B", images: bool = False, count: int = 4, answers=None):
-    """n accepted multiple-choice items (external, as an import leaves them), optionally with an image each."""
+def make_mcq_items(
+    benchmark, user, n: int, *, answer: str = "B", images: bool = False, count: int = 4, answers=None, choices=choices_of
+):
+    """n accepted multiple-choice items (external, as an import leaves them), optionally with an image
+    each; choices(i, count) gives item i's option texts."""
     from annotation.services import import_external_items
     from curation.services import ingest_image, screen_images
     from tests.factories import jpeg
@@ -69,7 +72,7 @@ def make_mcq_items(benchmark, user, n: int, *, answer: str = "B", images: bool =
             "kind": "mcq",
             "question_type": "closed",
             "question": question_text(i),
-            "choices": choices_of(i, count),
+            "choices": choices(i, count),
             "answer": (answers[i] if answers else answer),
         }
         if images:
