@@ -45,8 +45,10 @@ def grade(body: dict) -> str:
     return json.dumps({"rating": n + 3, "reason": "follows the reference"})
 
 
-def test_inspect_eval_of_a_bundle_scores_what_the_harness_scores(built, tmp_path, fake_llm):
+def test_inspect_eval_of_a_bundle_scores_what_the_harness_scores(built, counting, tmp_path, fake_llm):
     require(INSPECT.is_file(), "inspect-ai (the `inspect` extra, installed by make test)")
+    counting.judge_rules = "RELEASE-RULE: every apple on the table counts."
+    counting.save()
     release = built()
     with tarfile.open(stored(release, "private.tar.gz")) as archive:
         archive.extractall(tmp_path, filter="data")
@@ -111,6 +113,8 @@ def test_inspect_eval_of_a_bundle_scores_what_the_harness_scores(built, tmp_path
     graded = fake_llm.requests("judge")
     assert len(graded) == len(open_items)
     assert all("Choose a grade from 1 to 10" in _text(body) for body in graded)
+    counted = [i for i in open_items if i["task"] == counting.name]
+    assert counted and sum("RELEASE-RULE: every apple" in _text(body) for body in graded) == len(counted)
     asked = fake_llm.requests("vlm")
     assert all(
         any(p.get("type") == "image_url" for m in b["messages"] if isinstance(m["content"], list) for p in m["content"])
