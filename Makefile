@@ -4,6 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+INSPECT_STAMP := $(VENV)/.inspect-installed
 WHEELHOUSE := $(VENV)/wheelhouse
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
@@ -43,7 +44,13 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint
+# inspect-ai (~90 MB with its dependencies) only for the test that runs a release in Inspect: never
+# installed by `make run`.
+$(INSPECT_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,labelstudio,inspect]'
+	touch $(INSPECT_STAMP)
+
+test: lint $(INSPECT_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Performance checks print their numbers; they are not part of `make test`. Their extra

@@ -76,6 +76,10 @@ def dataset_card(release: Release, variant: str) -> str:
         "- `mcq.tsv`: multiple-choice questions in MMBench's columns (when there are any).",
         "- `harness/`: the scoring harness; `manifest.json`: the sha256 of every file.",
         f"- `{distribution.wheel_name()}`: the same harness as a wheel, to install where you evaluate.",
+        "- `inspect_task.py`: the release as Inspect tasks (`pip install inspect-ai`, then "
+        "`inspect eval inspect_task.py --model openai/<name> -M responses_api=false -T grader=openai/<judge>`); "
+        "its docstring says "
+        "what it scores and where it differs from the harness.",
         "",
         "## Scoring",
         "",

@@ -479,6 +479,7 @@ def write_bundle(release: Release, variant: str, folder: Path) -> None:
     _write_text(folder / "taxonomy.json", json.dumps(release.taxonomy, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     _write_mcq_tsv(iter_bundle_rows(release, variant), folder)
     _write_harness(folder)
+    shutil.copyfile(INSPECT_TASK, folder / INSPECT_TASK.name)
     (folder / "charts").mkdir()
     _write_text(folder / "charts" / "items_per_task.svg", card.task_chart(release.counts, release.taxonomy))
     _write_text(folder / "README.md", card.dataset_card(release, variant))
@@ -516,6 +517,9 @@ def _write_harness(folder: Path) -> None:
     name, data = _HARNESS_WHEELS[digest]
     (folder / name).write_bytes(data)
 
+
+# The release as Inspect tasks (`inspect eval inspect_task.py`); it reads the bundle's own files.
+INSPECT_TASK = Path(__file__).with_name("bundle_files") / "inspect_task.py"
 
 # Harness wheels built in this process, by the digest of their source (one per harness version in practice).
 _HARNESS_WHEELS: dict[str, tuple[str, bytes]] = {}

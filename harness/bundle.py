@@ -147,9 +147,9 @@ def _compare(manifest_bytes: bytes, digests: dict[str, tuple[str, int]]) -> list
 
 
 # What harness/README.md tells people to create next to the release, and what running the harness
-# from inside it leaves (the response cache, Python's bytecode): never part of a bundle, so
+# from inside it leaves (the response cache, Python's bytecode, Inspect's logs): never part of a bundle, so
 # `verify` does not count them as additions. Every file the manifest lists is checked all the same.
-WORKING_FILES = ("models.toml", "predictions", "results", ".harness-cache")
+WORKING_FILES = ("models.toml", "predictions", "results", ".harness-cache", "logs")
 
 
 def is_working_file(name: str) -> bool:
