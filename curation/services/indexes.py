@@ -1,6 +1,12 @@
-"""The in-process hash indexes (near duplicates, contamination), refreshed from the database."""
+"""The in-process hash indexes (near duplicates, contamination), refreshed from the database.
 
-from django.db.models import Count, Max
+Ids only grow (AUTOINCREMENT on SQLite, sequences on Postgres), so rows up to the last id loaded
+can only have been deleted since, never added, unless a rollback handed their ids out again (a
+test's transaction, an aborted import on SQLite). The fingerprint is therefore the newest loaded row
+that is still there and its creation time: one indexed single-row read per use, where counting the
+loaded rows grew with the benchmark (it was most of a large import's database time). A row deleted
+below it stays in the index until the next rebuild; that is harmless, because every caller re-reads
+the candidates the index returns from the database."""
 
 from ..models import Image, KnownHash
 from ..neardup import IndexRegistry
@@ -14,10 +20,8 @@ def _load_image_hashes(key, after_id):
 
 def _image_rows_fingerprint(key, last_id):
     benchmark_id, _field = key
-    return tuple(
-        Image.objects.filter(benchmark_id=benchmark_id, pk__lte=last_id)
-        .aggregate(n=Count("pk"), newest=Max("created_at"))
-        .values()
+    return (
+        Image.objects.filter(benchmark_id=benchmark_id, pk__lte=last_id).order_by("-pk").values_list("pk", "created_at").first()
     )
 
 
@@ -27,10 +31,11 @@ def _load_known_hashes(key, after_id):
 
 
 def _known_rows_fingerprint(key, last_id):
-    return tuple(
+    return (
         KnownHash.objects.filter(pk__lte=last_id, phash__isnull=False)
-        .aggregate(n=Count("pk"), newest=Max("known_set__created_at"))
-        .values()
+        .order_by("-pk")
+        .values_list("pk", "known_set_id", "known_set__created_at")
+        .first()
     )
 
 

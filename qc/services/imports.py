@@ -591,11 +591,12 @@ def _run_tsv(run: JobRun) -> dict:
             )
     for start in range(0, len(entries), 500):
         run.record_many(entries[start : start + 500])
-    for source in ExternalSource.objects.filter(item__benchmark=benchmark, item__external_id__in=list(collapsed)).select_related(
-        "item"
-    ):
+    sources = list(
+        ExternalSource.objects.filter(item__benchmark=benchmark, item__external_id__in=list(collapsed)).select_related("item")
+    )
+    for source in sources:
         source.copies = sorted(set(source.copies) | set(collapsed[source.item.external_id]), key=int)
-        source.save(update_fields=["copies"])
+    ExternalSource.objects.bulk_update(sources, ["copies"], batch_size=500)  # one statement per 500, not one per row
     return _summary(run, name)
 
 

@@ -27,6 +27,7 @@ from jobs.models import Job, JobEntry
 from jobs.services import requeue, run_now
 from jobs.staging import stage_upload
 from tests.factories import (
+    add_images,
     encode,
     jpeg,
     make_zip,
@@ -402,6 +403,25 @@ def test_parse_url_list_plain_text_and_csv():
 
 
 # ---- near duplicates --------------------------------------------------------------------------
+
+
+def test_the_near_duplicate_index_follows_deleted_and_reused_rows(benchmark):
+    """The index is kept per process and re-checked by its newest row only: a deleted image is
+    never reported, and an id handed out again (a rollback on SQLite) is not matched by its old hash."""
+    first, middle, _ = add_images(benchmark, 3, start=70)
+    probe = services.ingest_image(benchmark, jpeg(1070, quality=60)).image  # near `first`
+    assert [m[0] for m in services.find_near_duplicates(probe)] == [first]
+    first.delete()
+    assert services.find_near_duplicates(probe) == []
+    assert services.find_near_duplicates(middle) == []  # the index now holds the probe's hashes
+    row = {f.attname: getattr(probe, f.attname) for f in Image._meta.concrete_fields if f.attname not in ("id", "created_at")}
+    pk = probe.pk
+    probe.delete()
+    # The newest id comes back with other content, as after a rollback: now near `middle`.
+    Image.objects.create(
+        **{**row, "near_duplicate_of_id": None, "md5": "0" * 32, "phash": middle.phash ^ 1, "dhash": middle.dhash ^ 1}, id=pk
+    )
+    assert [m[0].pk for m in services.find_near_duplicates(middle)] == [pk]
 
 
 def test_near_duplicate_flagged_against_the_closest_earlier_image(benchmark, reviewer):
