@@ -279,8 +279,11 @@ CHROMIUM_ARGS = [
 def browser():
     path = chromium_path()
     require(path is not None, "Debian chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # expect()'s own 5 s default is shorter than the pages' (10 s below): on a loaded CI machine a
+    # large page (ReDoc renders the whole schema) can take longer; a failing check only waits longer.
+    expect.set_options(timeout=15_000)
     with sync_playwright() as pw:
         # executable_path: never let Playwright download a browser of its own.
         browser = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
