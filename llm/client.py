@@ -23,6 +23,7 @@ from harness.llm import ChatResponse, ConfigError, Endpoint, LLMClient, LLMError
 
 from .cache import platform_cache
 from .context import CallTrace, current, tracing
+from .ledger import note_sent
 from .limiter import platform_limiter
 
 _models: dict[str, tuple[tuple, dict[str, Endpoint]]] = {}
@@ -66,7 +67,8 @@ def get_endpoint(name: str) -> Endpoint:
 
 
 class _CountingLimiter:
-    """Counts the HTTP attempts of the call running in this thread (each attempt takes a slot)."""
+    """Counts the HTTP attempts of the call running in this thread (each attempt takes a slot),
+    and, for a call a job run pays for, counts it durably before it is sent (llm.ledger)."""
 
     def __init__(self, inner):
         self.inner = inner
@@ -79,6 +81,8 @@ class _CountingLimiter:
             trace = current()
             if trace is not None:
                 trace.attempts += 1
+                if trace.payer is not None:
+                    note_sent(trace.payer, endpoint.name)
             yield
 
 

@@ -74,3 +74,21 @@ class LLMCall(models.Model):
 
     def __str__(self):
         return f"{self.key} ({self.status})"
+
+
+class SentRequests(models.Model):
+    """HTTP requests sent to one endpoint by one run of a job, counted just before each is sent
+    (llm.ledger.note_sent). The usage shown counts these, so a request whose worker died before
+    its reply was recorded is still counted: the page never shows fewer requests than were billed."""
+
+    # No database constraint: call threads bump this while the job's own thread may hold its row.
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, db_constraint=False, related_name="+")
+    run = models.PositiveIntegerField()
+    endpoint = models.CharField(max_length=200)
+    requests = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = (models.UniqueConstraint(fields=("job", "run", "endpoint"), name="unique_sent_requests"),)
+
+    def __str__(self):
+        return f"job {self.job_id} run {self.run}: {self.requests} requests to {self.endpoint}"

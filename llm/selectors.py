@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 
 from harness.llm import Endpoint, cost
 from jobs.models import Job, JobEntry
 
-from .models import LLMBatch, LLMCall
+from .models import LLMBatch, LLMCall, SentRequests
 
 FIRST_ERRORS = 3
 
@@ -20,11 +20,42 @@ def job_llm_entries(job: Job, *, keys: set[str] | None = None) -> list[tuple[str
     return [row for row in rows if keys is None or row[0] in keys]
 
 
-def summarize_entries(rows: Iterable[tuple[str, str, str, dict]], endpoint: Endpoint | None, *, calls: int) -> dict:
+def sent_requests(job_ids: Iterable[int], *, endpoint: str | None = None) -> int:
+    """HTTP requests the jobs sent (to `endpoint`, or to any), over every run, counted as they were
+    sent: those whose worker died before recording them included."""
+    rows = SentRequests.objects.filter(job_id__in=list(job_ids))
+    if endpoint is not None:
+        rows = rows.filter(endpoint=endpoint)
+    return rows.aggregate(n=Sum("requests"))["n"] or 0
+
+
+def sent_by_run(job_ids: Iterable[int]) -> dict[tuple[int, int], dict[str, int]]:
+    """Per (job id, run number), the requests sent to each endpoint."""
+    out: dict[tuple[int, int], dict[str, int]] = {}
+    for job_id, run_no, endpoint, n in SentRequests.objects.filter(job_id__in=list(job_ids)).values_list(
+        "job_id", "run", "endpoint", "requests"
+    ):
+        out.setdefault((job_id, run_no), {})[endpoint] = n
+    return out
+
+
+def job_usage(jobs: Iterable[Job], endpoint: Endpoint | None, *, calls: int) -> dict:
+    """summarize_entries over every call entry of the jobs, with the requests they sent."""
+    jobs = list(jobs)
+    rows = [row for job in jobs for row in job_llm_entries(job)]
+    sent = sent_requests([job.pk for job in jobs], endpoint=endpoint.name if endpoint is not None else None)
+    return summarize_entries(rows, endpoint, calls=calls, sent=sent)
+
+
+def summarize_entries(
+    rows: Iterable[tuple[str, str, str, dict]], endpoint: Endpoint | None, *, calls: int, sent: int | None = None
+) -> dict:
     """Totals over call entries (each holds its cumulative attempts and paid tokens over every run):
     calls, ok, errors, not_recorded, answered_from_cache, requests (HTTP, retries included),
     prompt_tokens and completion_tokens paid for, cost at the endpoint's prices (None: no prices),
-    first_errors (the first few distinct reasons)."""
+    first_errors (the first few distinct reasons). `sent`: the requests counted as they were sent
+    (sent_requests); requests is never fewer, since a worker that died with calls in flight never
+    recorded their attempts, though the endpoint received (and bills) them."""
     ok = errors = cached = requests = prompt = completion = 0
     first_errors: list[str] = []
     for _key, outcome, message, data in rows:
@@ -47,7 +78,7 @@ def summarize_entries(rows: Iterable[tuple[str, str, str, dict]], endpoint: Endp
         "errors": errors,
         "not_recorded": max(0, calls - ok - errors),
         "answered_from_cache": cached,
-        "requests": requests,
+        "requests": max(requests, sent or 0),
         **usage,
         "cost": round(price, 6) if price is not None else None,
         "first_errors": first_errors,
@@ -67,8 +98,7 @@ def batch_overview(batch: LLMBatch, endpoint: Endpoint | None) -> dict:
         errors=Count("id", filter=Q(status=LLMCall.Status.ERROR)),
     )
     parts = list(batch_jobs(batch))
-    rows = [row for job in parts for row in job_llm_entries(job)]
-    summary = summarize_entries(rows, endpoint, calls=counts["calls"])
+    summary = job_usage(parts, endpoint, calls=counts["calls"])
     return {
         "id": batch.pk,
         "label": batch.label,

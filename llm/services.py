@@ -42,7 +42,7 @@ from .client import PlatformClient, check_endpoints, get_client, get_endpoint, l
 from .context import serial_db
 from .engine import Call, CallResult, run_concurrently
 from .models import LLMBatch, LLMCall
-from .selectors import job_llm_entries, summarize_entries
+from .selectors import job_llm_entries, job_usage, summarize_entries
 
 BATCH_JOB = "llm_batch"
 MAX_KEY_LENGTH = 512  # a job entry's key
@@ -448,7 +448,7 @@ def run_batch_job(run: JobRun) -> dict:
 
     run_calls(run, pending(), endpoint=endpoint, on_result=store, total=total)
     target = load_models().get(endpoint)
-    summary = summarize_entries(job_llm_entries(run.job), target, calls=total)
+    summary = job_usage([run.job], target, calls=total)
     result = _result_for_display(endpoint, estimate_, summary, target)
     run.say(
         f"{summary['ok']} of {total} calls answered ({summary['answered_from_cache']} from the cache), {summary['errors']} "

@@ -12,6 +12,7 @@ from django.http import Http404
 from annotation.models import Item
 from curation.models import Task
 from harness.scoring import CALL_FAILURES, EXTRACTOR_METHODS
+from llm.selectors import sent_by_run
 
 from .models import QCAnswer, QCItem, QCRun
 from .services.imports import IMPORT_JOB
@@ -109,16 +110,25 @@ USAGE_KEYS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "co
 def run_usage(run: QCRun) -> dict:
     """What the run's jobs sent, summed over every job run: per endpoint and in total, requests
     sent (`calls`, retries included), answers from the response cache, tokens paid and cost (None
-    when an endpoint has no prices). A fully cached re-run sends no request."""
+    when an endpoint has no prices). A fully cached re-run sends no request. Requests are counted
+    as they were sent (llm.selectors.sent_by_run), so a job run whose worker was killed before it
+    could record its usage still counts every request it sent."""
+    records = dict(run.usage or {})
+    sent = {f"job {job} run {no}": counts for (job, no), counts in sent_by_run(run.jobs.values_list("pk", flat=True)).items()}
     endpoints: dict[str, dict] = {}
-    for record in (run.usage or {}).values():
+    for label in sorted(set(records) | set(sent)):
+        record = records.get(label, {})
         costs = record.get("cost", {})
-        for name, counts in record.get("usage", {}).items():
+        recorded = record.get("usage", {})
+        for name in sorted(set(recorded) | set(sent.get(label, {}))):
+            counts = recorded.get(name, {})
             row = endpoints.setdefault(name, {**dict.fromkeys(USAGE_KEYS, 0), "cost": 0.0})
             for key in USAGE_KEYS:
                 row[key] += int(counts.get(key, 0) or 0)
-            price = costs.get(name)
-            row["cost"] = None if price is None or row["cost"] is None else row["cost"] + price
+            row["calls"] += max(0, sent.get(label, {}).get(name, 0) - int(counts.get("calls", 0) or 0))
+            if name in recorded:  # a killed job run recorded no tokens, hence no cost
+                price = costs.get(name)
+                row["cost"] = None if price is None or row["cost"] is None else row["cost"] + price
     total = {key: sum(row[key] for row in endpoints.values()) for key in USAGE_KEYS}
     prices = [row["cost"] for row in endpoints.values()]
     total["cost"] = None if any(p is None for p in prices) else round(sum(prices), 6)

@@ -24,7 +24,7 @@ from jobs import services as jobs
 from jobs.models import Job
 from llm import services as llm
 from llm.client import check_endpoints, get_client, get_endpoint
-from llm.selectors import job_llm_entries, summarize_entries
+from llm.selectors import job_usage
 
 from .. import prompts
 from ..models import BatchSeed, RawReply, Rewrite, RewriteBatch, TemplateVersion
@@ -326,7 +326,7 @@ def run_batch(run) -> dict:
         )
 
     target = get_endpoint(batch.endpoint)
-    summary = summarize_entries(job_llm_entries(run.job), target, calls=len(rows) + retries_done + len(short))
+    summary = job_usage([run.job], target, calls=len(rows) + retries_done + len(short))
     usage = {k: summary[k] for k in ("requests", "prompt_tokens", "completion_tokens", "cost", "answered_from_cache")}
     states = dict.fromkeys(BatchSeed.State.values, 0)
     for state in BatchSeed.objects.filter(batch=batch).values_list("state", flat=True):

@@ -114,3 +114,12 @@ def test_a_killed_worker_resumes_without_asking_an_answered_call_again(llm_worke
     # for its reply, and the answered-before check above already proves nothing recorded was re-sent.)
     assert len(repeated) <= 4 and all(times[0] <= killed_at for times in repeated.values())
     assert len(fake_llm.requests("m")) == 160 + len(repeated) and fake_llm.max_in_flight("m") <= 4
+
+    # Usage counts every request the endpoint received, those of the killed run in flight too: on
+    # the job and on the batch. (A request is counted just before it leaves, so a worker killed in
+    # between counts one the server never saw: at most one per slot, never one too few.)
+    received = len(fake_llm.requests("m"))
+    on_job = api.get(f"/api/v1/jobs/{job.pk}/").json()["result"]["requests"]
+    on_batch = api.get(f"/api/v1/llm/batches/{batch.pk}/").json()["actual"]["requests"]
+    shown = [on_job, on_batch]
+    assert all(received <= n <= received + 4 for n in shown), (received, shown)

@@ -11,6 +11,7 @@ import pytest
 from jobs.models import Job
 from qc import services
 from qc.models import QCItem
+from qc.selectors import run_usage
 from tests.jobs.workers import wait_for
 from tests.llm.conftest import KEY_ENV
 from tests.qc.conftest import knower, make_mcq_items
@@ -86,3 +87,10 @@ def test_a_killed_worker_resumes_the_run_without_repeating_a_recorded_call(
     expected = {n for n in range(30) if sum(n in k for k in known.values()) >= 2}
     flagged = {int(e.item.external_id[1:]) for e in QCItem.objects.filter(run=run, flagged=True).select_related("item")}
     assert flagged == expected
+
+    # The run's usage counts every request each endpoint received, though the killed job run never
+    # recorded its usage (counted just before sending: at most one per slot more, never one fewer).
+    usage = run_usage(run)["endpoints"]
+    for name in known:
+        received = len(fake_llm.requests(name))
+        assert received <= usage[name]["calls"] <= received + 4, (name, received, usage[name])

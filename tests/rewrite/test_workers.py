@@ -90,3 +90,7 @@ def test_a_killed_worker_resumes_without_duplicate_rewrites_or_a_repeated_paid_c
         times[0] <= killed_at for times in repeated.values()
     )  # asked before the kill (no lower bound: under load a reply can take seconds)
     assert len(fake_llm.requests("glm-4")) == 120 + len(repeated) and fake_llm.max_in_flight("glm-4") <= 4
+    # The batch's usage counts every request received, those in flight when the worker died too
+    # (counted just before sending: at most one per slot more, never one fewer).
+    received = len(fake_llm.requests("glm-4"))
+    assert received <= batch.usage["requests"] <= received + 4, (received, batch.usage)
