@@ -140,11 +140,6 @@ def last_revision(item: Item) -> ItemRevision | None:
 # ---- lists and lookups ------------------------------------------------------------------------------
 
 
-def visible_items(user):
-    """Items of the benchmarks the user may see (all of them for researchers)."""
-    return Item.objects.filter(benchmark__in=benchmarks_for(user))
-
-
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 

@@ -342,12 +342,6 @@ def analyse_image(
     )
 
 
-def hash_file_for_list(data: bytes) -> tuple[str, int]:
-    """MD5 and pHash of an image, for building contamination lists from a folder of images."""
-    result = analyse_image(data, limits=ImageLimits(min_short_edge=0))
-    return result.md5, result.phash
-
-
 __all__ = [
     "ALLOWED_FORMATS",
     "DEFAULT_LIMITS",

@@ -15,7 +15,6 @@ from harness.scoring import CALL_FAILURES, EXTRACTOR_METHODS
 from llm.selectors import sent_by_run
 
 from .models import QCAnswer, QCItem, QCRun
-from .services.imports import IMPORT_JOB
 from .services.runs import calls_made, earlier_decisions
 
 
@@ -286,10 +285,6 @@ def removed_items(benchmark=None, item_ids=None) -> list[dict]:
 
 
 # ---------------------------------------------------------------- imports
-
-
-def import_jobs(benchmark):
-    return benchmark.jobs.filter(kind__in=[IMPORT_JOB, "import_alignmmbench"]).order_by("-created_at")
 
 
 def import_errors(job):
