@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.calls import SampleLog
 from harness.commands import common
 from harness.prompts import Prompts
 from harness.release import Release, load_release
 from harness.report import Report, Section, Table, json_safe
-from harness.runner import SampleLog
 
 
 @dataclass
