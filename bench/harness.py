@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.calls import auto_workers  # noqa: E402
 from harness.cli import main as harness_main  # noqa: E402
-from harness.runner import auto_workers  # noqa: E402
 
 REPLY = '{"rating": 7, "reason": "mostly right, one detail missing"}'
 

@@ -16,7 +16,7 @@ The public API, what the CLI and the benchforge platform use (harness/README.md,
     harness.tabular    the one reader of TSV, CSV, JSON Lines and JSON lists (exact lines, bounded
                        nesting and sizes, per-row and per-file problems)
 
-Everything else (harness.commands, runner, parsing, metrics, report, charts, mcq, votes, io,
+Everything else (harness.commands, calls, parsing, metrics, report, charts, mcq, votes, io,
 and the modules inside scoring/ and llm/) is internal: it may change in any release. The
 version follows semantic versioning; a release's manifest.json records the harness it carries.
 """

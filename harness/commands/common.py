@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness import __version__, llm
+from harness.calls import AUTO, AUTO_MAX_WORKERS, AUTO_MIN_CALLS, AUTO_MIN_CONCURRENCY, ERROR
 from harness.io import InputError
 from harness.prompts import Prompts
 from harness.release import Predictions, Release, load_predictions
 from harness.report import Report, Table, text_table, write_outputs
-from harness.runner import AUTO, AUTO_MAX_WORKERS, AUTO_MIN_CONCURRENCY, AUTO_MIN_JOBS, ERROR
 from harness.scoring.inputs import ImageLoader, path_loader
 
 DEFAULT_CACHE = Path(".harness-cache") / "responses.sqlite"
@@ -59,7 +59,7 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
         help="split the calls over N processes; together they never exceed an endpoint's "
         "max_concurrency, and share its requests_per_minute. This only speeds up fast endpoints, "
         f"where this client's CPU is the limit. 'auto' (the default) uses one process per core, up "
-        f"to {AUTO_MAX_WORKERS}, for runs of {AUTO_MIN_JOBS}+ calls to an endpoint allowed "
+        f"to {AUTO_MAX_WORKERS}, for runs of {AUTO_MIN_CALLS}+ calls to an endpoint allowed "
         f"{AUTO_MIN_CONCURRENCY}+ concurrent calls, else one",
     )
 

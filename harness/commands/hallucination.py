@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from harness import charts
-from harness.commands import common
-from harness.prompts import Prompts
-from harness.release import load_release
-from harness.report import Chart, Report, Section, Table, json_safe
-from harness.runner import SampleLog
+from harness.commands.judging import JudgeCommand, per_category_means
+from harness.report import Chart, Report, Section, Table
 from harness.scoring.judges import hallucination_judge
 
 NAME = "hallucination"
@@ -21,63 +15,6 @@ contradicted by, the human-written image description (0 = fully supported; lower
 The judge reads the description instead of the image. Needs items with a description.
 Unreadable judge replies are re-asked, then counted as unparsed and left out of the mean.
 """
-
-
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        NAME,
-        help="0-10 hallucination degree from the image description",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    common.add_release_option(parser)
-    common.add_llm_options(parser)
-    common.add_judge_option(parser)
-    common.add_predictions_option(parser)
-    common.add_run_options(parser, "results/hallucination")
-    parser.set_defaults(run=run)
-
-
-def run(args) -> int:
-    release = load_release(args.release)
-    prompts = Prompts(args.prompts)
-    predictions = common.load_all_predictions(args.predictions, release)
-    client = common.ready_client(args, [args.judge])
-    out = Path(args.out)
-    common.require_same_settings(
-        out,
-        {
-            "command": NAME,
-            "judge": common.endpoint_identity(client.endpoints[args.judge]),
-            "template": prompts.get("hallucination").sha256,
-            "retry": prompts.get("retry_hallucination").sha256,
-            "parse_retries": args.parse_retries,
-        },
-        args.restart,
-    )
-    log = SampleLog(out / "samples.jsonl")
-    scored = hallucination_judge(
-        client,
-        args.judge,
-        release.items,
-        common.answers_of(predictions),
-        sink=log,
-        prompts=prompts,
-        parse_retries=args.parse_retries,
-        **common.run_options(args),
-    )
-    log.compact(scored.rows)
-    results = {**scored.results, "release": release.name, "run": common.run_section(scored.stats, client, args.judge, "judge")}
-    stats = scored.stats
-    return common.finish(
-        NAME,
-        out,
-        results,
-        build_report(json_safe(results)),
-        common.failed_rows(scored.rows.values()),
-        f"{stats.sent} judged this run ({stats.cached} from the cache), {stats.skipped} already done, "
-        f"{stats.usage.get('calls', 0)} judge calls",
-    )
 
 
 def build_report(results: dict) -> Report:
@@ -103,16 +40,17 @@ def build_report(results: dict) -> Report:
             ],
         )
     )
-    categories = list(dict.fromkeys(c for m in models.values() for c in m["by_category"]))
-    report.sections.append(
-        Section(
-            "Per category",
-            [
-                Table(
-                    ["category"] + list(models),
-                    [[c] + [models[n]["by_category"].get(c, {}).get("mean") for n in models] for c in categories],
-                )
-            ],
-        )
-    )
+    report.sections.append(per_category_means(models))
     return report
+
+
+COMMAND = JudgeCommand(
+    NAME,
+    "0-10 hallucination degree from the image description",
+    DESCRIPTION,
+    template="hallucination",
+    judge=hallucination_judge,
+    build_report=build_report,
+)
+add_parser = COMMAND.add_parser
+run = COMMAND.run

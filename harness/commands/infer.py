@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.calls import SampleLog
 from harness.commands import common
 from harness.io import InputError
 from harness.release import load_release
-from harness.runner import SampleLog
 from harness.scoring.answers import answer_questions
 
 NAME = "infer"

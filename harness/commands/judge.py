@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from harness import charts
 from harness.commands import common
+from harness.commands.judging import JudgeCommand, Prepared, per_category_means
 from harness.io import InputError
-from harness.prompts import Prompts
-from harness.release import load_release
-from harness.report import Chart, Report, Section, Table, json_safe, number
-from harness.runner import SampleLog
+from harness.report import Chart, Report, Section, Table, number
 from harness.scoring.judges import pointwise_judge
 
 NAME = "judge"
@@ -27,26 +22,8 @@ part of the means, and the report says how many there were.
 """
 
 
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        NAME,
-        help="pointwise 1-10 judging and the alignment score",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    common.add_release_option(parser)
-    common.add_llm_options(parser)
-    common.add_judge_option(parser)
-    common.add_predictions_option(parser)
-    common.add_run_options(parser, "results/judge")
-    parser.set_defaults(run=run)
-
-
-def run(args) -> int:
-    release = load_release(args.release)
-    prompts = Prompts(args.prompts)
-    predictions = common.load_all_predictions(args.predictions, release)
-    client = common.ready_client(args, [args.judge])
+def prepare(args, release, prompts, answers, client) -> Prepared:
+    """Only open questions with a reference answer can be graded; say why the others cannot."""
     items = [item for item in release.items if not item.is_mcq and item.reference_answer]
     unscorable = [item for item in release.items if not item.is_mcq and not item.reference_answer]
     if unscorable:
@@ -55,42 +32,9 @@ def run(args) -> int:
         raise InputError(
             f"{NAME}: no open question of {release.name} has a reference answer to judge against; nothing was scored"
         )
-    out = Path(args.out)
-    common.require_same_settings(
-        out,
-        {
-            "command": NAME,
-            "judge": common.endpoint_identity(client.endpoints[args.judge]),
-            "template": prompts.get("pointwise").sha256,
-            "retry": prompts.get("retry_pointwise").sha256,
-            "rules": common.rules_fingerprint(prompts, release, {i.task for i in items}),
-            "parse_retries": args.parse_retries,
-        },
-        args.restart,
-    )
-    log = SampleLog(out / "samples.jsonl")
-    scored = pointwise_judge(
-        client,
-        args.judge,
-        release.items,
-        common.answers_of(predictions),
-        sink=log,
-        prompts=prompts,
-        rules=common.release_rules(release),
-        parse_retries=args.parse_retries,
-        **common.run_options(args),
-    )
-    log.compact(scored.rows)
-    results = {**scored.results, "release": release.name, "run": common.run_section(scored.stats, client, args.judge, "judge")}
-    stats = scored.stats
-    return common.finish(
-        NAME,
-        out,
-        results,
-        build_report(json_safe(results)),
-        common.failed_rows(scored.rows.values()),
-        f"{stats.sent} judged this run ({stats.cached} from the cache), {stats.skipped} already done, "
-        f"{stats.usage.get('calls', 0)} judge calls",
+    return Prepared(
+        settings={"rules": common.rules_fingerprint(prompts, release, {i.task for i in items})},
+        options={"rules": common.release_rules(release)},
     )
 
 
@@ -164,18 +108,7 @@ def build_report(results: dict) -> Report:
             ],
         )
     )
-    categories = list(dict.fromkeys(c for m in models.values() for c in m["by_category"]))
-    report.sections.append(
-        Section(
-            "Per category",
-            [
-                Table(
-                    ["category"] + list(models),
-                    [[c] + [models[name]["by_category"].get(c, {}).get("mean") for name in models] for c in categories],
-                )
-            ],
-        )
-    )
+    report.sections.append(per_category_means(models))
     problems = [f"{name}: unparsed {', '.join(m['unparsed_ids'][:20])}" for name, m in models.items() if m["unparsed_ids"]]
     problems += [
         f"{name}: judge call failed for {', '.join(m['error_ids'][:20])} (rerun to retry)"
@@ -185,3 +118,16 @@ def build_report(results: dict) -> Report:
     if problems:
         report.sections.append(Section("Problems", problems))
     return report
+
+
+COMMAND = JudgeCommand(
+    NAME,
+    "pointwise 1-10 judging and the alignment score",
+    DESCRIPTION,
+    template="pointwise",
+    judge=pointwise_judge,
+    build_report=build_report,
+    prepare=prepare,
+)
+add_parser = COMMAND.add_parser
+run = COMMAND.run

@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 
 from harness import charts, llm
+from harness.calls import ERROR, SampleLog
 from harness.commands import common
 from harness.io import InputError, write_jsonl
 from harness.prompts import Prompts
 from harness.release import load_release
 from harness.report import Chart, Report, Section, Table, json_safe, percent
-from harness.runner import ERROR, SampleLog
 from harness.scoring.circular import ALL_FAIL, TEXT_ONLY, circular_eval, summarize_circular
 
 NAME = "mcq"

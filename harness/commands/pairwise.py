@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from harness import charts
 from harness.commands import common
+from harness.commands.judging import JudgeCommand, Prepared
 from harness.io import InputError
-from harness.prompts import Prompts, slug
-from harness.release import load_predictions, load_release
-from harness.report import Chart, Report, Section, Table, json_safe, number, percent
-from harness.runner import SampleLog
+from harness.prompts import slug
+from harness.release import load_predictions
+from harness.report import Chart, Report, Section, Table, number, percent
 from harness.scoring.inputs import attach_images
 from harness.scoring.judges import pairwise_judge
 
@@ -31,79 +30,29 @@ stays in the win-rate denominator and is listed in the report.
 """
 
 
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        NAME,
-        help="pairwise votes against an anchor model (win/tie/lose, Elo)",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    common.add_release_option(parser)
-    common.add_llm_options(parser)
-    common.add_judge_option(parser)
+def anchor_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--anchor", required=True, metavar="JSONL", help="predictions of the anchor model")
-    common.add_predictions_option(parser)
+
+
+def vote_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text-only", action="store_true", help="do not send the images to the judge")
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="Elo bootstrap rounds (default: 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the Elo bootstrap (default: 0)")
-    common.add_run_options(parser, "results/pairwise")
-    parser.set_defaults(run=run)
 
 
-def run(args) -> int:
-    release = load_release(args.release)
-    prompts = Prompts(args.prompts)
+def prepare(args, release, prompts, answers, client) -> Prepared:
+    """The anchor's answers (never one of the models under test) and whether the judge sees the images."""
     anchor = load_predictions(args.anchor, release)
-    models = common.load_all_predictions(args.predictions, release)
-    if anchor.model in {m.model for m in models}:
+    if anchor.model in answers:
         raise InputError(f"{args.anchor}: the anchor {anchor.model!r} is also among --predictions")
-    client = common.ready_client(args, [args.judge])
-    judge = client.endpoints[args.judge]
+    loader = common.image_loader(release)
     attach = attach_images(
-        judge, [i for i in release.items if not i.is_mcq], args.text_only, "judge", common.image_loader(release)
+        client.endpoints[args.judge], [i for i in release.items if not i.is_mcq], args.text_only, "judge", loader
     )
-    out = Path(args.out)
-    common.require_same_settings(
-        out,
-        {
-            "command": NAME,
-            "judge": common.endpoint_identity(judge),
-            "template": prompts.get("pairwise").sha256,
-            "retry": prompts.get("retry_pairwise").sha256,
-            "images": attach,
-            "anchor": anchor.model,
-            "parse_retries": args.parse_retries,
-        },
-        args.restart,
-    )
-    log = SampleLog(out / "samples.jsonl")
-    scored = pairwise_judge(
-        client,
-        args.judge,
-        release.items,
-        anchor.model,
-        anchor.answers,
-        common.answers_of(models),
-        sink=log,
-        text_only=args.text_only,
-        image_loader=common.image_loader(release),
-        prompts=prompts,
-        parse_retries=args.parse_retries,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        **common.run_options(args),
-    )
-    log.compact(scored.rows)
-    results = {**scored.results, "release": release.name, "run": common.run_section(scored.stats, client, args.judge, "judge")}
-    stats = scored.stats
-    return common.finish(
-        NAME,
-        out,
-        results,
-        build_report(json_safe(results)),
-        common.failed_rows(scored.rows.values()),
-        f"{stats.sent} votes this run ({stats.cached} from the cache), {stats.skipped} already done, "
-        f"{stats.usage.get('calls', 0)} judge calls",
+    return Prepared(
+        settings={"images": attach, "anchor": anchor.model},
+        inputs=(anchor.model, anchor.answers),
+        options={"text_only": args.text_only, "image_loader": loader, "bootstrap": args.bootstrap, "seed": args.seed},
     )
 
 
@@ -202,3 +151,19 @@ def build_report(results: dict) -> Report:
 
 def _wtl(row: dict | None) -> str:
     return f"{row['win']}/{row['tie']}/{row['lose']}" if row else "n/a"
+
+
+COMMAND = JudgeCommand(
+    NAME,
+    "pairwise votes against an anchor model (win/tie/lose, Elo)",
+    DESCRIPTION,
+    template="pairwise",
+    judge=pairwise_judge,
+    build_report=build_report,
+    noun="votes",
+    options_before=anchor_option,
+    options_after=vote_options,
+    prepare=prepare,
+)
+add_parser = COMMAND.add_parser
+run = COMMAND.run

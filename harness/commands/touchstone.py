@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from harness import charts
-from harness.commands import common
-from harness.prompts import Prompts
-from harness.release import load_release
-from harness.report import Chart, Report, Section, Table, json_safe
-from harness.runner import SampleLog
+from harness.commands.judging import JudgeCommand
+from harness.report import Chart, Report, Section, Table
 from harness.scoring.judges import touchstone_judge
 
 NAME = "touchstone"
@@ -24,63 +18,6 @@ score is the mean of the two. A model's score is the mean over questions (x100 a
 is shown too). Needs items with a description and a reference answer. A question whose scores
 could not be read in either position is left out of the mean and counted as unparsed.
 """
-
-
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        NAME,
-        help="description-based scoring against the reference answer",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    common.add_release_option(parser)
-    common.add_llm_options(parser)
-    common.add_judge_option(parser)
-    common.add_predictions_option(parser)
-    common.add_run_options(parser, "results/touchstone")
-    parser.set_defaults(run=run)
-
-
-def run(args) -> int:
-    release = load_release(args.release)
-    prompts = Prompts(args.prompts)
-    predictions = common.load_all_predictions(args.predictions, release)
-    client = common.ready_client(args, [args.judge])
-    out = Path(args.out)
-    common.require_same_settings(
-        out,
-        {
-            "command": NAME,
-            "judge": common.endpoint_identity(client.endpoints[args.judge]),
-            "template": prompts.get("touchstone").sha256,
-            "retry": prompts.get("retry_touchstone").sha256,
-            "parse_retries": args.parse_retries,
-        },
-        args.restart,
-    )
-    log = SampleLog(out / "samples.jsonl")
-    scored = touchstone_judge(
-        client,
-        args.judge,
-        release.items,
-        common.answers_of(predictions),
-        sink=log,
-        prompts=prompts,
-        parse_retries=args.parse_retries,
-        **common.run_options(args),
-    )
-    log.compact(scored.rows)
-    results = {**scored.results, "release": release.name, "run": common.run_section(scored.stats, client, args.judge, "judge")}
-    stats = scored.stats
-    return common.finish(
-        NAME,
-        out,
-        results,
-        build_report(json_safe(results)),
-        common.failed_rows(scored.rows.values()),
-        f"{stats.sent} judged this run ({stats.cached} from the cache), {stats.skipped} already done, "
-        f"{stats.usage.get('calls', 0)} judge calls",
-    )
 
 
 def build_report(results: dict) -> Report:
@@ -129,3 +66,15 @@ def build_report(results: dict) -> Report:
         )
     )
     return report
+
+
+COMMAND = JudgeCommand(
+    NAME,
+    "description-based scoring against the reference answer",
+    DESCRIPTION,
+    template="touchstone",
+    judge=touchstone_judge,
+    build_report=build_report,
+)
+add_parser = COMMAND.add_parser
+run = COMMAND.run

@@ -3,7 +3,7 @@
 Each takes an LLMClient, endpoint names, items (harness.release.Item or dicts of the same
 fields; images as paths, bytes, callables, or references an image_loader resolves), answers
 as {model: {item id: text}}, settings, and a sink that receives one row per finished call
-(runner.Sink; SampleLog is the CLI's JSONL one, MemorySink keeps rows in memory).
+(calls.Sink; SampleLog is the CLI's JSONL one, MemorySink keeps rows in memory).
 
     circular.py  circular_eval (CircularEval over models, early stopping, QC filters),
                  extract_choice, filter_flag, verdict_decided, summarize_circular
@@ -15,8 +15,8 @@ __all__ is the public part (what the CLI and the platform use); the modules are 
 sink's rows have status OK, UNPARSED (both FINAL: not asked again) or ERROR (asked again).
 """
 
+from harness.calls import ERROR, FINAL, OK, UNPARSED, MemorySink, RunStats, SampleLog, Sink
 from harness.mcq import circular_passes, format_options
-from harness.runner import ERROR, FINAL, OK, UNPARSED, MemorySink, RunStats, SampleLog, Sink
 from harness.scoring.answers import answer_questions
 from harness.scoring.circular import (
     ALL_FAIL,

@@ -6,9 +6,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness import llm
+from harness.calls import OK, Call, RunStats, Sink, send_calls
 from harness.io import InputError
 from harness.release import Item
-from harness.runner import OK, Job, RunStats, Sink, run_jobs
 from harness.scoring.inputs import ImageLoader, as_items, attach_images, conversation
 
 
@@ -33,8 +33,8 @@ def answer_questions(
         declared = ", ".join(sorted(client.endpoints)) or "none"
         raise llm.ConfigError(f"no endpoint named {model!r} in the models file (declared: {declared})")
     attach = attach_images(client.endpoints[model], open_items, text_only, "model", image_loader)
-    jobs = [
-        Job(
+    calls = [
+        Call(
             key=item.id,
             build=lambda item=item: conversation(item, item.question, attach, image_loader),
             meta={"id": item.id, "model": model},
@@ -42,8 +42,8 @@ def answer_questions(
         )
         for item in open_items
     ]
-    stats = run_jobs(
-        client, model, jobs, sink, label=f"infer {model}", parse_retries=0, keep_outputs=False, with_images=attach, **run
+    stats = send_calls(
+        client, model, calls, sink, label=f"infer {model}", parse_retries=0, keep_outputs=False, with_images=attach, **run
     )
     answers = {key: row["answer"] for key, row in stats.rows.items() if row["status"] == OK}
     return answers, stats

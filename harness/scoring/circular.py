@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import llm
+from harness.calls import ERROR, OK, Call, RunStats, Sink, send_calls
 from harness.io import InputError
 from harness.mcq import NONE_OF_THEM, CircularPass, circular_passes, format_options, heuristic_choice, parse_extractor_reply
 from harness.parsing import ParseError
 from harness.prompts import Prompts
 from harness.release import Item
-from harness.runner import ERROR, OK, Job, RunStats, Sink, run_jobs
 from harness.scoring.inputs import ImageLoader, as_items, attach_images, conversation
 
 ANSWER, EXTRACT = "answer", "extract"  # the two kinds of rows a circular_eval run writes to its sink
@@ -195,7 +195,7 @@ def circular_eval(
     of the choice extractor (None: rules only). text_only: send no images. stop_when_decided:
     TEXT_ONLY or ALL_FAIL to stop asking further models once that filter's verdict on an item is
     settled (TEXT_ONLY requires text_only=True). sink: where the answer and extraction rows go
-    (resumable: finished rows are not asked again). workers/reopen: see runner.run_jobs.
+    (resumable: finished rows are not asked again). workers/reopen: see runner.send_calls.
     """
     _check_filter(stop_when_decided)
     if stop_when_decided == TEXT_ONLY and not text_only:
@@ -242,8 +242,8 @@ def circular_eval(
             ]
             if not alive:
                 continue
-            jobs = [
-                Job(
+            calls = [
+                Call(
                     key=_row_key(ANSWER, name, item, k),
                     build=lambda item=item, shown=result.passes[item.id][k], name=name: conversation(
                         item,
@@ -258,10 +258,10 @@ def circular_eval(
                 )
                 for item in alive
             ]
-            stats = run_jobs(
+            stats = send_calls(
                 client,
                 name,
-                jobs,
+                calls,
                 label=f"mcq {name} pass {k + 1}",
                 parse_retries=0,
                 keep_outputs=False,
@@ -277,7 +277,7 @@ def circular_eval(
                 if row and row["status"] == OK and extractor and heuristic_choice(row["answer"], shown.options) is None:
                     prompt, letters = _extraction_prompt(prompts, item.question, shown.options, row["answer"])
                     pending.append(
-                        Job(
+                        Call(
                             key=_row_key(EXTRACT, name, item, k),
                             build=lambda prompt=prompt: [llm.text_message("user", prompt)],
                             meta={"step": EXTRACT, "model": name, "id": item.id, "pass": k},
@@ -286,7 +286,7 @@ def circular_eval(
                         )
                     )
             if pending:
-                stats = run_jobs(
+                stats = send_calls(
                     client, extractor, pending, label=f"mcq extract pass {k + 1}", parse_retries=parse_retries, **run
                 )
                 result.stats[extractor].add(stats.as_dict())

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness import llm
+from harness.calls import ERROR, OK, UNPARSED, Call, RunStats, Sink, send_calls
 from harness.io import InputError
 from harness.metrics import FAILED, alignment_score, bootstrap_elo, bradley_terry, elo_ratings, spearman, win_tie_lose
 from harness.parsing import parse_rating, parse_score_pair, parse_vote
 from harness.prompts import Prompts, Template
 from harness.release import Item
-from harness.runner import ERROR, OK, UNPARSED, Job, RunStats, Sink, run_jobs
 from harness.scoring.inputs import ImageLoader, as_answers, as_items, attach_images, item_images, render_history
 from harness.votes import ORDERS, battle_score, combine_votes, outcome_result, vote_side
 
@@ -40,11 +40,11 @@ def _endpoint(client, name: str) -> llm.Endpoint:
     return client.endpoints[name]
 
 
-def _run(client, judge, jobs, sink, label, parse_retries, with_images=False, workers=1, reopen=None, progress_stream=None):
-    return run_jobs(
+def _run(client, judge, calls, sink, label, parse_retries, with_images=False, workers=1, reopen=None, progress_stream=None):
+    return send_calls(
         client,
         judge,
-        jobs,
+        calls,
         sink,
         label=label,
         parse_retries=parse_retries,
@@ -99,7 +99,7 @@ def pointwise_judge(
         rating = parse_rating(text)
         return {"rating": rating.value, "reason": rating.reason}
 
-    jobs = []
+    calls = []
     for model, by_id in answers.items():
         for item in scored:
             if item.id not in by_id:
@@ -113,8 +113,8 @@ def pointwise_judge(
                 "reference": item.reference_answer,
                 "answer": by_id[item.id],
             }
-            jobs.append(
-                Job(
+            calls.append(
+                Call(
                     key=f"{model}\t{item.id}",
                     build=lambda fields=fields: [llm.text_message("user", template.render(**fields))],
                     meta={"model": model, "id": item.id, "task": item.task, "category": item.category, "group": item.group},
@@ -122,7 +122,7 @@ def pointwise_judge(
                     retry=lambda problem: retry.render(problem=problem),
                 )
             )
-    stats = _run(client, judge, jobs, sink, "judge", parse_retries, **run)
+    stats = _run(client, judge, calls, sink, "judge", parse_retries, **run)
     results = {
         "command": "judge",
         "items": len(scored),
@@ -226,7 +226,7 @@ def pairwise_judge(
     def parse(text: str) -> dict:
         return {"vote": parse_vote(text)}
 
-    jobs = []
+    calls = []
     for model, by_id in answers.items():
         for item in scored:
             if item.id not in by_id or item.id not in anchor:
@@ -234,8 +234,8 @@ def pairwise_judge(
             for order in ORDERS:
                 first, second = (anchor, by_id) if order == 1 else (by_id, anchor)
                 prompt = render_pairwise_prompt(template, item, first[item.id], second[item.id], attach)
-                jobs.append(
-                    Job(
+                calls.append(
+                    Call(
                         key=f"{model}\t{item.id}\t{order}",
                         build=lambda prompt=prompt, item=item: [
                             llm.user_message(prompt, images=item_images(item, image_loader) if attach else [])
@@ -245,7 +245,7 @@ def pairwise_judge(
                         retry=lambda problem: retry.render(problem=problem),
                     )
                 )
-    stats = _run(client, judge, jobs, sink, "pairwise", parse_retries, with_images=attach, **run)
+    stats = _run(client, judge, calls, sink, "pairwise", parse_retries, with_images=attach, **run)
     results = {"command": "pairwise", "anchor": anchor_model, "items": len(scored), "images": attach, "models": {}}
     battles = []
     for model, by_id in answers.items():
@@ -333,7 +333,7 @@ def touchstone_judge(
     def parse(text: str) -> dict:
         return {"scores": list(parse_score_pair(text))}
 
-    jobs = []
+    calls = []
     for model, by_id in answers.items():
         for item in scored:
             if item.id not in by_id:
@@ -342,8 +342,8 @@ def touchstone_judge(
                 pair = (by_id[item.id], item.reference_answer)
                 first, second = pair if position == 1 else pair[::-1]
                 prompt = template.render(description=item.description, question=item.question, answer1=first, answer2=second)
-                jobs.append(
-                    Job(
+                calls.append(
+                    Call(
                         key=f"{model}\t{item.id}\t{position}",
                         build=lambda prompt=prompt: [llm.text_message("user", prompt)],
                         meta={"model": model, "id": item.id, "position": position, "category": item.category, "task": item.task},
@@ -351,7 +351,7 @@ def touchstone_judge(
                         retry=lambda problem: retry.render(problem=problem),
                     )
                 )
-    stats = _run(client, judge, jobs, sink, "touchstone", parse_retries, **run)
+    stats = _run(client, judge, calls, sink, "touchstone", parse_retries, **run)
     results = {"command": "touchstone", "items": len(scored), "models": {}}
     for model, by_id in answers.items():
         rows, counts = [], {UNPARSED: 0, ERROR: 0, "no_answer": 0}
@@ -405,14 +405,14 @@ def hallucination_judge(
         rating = parse_rating(text, low=0, high=10, keys=("score", "hallucination", "rating"))
         return {"score": rating.value, "reason": rating.reason}
 
-    jobs = []
+    calls = []
     for model, by_id in answers.items():
         for item in scored:
             if item.id not in by_id:
                 continue
             prompt = template.render(description=item.description, question=item.question, answer=by_id[item.id])
-            jobs.append(
-                Job(
+            calls.append(
+                Call(
                     key=f"{model}\t{item.id}",
                     build=lambda prompt=prompt: [llm.text_message("user", prompt)],
                     meta={"model": model, "id": item.id, "category": item.category, "task": item.task},
@@ -420,7 +420,7 @@ def hallucination_judge(
                     retry=lambda problem: retry.render(problem=problem),
                 )
             )
-    stats = _run(client, judge, jobs, sink, "hallucination", parse_retries, **run)
+    stats = _run(client, judge, calls, sink, "hallucination", parse_retries, **run)
     results = {"command": "hallucination", "items": len(scored), "models": {}}
     for model, by_id in answers.items():
         rows = [stats.rows.get(f"{model}\t{item.id}") for item in scored if item.id in by_id]

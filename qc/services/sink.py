@@ -1,4 +1,4 @@
-"""Where the harness writes the rows of a QC run: the job's entries (harness.runner's Sink protocol).
+"""Where the harness writes the rows of a QC run: the job's entries (harness.calls's Sink protocol).
 
 Each finished call is one unit of the job, keyed by the harness's row key, its row kept in the
 entry's data: a row recorded ok is never asked again when the job resumes (done_rows), a failed

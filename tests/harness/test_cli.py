@@ -607,7 +607,7 @@ def test_worker_processes_split_the_calls_and_merge_their_samples(env):
 
 
 def test_rows_left_by_an_interrupted_worker_are_kept(env):
-    from harness.runner import SampleLog
+    from harness.calls import SampleLog
 
     out = env.root / "j"
     out.mkdir()

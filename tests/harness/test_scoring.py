@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from harness import llm
-from harness.runner import MemorySink
+from harness.calls import MemorySink
 from harness.scoring import (
     ALL_FAIL,
     CALL_ERROR,

@@ -1,12 +1,12 @@
-"""The job runner's bookkeeping with a scripted client: worker processes, crashes, parse retries."""
+"""send_calls' bookkeeping with a scripted client: worker processes, crashes, parse retries."""
 
 import os
 from types import SimpleNamespace
 
 import pytest
 
+from harness.calls import Call, SampleLog, auto_workers, send_calls
 from harness.parsing import ParseError
-from harness.runner import Job, SampleLog, auto_workers, run_jobs
 
 
 class ScriptedClient:
@@ -34,13 +34,13 @@ class ScriptedClient:
         return results
 
 
-def number_job(key: str) -> Job:
+def number_call(key: str) -> Call:
     def parse(text):
         if not text.isdigit():
             raise ParseError(f"{text!r} is not a number")
         return {"value": int(text)}
 
-    return Job(
+    return Call(
         key=key,
         build=lambda: [{"role": "user", "content": key}],
         meta={"id": key},
@@ -57,7 +57,7 @@ def test_parse_failures_are_retried_with_a_correction_then_recorded(tmp_path):
 
     client = ScriptedClient(reply)
     log = SampleLog(tmp_path / "s.jsonl")
-    stats = run_jobs(client, "e", [number_job("a"), number_job("stubborn")], log, label="t", parse_retries=2)
+    stats = send_calls(client, "e", [number_call("a"), number_call("stubborn")], log, label="t", parse_retries=2)
     assert (stats.ok, stats.unparsed, stats.parse_retries, stats.usage["calls"]) == (1, 1, 3, 5)
     assert log.rows["a"]["value"] == 7 and log.rows["a"]["outputs"] == ["seven", "7"]
     assert log.rows["stubborn"]["status"] == "unparsed" and "not a number" in log.rows["stubborn"]["parse_error"]
@@ -65,12 +65,12 @@ def test_parse_failures_are_retried_with_a_correction_then_recorded(tmp_path):
 
 def test_workers_share_the_jobs_and_their_rows_come_back(tmp_path):
     log = SampleLog(tmp_path / "s.jsonl")
-    jobs = [number_job(f"k{i}") for i in range(10)]
-    stats = run_jobs(None, "e", jobs, log, label="t", workers=3, reopen=lambda share: ScriptedClient(lambda m: "1"))
+    calls = [number_call(f"k{i}") for i in range(10)]
+    stats = send_calls(None, "e", calls, log, label="t", workers=3, reopen=lambda share: ScriptedClient(lambda m: "1"))
     assert stats.ok == 10 and stats.usage["calls"] == 10
     assert set(log.rows) == {f"k{i}" for i in range(10)}
     assert set(SampleLog(tmp_path / "s.jsonl").rows) == set(log.rows)  # a crash now would lose nothing
-    log.compact(job.key for job in jobs)
+    log.compact(call.key for call in calls)
     assert not list(tmp_path.glob("*.part*"))
     assert (tmp_path / "s.jsonl").read_text().count("\n") == 10
 
@@ -92,13 +92,13 @@ def test_without_fork_auto_stays_in_one_process_and_an_explicit_count_is_refused
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])  # as on Windows
     assert auto_workers(10_000, 64, cpus=8) == 1
     client = ScriptedClient(lambda m: "1", max_concurrency=64)
-    jobs = [number_job(f"k{i}") for i in range(1200)]
+    calls = [number_call(f"k{i}") for i in range(1200)]
     assert (
-        run_jobs(client, "e", jobs, SampleLog(tmp_path / "a.jsonl"), label="t", workers="auto", reopen=lambda share: 1 / 0).ok
+        send_calls(client, "e", calls, SampleLog(tmp_path / "a.jsonl"), label="t", workers="auto", reopen=lambda share: 1 / 0).ok
         == 1200
     )
     with pytest.raises(InputError, match="--workers 2 needs worker processes started by fork.*use --workers 1"):
-        run_jobs(client, "e", jobs[:10], SampleLog(tmp_path / "b.jsonl"), label="t", workers=2, reopen=lambda share: 1 / 0)
+        send_calls(client, "e", calls[:10], SampleLog(tmp_path / "b.jsonl"), label="t", workers=2, reopen=lambda share: 1 / 0)
 
 
 def test_workers_auto_forks_for_a_long_run_and_stays_in_process_for_a_short_one(tmp_path, monkeypatch):
@@ -107,10 +107,10 @@ def test_workers_auto_forks_for_a_long_run_and_stays_in_process_for_a_short_one(
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     wide = ScriptedClient(lambda m: "1", max_concurrency=64)
     stream = io.StringIO()
-    short = run_jobs(
+    short = send_calls(
         wide,
         "e",
-        [number_job(f"s{i}") for i in range(10)],
+        [number_call(f"s{i}") for i in range(10)],
         SampleLog(tmp_path / "short.jsonl"),
         label="short",
         workers="auto",
@@ -120,11 +120,11 @@ def test_workers_auto_forks_for_a_long_run_and_stays_in_process_for_a_short_one(
     assert short.ok == 10 and wide.calls == 10 and "worker processes" not in stream.getvalue()
 
     stream = io.StringIO()
-    jobs = [number_job(f"k{i}") for i in range(1200)]
-    long = run_jobs(
+    calls = [number_call(f"k{i}") for i in range(1200)]
+    long = send_calls(
         wide,
         "e",
-        jobs,
+        calls,
         SampleLog(tmp_path / "long.jsonl"),
         label="long",
         workers="auto",
@@ -138,8 +138,8 @@ def test_workers_auto_forks_for_a_long_run_and_stays_in_process_for_a_short_one(
 
 def test_a_worker_that_dies_is_reported_and_the_others_rows_are_kept(tmp_path):
     log = SampleLog(tmp_path / "s.jsonl")
-    jobs = [number_job(f"k{i}") for i in range(6)]  # worker 0 gets k0, k2, k4; worker 1 k1, k3, k5
+    calls = [number_call(f"k{i}") for i in range(6)]  # worker 0 gets k0, k2, k4; worker 1 k1, k3, k5
     with pytest.raises(RuntimeError, match="exited with code 3"):
-        run_jobs(None, "e", jobs, log, label="t", workers=2, reopen=lambda share: ScriptedClient(lambda m: "1", crash_on="k2"))
+        send_calls(None, "e", calls, log, label="t", workers=2, reopen=lambda share: ScriptedClient(lambda m: "1", crash_on="k2"))
     saved = set(SampleLog(tmp_path / "s.jsonl").rows)
     assert {"k1", "k3", "k5"} <= saved and "k2" not in saved

@@ -1,10 +1,10 @@
 """The engine every LLM-driven scoring function shares: resumable, concurrent, parse-checked calls.
 
-A scoring function describes its calls as Jobs (a key, how to build the messages, how to read
-the reply). `run_jobs` skips keys its sink already finished, sends the rest through
+A scoring function describes each LLM request it needs as a Call (a key, how to build the
+messages, how to read the reply). `send_calls` skips keys its sink already finished, sends the rest through
 LLMClient.chat_many (bounded concurrency, rate limits, retries and the response cache live
-there), writes one row per finished job to the sink as it completes, and re-asks a job whose
-reply could not be read, with a short correction turn, up to `parse_retries` times. A job
+there), writes one row per finished call to the sink as it completes, and re-asks a call whose
+reply could not be read, with a short correction turn, up to `parse_retries` times. A call
 still unreadable after that is recorded as "unparsed" (reported and counted, never dropped); a
 call that failed for good is recorded as "error" and tried again on the next run.
 
@@ -12,13 +12,13 @@ Sink protocol (where rows go; the CLI's is SampleLog, a JSONL file; the platform
 database rows):
 
     done_rows() -> Mapping[str, dict]   rows finished by an earlier run (status "ok" or
-                                        "unparsed"), by key: those jobs are not asked again
-    write(row: dict) -> None            one finished job, as it completes (called from one
+                                        "unparsed"), by key: those calls are not asked again
+    write(row: dict) -> None            one finished call, as it completes (called from one
                                         thread at a time); a later row for a key replaces
                                         an earlier one
     close() -> None                     the run is over (flush)
 
-A row is {"key", **job.meta, "status": "ok" | "unparsed" | "error", "cached": bool, then the
+A row is {"key", **call.meta, "status": "ok" | "unparsed" | "error", "cached": bool, then the
 parsed fields (status ok), "parse_error" (unparsed) or "error" (the call's message), and
 "outputs" (the raw replies, when kept)}. Worker processes (workers > 1) need a sink that can
 be split: part(index) -> Sink for worker `index`, and collect_parts() -> list of the rows the
@@ -47,7 +47,7 @@ FINAL = (OK, UNPARSED)
 
 # chat_many holds every request of a batch in memory, so requests carrying images (inline
 # base64) are built and sent in chunks; a chunk is many times the concurrency, so the pause at
-# each chunk's tail costs little. Text-only jobs go in one batch.
+# each chunk's tail costs little. Text-only calls go in one batch.
 CHUNK_PER_SLOT = 16
 MIN_CHUNK = 512
 # Rows are flushed to disk at least this often. A row lost to a hard kill is not lost work:
@@ -57,13 +57,13 @@ FLUSH_SECONDS = 0.5
 # near 400 calls/s. Only a long run against an endpoint allowed many concurrent calls can ask
 # for more than that (64 slots at 100 ms is 640 calls/s); then a process per core, up to 4.
 AUTO = "auto"
-AUTO_MIN_JOBS = 1000
+AUTO_MIN_CALLS = 1000
 AUTO_MIN_CONCURRENCY = 16
 AUTO_MAX_WORKERS = 4
 
 
 def can_fork() -> bool:
-    """Worker processes are forked (they inherit the jobs' closures); Windows cannot fork."""
+    """Worker processes are forked (they inherit the calls' closures); Windows cannot fork."""
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -75,13 +75,15 @@ def auto_workers(pending: int, max_concurrency: int, cpus: int | None = None) ->
         return 1
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if pending < AUTO_MIN_JOBS or max_concurrency < AUTO_MIN_CONCURRENCY:
+    if pending < AUTO_MIN_CALLS or max_concurrency < AUTO_MIN_CONCURRENCY:
         return 1
     return max(1, min(cpus, AUTO_MAX_WORKERS, max_concurrency // (AUTO_MIN_CONCURRENCY // 2)))
 
 
 @dataclass
-class Job:
+class Call:
+    """One LLM request of a scoring run, named by `key` (a finished key is not asked again)."""
+
     key: str
     build: Callable[[], list[dict]]  # the messages, built only when the chunk is sent
     meta: dict = field(default_factory=dict)  # copied into the sample row
@@ -246,15 +248,15 @@ class Progress:
 
 @dataclass
 class RunStats:
-    sent: int = 0  # jobs that needed the model this run (finished rows are skipped)
+    sent: int = 0  # calls that needed the model this run (finished rows are skipped)
     skipped: int = 0  # already finished in the sink
     ok: int = 0
     unparsed: int = 0
     errors: int = 0
     parse_retries: int = 0
-    cached: int = 0  # jobs whose every reply came from the response cache (never a failed one)
+    cached: int = 0  # calls whose every reply came from the response cache (never a failed one)
     usage: dict = field(default_factory=dict)  # the endpoint's usage counters for this run
-    # Every row of the run's jobs, finished earlier or now, by key (not part of as_dict).
+    # Every row of the run's calls, finished earlier or now, by key (not part of as_dict).
     rows: dict = field(default_factory=dict, repr=False)
 
     COUNTS = ("sent", "skipped", "ok", "unparsed", "errors", "parse_retries", "cached")
@@ -271,10 +273,10 @@ class RunStats:
         return {**{name: getattr(self, name) for name in self.COUNTS}, "usage": dict(self.usage)}
 
 
-def run_jobs(
+def send_calls(
     client,
     endpoint: str,
-    jobs: list[Job],
+    calls: list[Call],
     sink: Sink,
     *,
     label: str,
@@ -285,10 +287,10 @@ def run_jobs(
     reopen: Callable[[int], Any] | None = None,
     progress_stream=None,
 ) -> RunStats:
-    """Run every job the sink has not finished; returns counts for this run and every row.
+    """Run every call the sink has not finished; returns counts for this run and every row.
 
     with_images: the messages carry inline images, so build and send them in chunks.
-    workers > 1: split the jobs over that many forked processes, each with its own client from
+    workers > 1: split the calls over that many forked processes, each with its own client from
     reopen(workers) (requests_per_minute is split between them; max_concurrency holds for all
     of them together through one semaphore per endpoint made before the fork); for fast local
     endpoints, where the client's own CPU time per call, not the model, is what limits one
@@ -298,12 +300,12 @@ def run_jobs(
     stats = RunStats()
     done = sink.done_rows()
     pending = []
-    for job in jobs:
-        if job.key in done:
+    for call in calls:
+        if call.key in done:
             stats.skipped += 1
-            stats.rows[job.key] = done[job.key]
+            stats.rows[call.key] = done[call.key]
         else:
-            pending.append(job)
+            pending.append(call)
     stats.sent = len(pending)
     if not pending:
         return stats
@@ -329,17 +331,17 @@ def run_jobs(
         _run_here(client, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images)
         after = client.usage.get(endpoint, {})
         stats.usage = {key: after[key] - before.get(key, 0) for key in after}
-    stats.rows = {job.key: stats.rows[job.key] for job in jobs if job.key in stats.rows}  # in the jobs' order
+    stats.rows = {call.key: stats.rows[call.key] for call in calls if call.key in stats.rows}  # in the calls' order
     return stats
 
 
-def _run_here(client, endpoint, jobs, log, stats, progress, parse_retries, keep_outputs, with_images) -> None:
-    chunk = len(jobs)
+def _run_here(client, endpoint, calls, log, stats, progress, parse_retries, keep_outputs, with_images) -> None:
+    chunk = len(calls)
     if with_images:
         chunk = max(MIN_CHUNK, CHUNK_PER_SLOT * client.endpoints[endpoint].max_concurrency)
     try:
-        for start in range(0, len(jobs), chunk):
-            _run_chunk(client, endpoint, jobs[start : start + chunk], log, stats, progress, parse_retries, keep_outputs)
+        for start in range(0, len(calls), chunk):
+            _run_chunk(client, endpoint, calls[start : start + chunk], log, stats, progress, parse_retries, keep_outputs)
     finally:
         log.close()
 
@@ -366,14 +368,16 @@ class _ProgressToParent:
         self._sent = time.monotonic()
 
 
-def _worker_main(index, reopen, workers, endpoint, jobs, part, events, parse_retries, keep_outputs, with_images, limiter) -> None:
+def _worker_main(
+    index, reopen, workers, endpoint, calls, part, events, parse_retries, keep_outputs, with_images, limiter
+) -> None:
     stats = RunStats()
     progress = _ProgressToParent(events)
     try:
         if limiter is not None:  # every client this worker opens shares the parent's slots
             set_process_limiter(limiter)
         client = reopen(workers)
-        _run_here(client, endpoint, jobs, part, stats, progress, parse_retries, keep_outputs, with_images)
+        _run_here(client, endpoint, calls, part, stats, progress, parse_retries, keep_outputs, with_images)
         stats.usage = dict(client.usage.get(endpoint, {}))
         failure = None
     except BaseException as exc:  # noqa: BLE001 - the parent reports it; finished rows are already in the part
@@ -385,7 +389,7 @@ def _worker_main(index, reopen, workers, endpoint, jobs, part, events, parse_ret
 def _run_in_workers(
     reopen, workers, endpoint, pending, sink, stats, progress, parse_retries, keep_outputs, with_images, limiter
 ) -> None:
-    # fork: the jobs (closures) are inherited, not pickled. Each worker writes to its own part of
+    # fork: the calls (closures) are inherited, not pickled. Each worker writes to its own part of
     # the sink (a part file for SampleLog); the parent collects the parts back (SampleLog's
     # compaction folds them into the log; a later run reads any an interrupted one left behind).
     context = multiprocessing.get_context("fork")
@@ -439,7 +443,7 @@ def _run_in_workers(
             process.join(timeout=30)
             if process.is_alive():
                 process.terminate()
-        keys = {job.key for job in pending}
+        keys = {call.key for call in pending}
         for row in sink.collect_parts():
             if row["key"] in keys:
                 stats.rows[row["key"]] = row
@@ -449,52 +453,52 @@ def _run_in_workers(
         )
 
 
-def _run_chunk(client, endpoint, jobs, log, stats, progress, parse_retries, keep_outputs) -> None:
-    conversations = {job.key: job.build() for job in jobs}
-    outputs: dict[str, list[str]] = {job.key: [] for job in jobs}
-    all_cached: dict[str, bool] = {job.key: True for job in jobs}
-    round_jobs = jobs
+def _run_chunk(client, endpoint, calls, log, stats, progress, parse_retries, keep_outputs) -> None:
+    conversations = {call.key: call.build() for call in calls}
+    outputs: dict[str, list[str]] = {call.key: [] for call in calls}
+    all_cached: dict[str, bool] = {call.key: True for call in calls}
+    round_calls = calls
     for attempt in range(parse_retries + 1):
-        retry_next: list[Job] = []
+        retry_next: list[Call] = []
 
-        def finish(job: Job, status: str, fields: dict) -> None:
-            row = {"key": job.key, **job.meta, "status": status, **fields}
+        def finish(call: Call, status: str, fields: dict) -> None:
+            row = {"key": call.key, **call.meta, "status": status, **fields}
             if keep_outputs:
-                row["outputs"] = outputs[job.key]
-            cached = status != ERROR and all_cached[job.key]  # a failed call was never answered by the cache
+                row["outputs"] = outputs[call.key]
+            cached = status != ERROR and all_cached[call.key]  # a failed call was never answered by the cache
             row["cached"] = cached
             log.write(row)
-            stats.rows[job.key] = row
+            stats.rows[call.key] = row
             stats.cached += cached
             progress.advance(cached=cached, problem=status != OK)
 
-        def on_result(index: int, result, round_jobs=round_jobs, attempt=attempt, retry_next=retry_next) -> None:
-            job = round_jobs[index]
+        def on_result(index: int, result, round_calls=round_calls, attempt=attempt, retry_next=retry_next) -> None:
+            call = round_calls[index]
             if isinstance(result, Exception):
                 stats.errors += 1
-                finish(job, ERROR, {"error": str(result)})
+                finish(call, ERROR, {"error": str(result)})
                 return
-            outputs[job.key].append(result.text)
-            all_cached[job.key] = all_cached[job.key] and bool(result.cached)
+            outputs[call.key].append(result.text)
+            all_cached[call.key] = all_cached[call.key] and bool(result.cached)
             try:
-                fields = job.parse(result.text) if job.parse else {}
+                fields = call.parse(result.text) if call.parse else {}
             except ParseError as exc:
-                if attempt < parse_retries and job.retry is not None:
+                if attempt < parse_retries and call.retry is not None:
                     stats.parse_retries += 1
-                    conversations[job.key] = conversations[job.key] + [
+                    conversations[call.key] = conversations[call.key] + [
                         {"role": "assistant", "content": result.text},
-                        {"role": "user", "content": job.retry(str(exc))},
+                        {"role": "user", "content": call.retry(str(exc))},
                     ]
-                    retry_next.append(job)
+                    retry_next.append(call)
                     return
                 stats.unparsed += 1
-                finish(job, UNPARSED, {"parse_error": str(exc)})
+                finish(call, UNPARSED, {"parse_error": str(exc)})
                 return
             stats.ok += 1
-            finish(job, OK, {**fields, "finish_reason": result.finish_reason})
+            finish(call, OK, {**fields, "finish_reason": result.finish_reason})
 
-        requests = [(conversations[job.key], job.params) for job in round_jobs]
+        requests = [(conversations[call.key], call.params) for call in round_calls]
         client.chat_many(endpoint, requests, on_result=on_result)
         if not retry_next:
             break
-        round_jobs = retry_next
+        round_calls = retry_next
