@@ -255,21 +255,20 @@ def _create(run, rows: list[Row], specs: list[dict]) -> dict[str, Item]:
     return created
 
 
+def _unit_outcome(outcome: str, data: dict) -> list[str]:
+    if data.get("image"):
+        return ["images_attached" if outcome == "ok" else "images_not_provided"]
+    if outcome == "error":
+        return ["errors"]
+    if outcome == "ok":
+        return ["imported"] + ["seeds"] * bool(data.get("seed")) + ["multi_turn"] * bool(data.get("multi_turn"))
+    return ["already_imported"] if data.get("already") else []
+
+
 def _summary(run, total: int) -> dict:
     """What the job did over all its runs, from its entries (a resumed import counts everything)."""
-    rows = {"imported": 0, "seeds": 0, "multi_turn": 0, "errors": 0, "already_imported": 0}
-    images = {"images_attached": 0, "images_not_provided": 0}
-    for outcome, data in run.job.entries.values_list("outcome", "data"):
-        if data.get("image"):
-            images["images_attached" if outcome == "ok" else "images_not_provided"] += 1
-        elif outcome == "error":
-            rows["errors"] += 1
-        elif outcome == "ok":
-            rows["imported"] += 1
-            rows["seeds"] += bool(data.get("seed"))
-            rows["multi_turn"] += bool(data.get("multi_turn"))
-        elif data.get("already"):
-            rows["already_imported"] += 1
+    rows = run.tally(_unit_outcome)
+    images = {name: rows[name] for name in ("images_attached", "images_not_provided")}
     return {
         "rows": total,
         "imported": rows["imported"],

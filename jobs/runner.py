@@ -95,6 +95,15 @@ class JobRun:
         entries = JobEntry.objects.filter(job_id=self.job.pk, key__startswith=prefix, outcome=OK).values_list("key", "data")
         return {key[len(prefix) :]: data for key, data in entries}
 
+    def tally(self, classify) -> Counter:
+        """An outcome summary over every run: each recorded unit counted under the name(s) that
+        `classify(outcome, data)` gives it (a name, a list of names, or None for none)."""
+        tally: Counter = Counter()
+        for outcome, data in JobEntry.objects.filter(job_id=self.job.pk).values_list("outcome", "data").iterator(2000):
+            names = classify(outcome, data or {})
+            tally.update([names] if isinstance(names, str) else names or ())
+        return tally
+
     # -- units
 
     def record(self, key: str, outcome: str, message: str = "", data: dict | None = None) -> None:

@@ -600,20 +600,22 @@ def _run_tsv(run: JobRun) -> dict:
     return _summary(run, name)
 
 
+def _import_outcome(outcome: str, data: dict) -> str | None:
+    if outcome == "error":
+        return "errors"
+    if data.get("copy_of") is not None:
+        return "circular_copies"
+    if data.get("already"):
+        return "already_imported"
+    return "imported" if outcome == "ok" else None
+
+
 def _summary(run: JobRun, name: str) -> dict:
-    counts = {"imported": 0, "errors": 0, "circular_copies": 0, "already_imported": 0, "without_answer": 0}
-    for outcome, data in run.job.entries.values_list("outcome", "data"):
-        if outcome == "error":
-            counts["errors"] += 1
-        elif data.get("copy_of") is not None:
-            counts["circular_copies"] += 1
-        elif data.get("already"):
-            counts["already_imported"] += 1
-        elif outcome == "ok":
-            counts["imported"] += 1
+    tally = run.tally(_import_outcome)
+    counts = {name: tally[name] for name in ("imported", "errors", "circular_copies", "already_imported")}
     counts["without_answer"] = Item.objects.filter(benchmark=run.job.benchmark, external_source__job=run.job, answer="").count()
     counts["images"] = Image.objects.filter(job=run.job).count()
-    run.set_total(run.job.entries.count())
+    run.set_total(sum(run.outcome_counts().values()))
     run.say(
         f"{name}: {counts['imported']} item(s) imported ({counts['without_answer']} test row(s) without an answer), "
         f"{counts['circular_copies']} circular cop{'y' if counts['circular_copies'] == 1 else 'ies'} collapsed, "
