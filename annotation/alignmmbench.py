@@ -150,7 +150,7 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
         wanted.setdefault(row.data["image_path"], []).append(row)
     run.set_total(run.job.total + len([p for p in wanted if f"image {p}" not in done]))
     earlier = {
-        e.key[len("image ") :]: e.data.get("image_id") for e in run.job.entries.filter(key__in=[f"image {p}" for p in wanted])
+        key[len("image ") :]: data.get("image_id") for key, data in run.recorded(keys=[f"image {p}" for p in wanted]).items()
     }
     found = {path: image_id for path, image_id in earlier.items() if image_id}
     # Only a metadata file on this server can have images next to it; an upload comes alone.

@@ -92,8 +92,19 @@ class JobRun:
     def done_rows(self, prefix: str = "") -> dict[str, dict]:
         """{key without the prefix: data} of the units under `prefix` recorded ok in earlier runs
         (a resumed job's answered calls, say)."""
-        entries = JobEntry.objects.filter(job_id=self.job.pk, key__startswith=prefix, outcome=OK).values_list("key", "data")
-        return {key[len(prefix) :]: data for key, data in entries}
+        return {key[len(prefix) :]: data for key, data in self.recorded(prefix=prefix, outcomes=(OK,)).items()}
+
+    def recorded(self, *, keys=None, prefix: str = "", outcomes=None) -> dict[str, dict]:
+        """{key: data} of the units recorded over every run, in the order recorded: only `keys`
+        when given, only those under `prefix`, only those with `outcomes` when given."""
+        entries = JobEntry.objects.filter(job_id=self.job.pk)
+        if keys is not None:
+            entries = entries.filter(key__in=list(keys))
+        if prefix:
+            entries = entries.filter(key__startswith=prefix)
+        if outcomes is not None:
+            entries = entries.filter(outcome__in=list(outcomes))
+        return dict(entries.order_by("id").values_list("key", "data"))
 
     def tally(self, classify) -> Counter:
         """An outcome summary over every run: each recorded unit counted under the name(s) that

@@ -53,7 +53,7 @@ from curation.services import (
 )
 from harness.tabular import JSON, TSV, FileProblem, Limits, TableReader, json_depth_exceeds, loads_bounded
 from jobs import services as jobs
-from jobs.runner import JobRun
+from jobs.runner import OK, SKIPPED, JobRun
 from jobs.staging import open_staged, stage_upload
 
 from ..models import ExternalSource
@@ -442,7 +442,7 @@ def _run_tsv(run: JobRun) -> dict:
     done = run.done_keys()
     first_line: dict[int, int] = {}  # index -> the line it was first seen on
     images_of: dict[int, list[int]] = {}  # index -> image ids of an imported (or skipped) row
-    for data in job.entries.exclude(outcome="error").values_list("data", flat=True):
+    for data in run.recorded(outcomes=(OK, SKIPPED)).values():
         if data.get("index") is not None and data.get("line"):
             first_line.setdefault(int(data["index"]), int(data["line"]))
             if data.get("images"):
