@@ -150,7 +150,7 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
         wanted.setdefault(row.data["image_path"], []).append(row)
     run.set_total(run.job.total + len([p for p in wanted if f"image {p}" not in done]))
     earlier = {
-        e.key[len("image ") :]: e.data.get("image_id") for e in run.job.entries.filter(key__in=[f"image {p}" for p in wanted])
+        key[len("image ") :]: data.get("image_id") for key, data in run.recorded(keys=[f"image {p}" for p in wanted]).items()
     }
     found = {path: image_id for path, image_id in earlier.items() if image_id}
     # Only a metadata file on this server can have images next to it; an upload comes alone.
@@ -255,21 +255,20 @@ def _create(run, rows: list[Row], specs: list[dict]) -> dict[str, Item]:
     return created
 
 
+def _unit_outcome(outcome: str, data: dict) -> list[str]:
+    if data.get("image"):
+        return ["images_attached" if outcome == "ok" else "images_not_provided"]
+    if outcome == "error":
+        return ["errors"]
+    if outcome == "ok":
+        return ["imported"] + ["seeds"] * bool(data.get("seed")) + ["multi_turn"] * bool(data.get("multi_turn"))
+    return ["already_imported"] if data.get("already") else []
+
+
 def _summary(run, total: int) -> dict:
     """What the job did over all its runs, from its entries (a resumed import counts everything)."""
-    rows = {"imported": 0, "seeds": 0, "multi_turn": 0, "errors": 0, "already_imported": 0}
-    images = {"images_attached": 0, "images_not_provided": 0}
-    for outcome, data in run.job.entries.values_list("outcome", "data"):
-        if data.get("image"):
-            images["images_attached" if outcome == "ok" else "images_not_provided"] += 1
-        elif outcome == "error":
-            rows["errors"] += 1
-        elif outcome == "ok":
-            rows["imported"] += 1
-            rows["seeds"] += bool(data.get("seed"))
-            rows["multi_turn"] += bool(data.get("multi_turn"))
-        elif data.get("already"):
-            rows["already_imported"] += 1
+    rows = run.tally(_unit_outcome)
+    images = {name: rows[name] for name in ("images_attached", "images_not_provided")}
     return {
         "rows": total,
         "imported": rows["imported"],

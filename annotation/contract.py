@@ -263,20 +263,29 @@ MMBENCH_COLUMNS = ("index", "question", "hint", "A", "B", "C", "D", "answer", "c
 
 
 def mmbench_row(item: Item, *, index: int, image: str, split: str | None = None, withhold_answer: bool = False) -> dict:
-    """A multiple-choice item as an MMBench TSV row. `image` is the base64 of its image, or the
-    index (as text) of an earlier row whose image it shares; unused options stay empty; the leaf
-    task is the category and the category above it the l2-category."""
+    """A multiple-choice item as an MMBench TSV row (see mmbench_row_of_release)."""
     if item.kind != Item.Kind.MCQ:
         raise ValueError(f"item #{item.pk} is not multiple-choice: it has no MMBench row")
-    options = list(item.choices) + [""] * (len(CHOICE_LETTERS) - len(item.choices))
+    row = release_row(item, split=split, withhold=frozenset({"answer"}) if withhold_answer else frozenset())
+    return mmbench_row_of_release(row, index=index, image=image)
+
+
+def mmbench_row_of_release(row: dict, *, index: int, image: str) -> dict:
+    """A multiple-choice release row (release_row) as an MMBench TSV row: the one place that says
+    the format. `image` is the base64 of its image, or the index (as text) of an earlier row whose
+    image it shares; unused options stay empty; the leaf task is the category and the category
+    above it the l2-category. A frozen release's rows are all an export has, hence rows, not items."""
+    if not row.get("choices"):
+        raise ValueError(f"release row {row.get('id')} is not multiple-choice: it has no MMBench row")
+    options = list(row["choices"].values()) + [""] * (len(CHOICE_LETTERS) - len(row["choices"]))
     return {
         "index": index,
-        "question": item.question,
-        "hint": item.hint,
+        "question": row["question"],
+        "hint": row.get("hint") or "",
         **dict(zip(CHOICE_LETTERS, options)),
-        "answer": "" if withhold_answer else item.answer,
-        "category": item.task.name,
-        "l2-category": item.task.category.name,
-        "split": split or "",
+        "answer": row.get("answer") or "",
+        "category": row.get("task") or "",
+        "l2-category": row.get("subcategory") or row.get("category") or "",
+        "split": row.get("split") or "",
         "image": image,
     }

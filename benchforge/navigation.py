@@ -19,6 +19,21 @@ from django.utils.module_loading import import_string
 
 from .roles import ANNOTATOR, RESEARCHER, REVIEWER, has_role, user_role
 
+# The benchmark a page is inside, by its slug, as the user may see it (None otherwise). The app that
+# owns benchmarks registers the function (curation.apps): the project package imports no app, and a
+# registration keeps the dependency pointing down, where import-linter sees it.
+_benchmark_finder = None
+
+
+def register_benchmark_finder(find) -> None:
+    """`find(user, slug)` returns the benchmark of that slug the user may see, or None."""
+    global _benchmark_finder
+    _benchmark_finder = find
+
+
+def find_benchmark(user, slug: str):
+    return _benchmark_finder(user, slug) if _benchmark_finder is not None else None
+
 
 @dataclass(frozen=True)
 class Link:

@@ -1,6 +1,5 @@
 import re
 
-from django.apps import apps
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
@@ -12,7 +11,7 @@ from django.templatetags.static import static
 from django.urls import reverse_lazy
 from django.utils import timezone
 
-from . import permissions
+from . import navigation
 from .auth import active_lockouts, lift_lockout, revoke_tokens
 from .roles import RESEARCHER, role_required
 
@@ -67,7 +66,7 @@ ERROR_TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found"}
 
 def _benchmark_of(request):
     """The benchmark of a /b/<slug>/ page, when the user may see it: a refused page keeps that
-    benchmark's navigation. Looked up by model name, since the project package imports no app."""
+    benchmark's navigation. Found by the function the owning app registers (navigation.find_benchmark)."""
     match = getattr(request, "resolver_match", None)
     slug = match.kwargs.get("slug") if match else None
     if slug is None:  # an address that matched no page may still be inside a benchmark
@@ -75,8 +74,7 @@ def _benchmark_of(request):
         slug = found[1] if found else None
     if not slug or not request.user.is_authenticated:
         return None
-    benchmarks = apps.get_model("curation", "Benchmark").objects.all()
-    return permissions.visible(benchmarks, request.user).filter(slug=slug).first()
+    return navigation.find_benchmark(request.user, slug)
 
 
 def _error(request, status: int, reason: str):

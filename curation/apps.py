@@ -6,10 +6,12 @@ class CurationConfig(AppConfig):
     verbose_name = "Curation (taxonomy and images)"
 
     def ready(self):
+        from benchforge import navigation
         from jobs import registry
 
-        from . import services
+        from . import selectors, services
 
+        navigation.register_benchmark_finder(selectors.find_benchmark_for)
         registry.register("load_preset", services.run_preset_load, label="taxonomy preset")
         registry.register("ingest_zip", services.run_zip_import, label="zip import")
         registry.register("ingest_folder", services.run_folder_import, label="server folder import")

@@ -23,6 +23,10 @@ def benchmarks_for(user):
     return permissions.visible(Benchmark.objects.all(), user)
 
 
+def find_benchmark_for(user, slug: str) -> Benchmark | None:
+    return benchmarks_for(user).filter(slug=slug).first()
+
+
 def get_benchmark_for(user, slug: str) -> Benchmark:
     try:
         return benchmarks_for(user).get(slug=slug)

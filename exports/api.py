@@ -1,5 +1,5 @@
 from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404
+from django.http import FileResponse
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
@@ -13,7 +13,7 @@ from benchforge.inputs import accepts_uploads
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_permission
 from curation.selectors import get_benchmark_for
 
-from . import leaderboard, services
+from . import leaderboard, selectors, services
 from .models import Release, ReleaseFile, Score
 
 
@@ -51,9 +51,7 @@ class ReleaseSerializer(serializers.ModelSerializer):
 
     def get_files(self, release) -> list[dict]:
         user = self.context["request"].user
-        return FileSerializer(
-            [f for f in release.files.all() if not f.is_private or permissions.is_researcher(user)], many=True
-        ).data
+        return FileSerializer(selectors.files_for(user, release), many=True).data
 
 
 class NewReleaseSerializer(serializers.Serializer):
@@ -76,10 +74,7 @@ class ReleaseNotesSerializer(serializers.Serializer):
 
 
 def _release(request, slug, version) -> Release:
-    release = Release.objects.filter(benchmark=get_benchmark_for(request.user, slug), version=version).first()
-    if release is None:
-        raise Http404(f"No release {version} of this benchmark.")
-    return release
+    return selectors.get_release(get_benchmark_for(request.user, slug), version)
 
 
 class ReleaseList(generics.ListAPIView):
@@ -91,7 +86,7 @@ class ReleaseList(generics.ListAPIView):
     permission_classes = [role_permission(ANNOTATOR)]
 
     def get_queryset(self):
-        return Release.objects.filter(benchmark=get_benchmark_for(self.request.user, self.kwargs["slug"])).order_by("-created_at")
+        return selectors.releases_of(get_benchmark_for(self.request.user, self.kwargs["slug"]))
 
     @extend_schema(request=NewReleaseSerializer, responses={201: ReleaseSerializer, 200: ReleaseSerializer})
     def post(self, request, slug):
@@ -185,9 +180,7 @@ class ReleaseDownload(APIView):
 
     @extend_schema(responses={(200, "application/octet-stream"): bytes})
     def get(self, request, slug, version, kind):
-        found = _release(request, slug, version).files.filter(kind=kind).first()
-        if found is None:
-            raise Http404(f"No {kind} file in release {version}.")
+        found = selectors.get_file(_release(request, slug, version), kind)
         if found.is_private:
             permissions.require_researcher(request.user, "Downloading the private bundle")
         return FileResponse(
@@ -241,7 +234,7 @@ class Leaderboard(APIView):
 
     @extend_schema(responses={200: ScoreSerializer(many=True)})
     def get(self, request, slug, version):
-        scores = _release(request, slug, version).scores.select_related("release", "anchor").order_by("method", "-created_at")
+        scores = selectors.scores_of(_release(request, slug, version))
         return Response(ScoreSerializer(scores, many=True).data)
 
     @extend_schema(request={"multipart/form-data": ScoreRequestSerializer}, responses={201: ScoreSerializer})
@@ -251,7 +244,7 @@ class Leaderboard(APIView):
         serializer = ScoreRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        anchor = release.scores.filter(pk=data["anchor"]).first() if data.get("anchor") else None
+        anchor = selectors.find_score(release, data.get("anchor"))
         if data.get("anchor") and anchor is None:
             return Response({"detail": f"No score #{data['anchor']} on release {version}."}, status=status.HTTP_400_BAD_REQUEST)
         upload = data.get("predictions")

@@ -171,8 +171,7 @@ class JobSink:
         self.run, self.prefix = run, f"{step}:"
 
     def done_rows(self) -> dict[str, dict]:
-        entries = self.run.job.entries.filter(key__startswith=self.prefix, outcome=OK).values_list("key", "data")
-        return {key[len(self.prefix) :]: data for key, data in entries}
+        return self.run.done_rows(self.prefix)
 
     def write(self, row: dict) -> None:
         if row.get("status") in FINAL:

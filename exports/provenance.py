@@ -3,26 +3,18 @@ nothing imports exports): its images' sources and licenses, its author, its revi
 the rewrite batch, model and template version that wrote it, the QC runs that judged it, and the
 numbers of how the benchmark was built (for the dataset card)."""
 
-from collections import Counter, defaultdict
+from collections import Counter
 
-from curation.models import Image
+from curation.selectors import status_counts
 from qc import selectors as qc
-from review.models import Review, ReviewRound, RoundItem
+from review import selectors as reviews
 from rewrite import selectors as rewrites
 
 
 def for_items(items) -> dict[int, dict]:
     """{item id: provenance} for items loaded with annotation.selectors.with_payload_data."""
     ids = [item.pk for item in items]
-    reviews: dict[int, list] = defaultdict(list)
-    rows = (
-        Review.objects.filter(item_id__in=ids)
-        .exclude(verdict="")
-        .values_list("item_id", "round__number", "round__kind", "reviewer__username", "verdict")
-        .order_by("round__number", "id")
-    )
-    for item_id, number, kind, reviewer, verdict in rows:
-        reviews[item_id].append({"round": number, "kind": kind, "reviewer": reviewer, "verdict": verdict})
+    verdicts = reviews.verdicts_for_items(ids)
     checked, rewritten = qc.provenance(ids), rewrites.provenance(ids)
     out = {}
     for item in items:
@@ -38,7 +30,7 @@ def for_items(items) -> dict[int, dict]:
                 }
                 for link in source.item_images.all()
             ],
-            "reviews": reviews.get(item.pk, []),
+            "reviews": verdicts.get(item.pk, []),
             "rewrite": rewritten.get(item.pk),
             "qc": checked.get(item.pk, {}).get("runs", []),
             "external_id": item.external_id or None,
@@ -49,15 +41,9 @@ def for_items(items) -> dict[int, dict]:
 def construction(benchmark, items) -> dict:
     """How the benchmark was built, for the dataset card: images collected vs kept, rewrites
     approved per seed, review rounds and what each decided."""
-    images = Counter(Image.objects.filter(benchmark=benchmark).values_list("status", flat=True))
+    images = status_counts(benchmark)
     seeds = [i for i in items if i.seed_id is None]
     rewrites = Counter(i.seed_id for i in items if i.seed_id)
-    rounds = []
-    for review_round in ReviewRound.objects.filter(benchmark=benchmark, status=ReviewRound.Status.CLOSED).order_by("number"):
-        outcomes = Counter(RoundItem.objects.filter(round=review_round).values_list("outcome", flat=True))
-        rounds.append(
-            {"round": review_round.number, "kind": review_round.kind, **{k or "pending": n for k, n in outcomes.items()}}
-        )
     return {
         "images_collected": sum(images.values()),
         "images_accepted": images.get("accepted", 0),
@@ -65,7 +51,7 @@ def construction(benchmark, items) -> dict:
         "seeds": len(seeds),
         "rewrites": sum(rewrites.values()),
         "rewrites_per_seed": round(sum(rewrites.values()) / len(seeds), 2) if seeds else 0,
-        "review_rounds": rounds,
+        "review_rounds": reviews.closed_round_outcomes(benchmark),
         "qc_removed": _removals(benchmark),
     }
 

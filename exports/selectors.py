@@ -1,8 +1,69 @@
-"""Reads for releases that other parts of the platform ask for (the navigation's count)."""
+"""Reads for releases: a benchmark's releases, one release, its files and scores as a user may
+see them (the pages and the API ask here), the navigation's count and the diff page's entries."""
+
+from django.http import Http404
 
 from annotation.models import Item
 from annotation.workflow import ACCEPTED, QC_PASSED, REWRITTEN
 from benchforge.permissions import is_researcher
+
+from .models import Release
+
+
+def releases_of(benchmark):
+    """The benchmark's releases, newest first."""
+    return Release.objects.filter(benchmark=benchmark).order_by("-created_at")
+
+
+def get_release(benchmark, version: str) -> Release:
+    found = Release.objects.filter(benchmark=benchmark, version=version).select_related("job", "source").first()
+    if found is None:
+        raise Http404(f"No release {version} of this benchmark.")
+    return found
+
+
+def find_release(benchmark, version: str) -> Release | None:
+    """The release of that version, or None (a diff page names what to compare with)."""
+    return Release.objects.filter(benchmark=benchmark, version=version).first() if version else None
+
+
+def built_releases_besides(release: Release):
+    """The benchmark's other built releases, newest first: what this one can be compared with."""
+    return releases_of(release.benchmark_id).exclude(pk=release.pk).exclude(built_at=None)
+
+
+def files_for(user, release: Release) -> list:
+    """The release's files the user may download: the private bundle is for researchers."""
+    return [f for f in release.files.all() if not f.is_private or is_researcher(user)]
+
+
+def get_file(release: Release, kind: str):
+    """The release's file of that kind (whoever asks: the caller checks who may have it)."""
+    found = release.files.filter(kind=kind).first()
+    if found is None:
+        raise Http404(f"Release {release.version} has no {kind} file (yet).")
+    return found
+
+
+def scores_of(release: Release):
+    """The release's leaderboard: its scores by method, newest first."""
+    return release.scores.select_related("job", "release", "anchor").order_by("method", "-created_at")
+
+
+def get_score(release: Release, pk: int):
+    found = release.scores.select_related("job", "anchor", "created_by").filter(pk=pk).first()
+    if found is None:
+        raise Http404(f"No score #{pk} on release {release.version}.")
+    return found
+
+
+def find_score(release: Release, pk: int | None):
+    return release.scores.filter(pk=pk).first() if pk else None
+
+
+def anchor_choices(release: Release):
+    """Scores a pairwise score can take as its anchor: those that kept their answers."""
+    return release.scores.exclude(answers={})
 
 
 def waiting_for(user, benchmark):

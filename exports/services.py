@@ -30,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 import harness
-from annotation.contract import MMBENCH_COLUMNS, image_name, release_row
+from annotation.contract import MMBENCH_COLUMNS, image_name, mmbench_row_of_release, release_row
 from annotation.models import Item
 from annotation.selectors import with_payload_data
 from annotation.services import change_status_many, lock_items, withhold_in_app
@@ -544,23 +544,7 @@ def _write_mcq_tsv(rows: Iterable[dict], folder: Path) -> None:
                 image_value = base64.b64encode((folder / image).read_bytes()).decode("ascii")
             else:
                 image_value = ""
-            choices = list(row["choices"].values()) + [""] * (4 - len(row["choices"]))
-            writer.writerow(
-                {
-                    "index": index,
-                    "question": row["question"],
-                    "hint": row["hint"] or "",
-                    "A": choices[0],
-                    "B": choices[1],
-                    "C": choices[2],
-                    "D": choices[3],
-                    "answer": row["answer"] or "",
-                    "category": row["task"] or "",
-                    "l2-category": row["subcategory"] or row["category"] or "",
-                    "split": row["split"] or "",
-                    "image": image_value,
-                }
-            )
+            writer.writerow(mmbench_row_of_release(row, index=index, image=image_value))
     finally:
         if out is not None:
             out.close()

@@ -20,7 +20,7 @@ from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.selectors import get_benchmark_for, task_choices
 
 from . import card, leaderboard, selectors, services
-from .models import Release, Score
+from .models import Score
 
 
 class ReleaseForm(forms.Form):
@@ -65,10 +65,7 @@ class ReleaseForm(forms.Form):
 
 def _release(request, slug, version) -> tuple:
     benchmark = get_benchmark_for(request.user, slug)
-    release = Release.objects.filter(benchmark=benchmark, version=version).select_related("job", "source").first()
-    if release is None:
-        raise Http404(f"No release {version} of this benchmark.")
-    return benchmark, release
+    return benchmark, selectors.get_release(benchmark, version)
 
 
 @role_required(ANNOTATOR)
@@ -103,15 +100,15 @@ def release_list(request, slug):
                         + ".",
                     )
             return redirect("release-detail", slug=slug, version=release.version)
-    releases = Release.objects.filter(benchmark=benchmark).order_by("-created_at")
+    releases = selectors.releases_of(benchmark)
     return render(request, "exports/list.html", {"benchmark": benchmark, "releases": releases, "form": form})
 
 
 @role_required(ANNOTATOR)
 def release_detail(request, slug, version):
     benchmark, release = _release(request, slug, version)
-    files = [f for f in release.files.all() if not f.is_private or permissions.is_researcher(request.user)]
-    others = Release.objects.filter(benchmark=benchmark).exclude(pk=release.pk).exclude(built_at=None).order_by("-created_at")
+    files = selectors.files_for(request.user, release)
+    others = selectors.built_releases_besides(release)
     context = {
         "benchmark": benchmark,
         "release": release,
@@ -150,9 +147,7 @@ def release_freeze(request, slug, version):
 @role_required(ANNOTATOR)
 def release_download(request, slug, version, kind):
     _benchmark, release = _release(request, slug, version)
-    found = release.files.filter(kind=kind).first()
-    if found is None:
-        raise Http404(f"Release {version} has no {kind} file (yet).")
+    found = selectors.get_file(release, kind)
     if found.is_private and not permissions.is_researcher(request.user):
         raise PermissionDenied("The private bundle (with everything the public one withholds) is for researchers.")
     response = FileResponse(
@@ -191,7 +186,7 @@ def release_diff(request, slug, version):
     item every field that changed, old and new. Private parts stay hidden from non-researchers."""
     benchmark, release = _release(request, slug, version)
     against = request.GET.get("against") or (release.source.version if release.source_id else "")
-    other = Release.objects.filter(benchmark=benchmark, version=against).first()
+    other = selectors.find_release(benchmark, against)
     if other is None:
         raise Http404("Choose a release to compare with (?against=VERSION).")
     can_see_private = permissions.is_researcher(request.user)
@@ -225,7 +220,7 @@ class ScoreForm(forms.Form):
 
     def __init__(self, *args, release, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["anchor"].queryset = release.scores.exclude(answers={})
+        self.fields["anchor"].queryset = selectors.anchor_choices(release)
 
 
 @role_required(ANNOTATOR)
@@ -252,10 +247,7 @@ def release_leaderboard(request, slug, version):
             )
             messages.success(request, f"{score.label} is being scored.")
             return redirect("release-score", slug=slug, version=version, pk=score.pk)
-    scores = [
-        (s, leaderboard.headline(s.method, s.results))
-        for s in release.scores.select_related("job").order_by("method", "-created_at")
-    ]
+    scores = [(s, leaderboard.headline(s.method, s.results)) for s in selectors.scores_of(release)]
     context = {"benchmark": benchmark, "release": release, "scores": scores, "form": form}
     return render(request, "exports/leaderboard.html", context)
 
@@ -263,9 +255,7 @@ def release_leaderboard(request, slug, version):
 @role_required(ANNOTATOR)
 def release_score(request, slug, version, pk: int):
     benchmark, release = _release(request, slug, version)
-    score = release.scores.select_related("job", "anchor", "created_by").filter(pk=pk).first()
-    if score is None:
-        raise Http404(f"No score #{pk} on release {version}.")
+    score = selectors.get_score(release, pk)
     rows = leaderboard.per_group(score.method, score.results)
     context = {
         "benchmark": benchmark,
@@ -284,9 +274,7 @@ def release_score(request, slug, version, pk: int):
 def release_score_predictions(request, slug, version, pk: int):
     """The answers a score judged, in the harness's predictions format (for reproducing it)."""
     _benchmark, release = _release(request, slug, version)
-    score = release.scores.filter(pk=pk).first()
-    if score is None:
-        raise Http404(f"No score #{pk} on release {version}.")
+    score = selectors.get_score(release, pk)
     response = HttpResponse(leaderboard.predictions_jsonl(score), content_type="application/jsonl; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{leaderboard.predictions_file_name(score)}"'
     return response
@@ -295,8 +283,6 @@ def release_score_predictions(request, slug, version, pk: int):
 @role_required(ANNOTATOR)
 def release_score_chart(request, slug, version, pk: int):
     _benchmark, release = _release(request, slug, version)
-    score = release.scores.filter(pk=pk).first()
-    if score is None:
-        raise Http404(f"No score #{pk} on release {version}.")
+    score = selectors.get_score(release, pk)
     rows = leaderboard.per_group(score.method, score.results)
     return HttpResponse(card.score_chart(rows, f"{score.label}: {score.get_method_display()}"), content_type="image/svg+xml")

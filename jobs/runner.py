@@ -35,6 +35,15 @@ class JobStopped(Exception):
     """The job was cancelled, or another run took it over: this run stops where it is."""
 
 
+class JobFailed(DomainError):
+    """The job failed, and has a result to show all the same (the usage and cost of the calls that
+    were made): raised by JobRun.fail, finished as failed with that result."""
+
+    def __init__(self, message: str, *, result: dict):
+        super().__init__(message)
+        self.result = result
+
+
 class JobRun:
     """What a runner gets: the job, and the one way to report progress and per-unit outcomes."""
 
@@ -75,6 +84,36 @@ class JobRun:
         """Units by outcome over every run of the job (an error retried successfully counts once, as ok)."""
         rows = JobEntry.objects.filter(job_id=self.job.pk).values_list("outcome").order_by().annotate(n=Count("id"))
         return Counter(dict(rows))
+
+    def fail(self, message: str, *, result: dict):
+        """End the job as failed, keeping `result` (a failed job otherwise keeps the result it had)."""
+        raise JobFailed(message, result=result)
+
+    def done_rows(self, prefix: str = "") -> dict[str, dict]:
+        """{key without the prefix: data} of the units under `prefix` recorded ok in earlier runs
+        (a resumed job's answered calls, say)."""
+        return {key[len(prefix) :]: data for key, data in self.recorded(prefix=prefix, outcomes=(OK,)).items()}
+
+    def recorded(self, *, keys=None, prefix: str = "", outcomes=None) -> dict[str, dict]:
+        """{key: data} of the units recorded over every run, in the order recorded: only `keys`
+        when given, only those under `prefix`, only those with `outcomes` when given."""
+        entries = JobEntry.objects.filter(job_id=self.job.pk)
+        if keys is not None:
+            entries = entries.filter(key__in=list(keys))
+        if prefix:
+            entries = entries.filter(key__startswith=prefix)
+        if outcomes is not None:
+            entries = entries.filter(outcome__in=list(outcomes))
+        return dict(entries.order_by("id").values_list("key", "data"))
+
+    def tally(self, classify) -> Counter:
+        """An outcome summary over every run: each recorded unit counted under the name(s) that
+        `classify(outcome, data)` gives it (a name, a list of names, or None for none)."""
+        tally: Counter = Counter()
+        for outcome, data in JobEntry.objects.filter(job_id=self.job.pk).values_list("outcome", "data").iterator(2000):
+            names = classify(outcome, data or {})
+            tally.update([names] if isinstance(names, str) else names or ())
+        return tally
 
     # -- units
 
@@ -223,6 +262,8 @@ def execute(job_id: int) -> Job | None:
         except JobStopped:
             log.info("job %s stopped: cancelled or taken over by another run", job_id)
             return Job.objects.get(pk=job_id)
+        except JobFailed as exc:
+            return _finish(run, Job.Status.FAILED, message=exc.message, result=exc.result)
         except DomainError as exc:
             return _finish(run, Job.Status.FAILED, message=exc.message)
         except Exception as exc:  # the job row is the report; the traceback goes to the log

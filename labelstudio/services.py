@@ -73,11 +73,8 @@ class _Report:
 
     @property
     def counts(self) -> dict[str, int]:
-        tally = dict.fromkeys(self.names, 0)
-        for data in self.run.job.entries.values_list("data", flat=True):
-            if data.get("count") in tally:
-                tally[data["count"]] += 1
-        return tally
+        tally = self.run.tally(lambda outcome, data: data.get("count"))
+        return {name: tally[name] for name in self.names}
 
 
 # ---- connection -------------------------------------------------------------------------------------

@@ -456,11 +456,10 @@ def run_batch_job(run: JobRun) -> dict:
         f"completion tokens paid, cost {_cost_text(summary['cost'])}."
     )
     if summary["errors"]:
-        # A failed job keeps the result it had: write this one first, so the usage shows.
-        Job.objects.filter(pk=run.job.pk, run_token=run.token).update(result=result)
         reasons = "; ".join(summary["first_errors"])
-        raise DomainError(
+        run.fail(
             f"{summary['errors']} of {total} calls failed ({reasons}). Resume the job to ask them again: "
-            f"the {summary['ok']} answered calls are not asked again."
+            f"the {summary['ok']} answered calls are not asked again.",
+            result=result,  # the usage shows on the failed job
         )
     return result

@@ -12,6 +12,7 @@ from django.http import Http404
 from annotation.models import Item
 from curation.models import Task
 from harness.scoring import CALL_FAILURES, EXTRACTOR_METHODS
+from jobs.selectors import job_entries
 from llm.selectors import sent_by_run
 
 from .models import QCAnswer, QCItem, QCRun
@@ -288,7 +289,7 @@ def removed_items(benchmark=None, item_ids=None) -> list[dict]:
 
 
 def import_errors(job):
-    return job.entries.filter(outcome="error").order_by("id")
+    return job_entries(job, outcome="error")
 
 
 def qc_overview(benchmark) -> dict:

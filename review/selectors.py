@@ -352,3 +352,32 @@ def review_overview(benchmark) -> dict:
         ReviewRound.objects.filter(benchmark=benchmark).exclude(status=ReviewRound.Status.OPENING).order_by("-number").first()
     )
     return {"summary": summary, "latest": round_stats(latest) if latest else None}
+
+
+# ---- what a release records of review (exports.provenance) ----------------------------------------
+
+
+def verdicts_for_items(item_ids) -> dict[int, list[dict]]:
+    """{item id: its given verdicts, earliest round first}: round number and kind, reviewer, verdict."""
+    out: dict[int, list[dict]] = {}
+    rows = (
+        Review.objects.filter(item_id__in=item_ids)
+        .exclude(verdict="")
+        .values_list("item_id", "round__number", "round__kind", "reviewer__username", "verdict")
+        .order_by("round__number", "id")
+    )
+    for item_id, number, kind, reviewer, verdict in rows:
+        out.setdefault(item_id, []).append({"round": number, "kind": kind, "reviewer": reviewer, "verdict": verdict})
+    return out
+
+
+def closed_round_outcomes(benchmark) -> list[dict]:
+    """The benchmark's closed rounds in order, each with how many items it decided each way
+    ("pending" for an item it left undecided)."""
+    rounds = []
+    for review_round in ReviewRound.objects.filter(benchmark=benchmark, status=ReviewRound.Status.CLOSED).order_by("number"):
+        outcomes = Counter(RoundItem.objects.filter(round=review_round).values_list("outcome", flat=True))
+        rounds.append(
+            {"round": review_round.number, "kind": review_round.kind, **{k or "pending": n for k, n in outcomes.items()}}
+        )
+    return rounds

@@ -53,7 +53,7 @@ from curation.services import (
 )
 from harness.tabular import JSON, TSV, FileProblem, Limits, TableReader, json_depth_exceeds, loads_bounded
 from jobs import services as jobs
-from jobs.runner import JobRun
+from jobs.runner import OK, SKIPPED, JobRun
 from jobs.staging import open_staged, stage_upload
 
 from ..models import ExternalSource
@@ -442,7 +442,7 @@ def _run_tsv(run: JobRun) -> dict:
     done = run.done_keys()
     first_line: dict[int, int] = {}  # index -> the line it was first seen on
     images_of: dict[int, list[int]] = {}  # index -> image ids of an imported (or skipped) row
-    for data in job.entries.exclude(outcome="error").values_list("data", flat=True):
+    for data in run.recorded(outcomes=(OK, SKIPPED)).values():
         if data.get("index") is not None and data.get("line"):
             first_line.setdefault(int(data["index"]), int(data["line"]))
             if data.get("images"):
@@ -600,20 +600,22 @@ def _run_tsv(run: JobRun) -> dict:
     return _summary(run, name)
 
 
+def _import_outcome(outcome: str, data: dict) -> str | None:
+    if outcome == "error":
+        return "errors"
+    if data.get("copy_of") is not None:
+        return "circular_copies"
+    if data.get("already"):
+        return "already_imported"
+    return "imported" if outcome == "ok" else None
+
+
 def _summary(run: JobRun, name: str) -> dict:
-    counts = {"imported": 0, "errors": 0, "circular_copies": 0, "already_imported": 0, "without_answer": 0}
-    for outcome, data in run.job.entries.values_list("outcome", "data"):
-        if outcome == "error":
-            counts["errors"] += 1
-        elif data.get("copy_of") is not None:
-            counts["circular_copies"] += 1
-        elif data.get("already"):
-            counts["already_imported"] += 1
-        elif outcome == "ok":
-            counts["imported"] += 1
+    tally = run.tally(_import_outcome)
+    counts = {name: tally[name] for name in ("imported", "errors", "circular_copies", "already_imported")}
     counts["without_answer"] = Item.objects.filter(benchmark=run.job.benchmark, external_source__job=run.job, answer="").count()
     counts["images"] = Image.objects.filter(job=run.job).count()
-    run.set_total(run.job.entries.count())
+    run.set_total(sum(run.outcome_counts().values()))
     run.say(
         f"{name}: {counts['imported']} item(s) imported ({counts['without_answer']} test row(s) without an answer), "
         f"{counts['circular_copies']} circular cop{'y' if counts['circular_copies'] == 1 else 'ies'} collapsed, "

@@ -22,7 +22,7 @@ class JobSink:
     def __init__(self, run: JobRun):
         self.run = run
         self.rows: dict[str, dict] = {}
-        for key, data in run.job.entries.filter(outcome="ok").values_list("key", "data"):
+        for key, data in run.done_rows().items():
             if isinstance(data, dict) and data.get("status") in FINAL:
                 self.rows[key] = data
         self.pending: list[dict] = []

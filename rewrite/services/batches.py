@@ -21,7 +21,6 @@ from benchforge.errors import Conflict, DomainError
 from curation.models import Benchmark
 from harness.llm import estimate_text_tokens
 from jobs import services as jobs
-from jobs.models import Job
 from llm import services as llm
 from llm.client import check_endpoints, get_client, get_endpoint
 from llm.selectors import job_usage
@@ -355,9 +354,9 @@ def run_batch(run) -> dict:
         f"rewrite; {rewrites} rewrites to verify; {summary['requests']:,} requests, cost {result['cost']}."
     )
     if failed:
-        Job.objects.filter(pk=run.job.pk, run_token=run.token).update(result=result)
-        raise DomainError(
+        run.fail(
             f"{summary['errors']} call(s) failed ({'; '.join(summary['first_errors'])}). Resume the job to ask them "
-            "again: answered seeds are not asked again."
+            "again: answered seeds are not asked again.",
+            result=result,  # the usage shows on the failed job
         )
     return result

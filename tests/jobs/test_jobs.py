@@ -232,3 +232,22 @@ def test_the_embedded_runtime_runs_jobs_in_a_thread_so_requests_do_not_wait(sett
     assert finished.wait(timeout=30)
     job.refresh_from_db()
     assert job.status == Job.Status.SUCCEEDED and job.done == 20 and job.runs == 1
+
+
+def _run_with_verbs(run):
+    """Answers under "call:" (and one unit under another prefix), then fails with a result on its first run."""
+    seen = run.done_rows("call:")
+    run.record_many([(f"call:{n}", "ok", "", {"n": n}) for n in range(3) if str(n) not in seen])
+    run.record("other:9", "ok", data={"n": 9})
+    if run.job.runs == 1:
+        run.fail("2 calls failed: resume to ask them again.", result={"seen": sorted(seen), "cost": "$0.01"})
+    return {"seen": sorted(seen)}
+
+
+def test_a_job_fails_with_a_result_and_a_resume_reads_the_rows_done_under_a_prefix():
+    registry.register("toy-verbs", _run_with_verbs, label="toy job with verbs")
+    job = jobs.run_now(jobs.create_job("toy-verbs"))
+    assert job.status == Job.Status.FAILED and job.message == "2 calls failed: resume to ask them again."
+    assert job.result == {"seen": [], "cost": "$0.01"}  # the failed job shows its result (its usage, say)
+    job = jobs.run_now(jobs.requeue(job))
+    assert job.status == Job.Status.SUCCEEDED and job.result == {"seen": ["0", "1", "2"]}  # "other:9" is not under "call:"

@@ -10,6 +10,7 @@ from curation.models import Benchmark
 from curation.services import load_preset
 from jobs import services as jobs
 from jobs.models import Job
+from jobs.selectors import job_entries
 
 
 class Command(BaseCommand):
@@ -57,7 +58,7 @@ class Command(BaseCommand):
                 raise CommandError(f"{path} is not a file.")
             job = services.import_alignmmbench(benchmark, path, user)
         self.stdout.write(f"job #{job.pk} {job.status}: {job.message}")
-        for entry in job.entries.filter(outcome="error")[:50]:
+        for entry in job_entries(job, outcome="error")[:50]:
             self.stdout.write(f"  error {entry.key}: {entry.message}")
         if job.status != Job.Status.SUCCEEDED:
             raise CommandError(job.message)

@@ -8,6 +8,7 @@ from curation import services
 from curation.models import Benchmark
 from jobs import services as jobs
 from jobs.models import Job
+from jobs.selectors import job_entries
 
 
 class Command(BaseCommand):
@@ -69,7 +70,7 @@ class Command(BaseCommand):
                 raise CommandError(exc.message) from None
         job = jobs.run_now(job)
         self.stdout.write(f"job #{job.pk} {job.status}: {job.result or job.message}")
-        for entry in job.entries.filter(outcome="error"):
+        for entry in job_entries(job, outcome="error"):
             self.stdout.write(f"  error {entry.key}: {entry.message}")
         if job.status != Job.Status.SUCCEEDED:
             raise CommandError(job.message)

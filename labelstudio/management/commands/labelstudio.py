@@ -6,6 +6,7 @@ from benchforge.errors import DomainError
 from benchforge.roles import RESEARCHER, user_role
 from curation.models import Benchmark
 from jobs.models import Job
+from jobs.selectors import job_entries
 from labelstudio import services as lss
 from labelstudio.models import LabelStudioLink
 
@@ -96,11 +97,11 @@ class Command(BaseCommand):
         failed, gone = [], []
         for link, job in jobs:
             self.stdout.write(f"job #{job.pk} {job.kind} {job.status}: {job.message}")
-            for entry in job.entries.filter(outcome="skipped", data__has_key="fields")[:50]:
+            for entry in job_entries(job, outcome="skipped").filter(data__has_key="fields")[:50]:
                 self.stdout.write(f"  {entry.key}: {entry.message}")
-            for entry in job.entries.filter(outcome="skipped", data__has_key="disagreement")[:50]:
+            for entry in job_entries(job, outcome="skipped").filter(data__has_key="disagreement")[:50]:
                 self.stdout.write(f"  {entry.key}: {entry.message}")
-            for entry in job.entries.filter(outcome="error")[:50]:
+            for entry in job_entries(job, outcome="error")[:50]:
                 self.stdout.write(f"  error {entry.key}: {entry.message}")
             if job.status != Job.Status.SUCCEEDED:
                 is_gone = link is not None and LabelStudioLink.objects.filter(pk=link.pk, gone_at__isnull=False).exists()
