@@ -93,8 +93,8 @@ def test_a_killed_worker_resumes_without_asking_an_answered_call_again(llm_worke
     batch = start_batch_in_parts(calls_for(160), endpoint="ep", parts=1, user=researcher)
     [job] = batch_jobs(batch)
     wait_for(lambda: LLMCall.objects.filter(batch=batch, status="ok").count() >= 40, what="40 answered calls")
-    killed_at = time.monotonic()
     workers.kill(first)
+    killed_at = time.monotonic()  # the worker is dead now: nothing it sent can come after this
     answered_before = set(LLMCall.objects.filter(batch=batch, status="ok").values_list("key", flat=True))
 
     api = api_for(researcher)

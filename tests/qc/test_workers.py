@@ -64,8 +64,8 @@ def test_a_killed_worker_resumes_the_run_without_repeating_a_recorded_call(
     run = services.start_run(benchmark, user=researcher, filter="text_only", models=["k1", "k2", "k3"])
     [job] = run.jobs.all()
     wait_for(lambda: job.entries.filter(outcome="ok").count() >= 40, timeout=120, what="40 recorded calls")
-    killed_at = time.monotonic()
     celery_workers.kill(first)
+    killed_at = time.monotonic()  # the worker is dead now: nothing it sent can come after this
     recorded = set(job.entries.filter(outcome="ok").values_list("key", flat=True))
 
     api = api_for(researcher)

@@ -64,8 +64,8 @@ def test_a_killed_worker_resumes_without_duplicate_rewrites_or_a_repeated_paid_c
     batch = services.start_batch(seeds[0].benchmark, user=researcher, endpoint="glm", template_version=zh_template)
     job = batch.job
     wait_for(lambda: RawReply.objects.filter(batch_seed__batch=batch).count() >= 30, what="30 seeds rewritten")
-    killed_at = time.monotonic()
     workers.kill(first)
+    killed_at = time.monotonic()  # the worker is dead now: nothing it sent can come after this
     answered_before = set(RawReply.objects.filter(batch_seed__batch=batch).values_list("batch_seed__item__question", flat=True))
     assert len(answered_before) < 120
 
