@@ -102,6 +102,32 @@ def check_tasks(benchmark: Benchmark, tasks) -> list[Task]:
     return tasks
 
 
+def _image_row(benchmark, analysis, *, size, original_name, source, license, collected_by, collected_at, job) -> Image:
+    """The (unsaved) Image row of an analysed file: one place for both ingest paths, one at a time
+    and batched, so they store the same fields."""
+    return Image(
+        benchmark=benchmark,
+        file=_content_name("images", analysis.sha256, analysis.extension),
+        thumbnail=_content_name("thumbs", analysis.sha256, "jpg"),
+        original_name=original_name[:255],
+        sha256=analysis.sha256,
+        md5=analysis.md5,
+        phash=analysis.phash,
+        dhash=analysis.dhash,
+        width=analysis.width,
+        height=analysis.height,
+        format=analysis.format,
+        file_size=size,
+        animated=analysis.animated,
+        low_resolution=analysis.low_resolution,
+        source=source[:1000],
+        license=license[:200],
+        collected_by=collected_by,
+        collected_at=collected_at or timezone.now(),
+        job=job,
+    )
+
+
 def ingest_image(
     benchmark: Benchmark,
     data: bytes,
@@ -134,27 +160,18 @@ def ingest_image(
             for name, content in ((file_name, data), (thumb_name, analysis.thumbnail)):
                 if _store(name, content):
                     written.append(name)
-            image = Image.objects.create(
-                benchmark=benchmark,
-                file=file_name,
-                thumbnail=thumb_name,
-                original_name=original_name[:255],
-                sha256=analysis.sha256,
-                md5=analysis.md5,
-                phash=analysis.phash,
-                dhash=analysis.dhash,
-                width=analysis.width,
-                height=analysis.height,
-                format=analysis.format,
-                file_size=len(data),
-                animated=analysis.animated,
-                low_resolution=analysis.low_resolution,
-                source=source[:1000],
-                license=license[:200],
+            image = _image_row(
+                benchmark,
+                analysis,
+                size=len(data),
+                original_name=original_name,
+                source=source,
+                license=license,
                 collected_by=collected_by,
-                collected_at=collected_at or timezone.now(),
+                collected_at=collected_at,
                 job=job,
             )
+            image.save(force_insert=True)
             image.tasks.set(tasks)
             dedup.flag_near_duplicate(image)
             contamination.flag_contamination(image)
@@ -369,28 +386,15 @@ class Ingester:
         return outcomes
 
     def _new_image(self, file: IngestFile, ready: _Prepared, tasks) -> Image:
-        analysis = ready.analysis
-        file_name = _content_name("images", analysis.sha256, analysis.extension)
-        thumb_name = _content_name("thumbs", analysis.sha256, "jpg")
-        image = Image(
-            benchmark=self.benchmark,
-            file=file_name,
-            thumbnail=thumb_name,
-            original_name=file.original_name[:255],
-            sha256=analysis.sha256,
-            md5=analysis.md5,
-            phash=analysis.phash,
-            dhash=analysis.dhash,
-            width=analysis.width,
-            height=analysis.height,
-            format=analysis.format,
-            file_size=len(ready.data),
-            animated=analysis.animated,
-            low_resolution=analysis.low_resolution,
-            source=file.source[:1000],
-            license=file.license[:200],
+        image = _image_row(
+            self.benchmark,
+            ready.analysis,
+            size=len(ready.data),
+            original_name=file.original_name,
+            source=file.source,
+            license=file.license,
             collected_by=self.collected_by,
-            collected_at=self.collected_at or timezone.now(),
+            collected_at=self.collected_at,
             job=self.job,
         )
         image._ingest_tasks = tasks
