@@ -35,7 +35,7 @@ class StudySerializer(serializers.ModelSerializer):
 
 
 class PlanSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=200, required=False, default="")
+    title = serializers.CharField(max_length=200, required=False, default="", help_text="raters see it: do not name a model")
     release = serializers.CharField(max_length=40, help_text="the frozen release's version")
     mode = serializers.ChoiceField(choices=Study.Mode.choices)
     scores = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=2**31 - 1), min_length=1)

@@ -8,7 +8,7 @@ from .models import Study
 
 
 class PlanForm(forms.Form):
-    title = forms.CharField(max_length=200)
+    title = forms.CharField(max_length=200, help_text="raters see it: do not name a model")
     release = forms.ModelChoiceField(queryset=Release.objects.none(), to_field_name="version", help_text="a frozen release")
     mode = forms.ChoiceField(choices=Study.Mode.choices)
     scores = ModelMultipleChoiceField(
