@@ -121,6 +121,7 @@ class StudyDetail(APIView):
     def get(self, request, slug, number):
         benchmark = get_benchmark_for(request.user, slug)
         study = selectors.get_study_for(request.user, benchmark, number)
+        permissions.require(selectors.figures_refusal(request.user, study))
         return Response(
             {
                 **StudySerializer(study).data,
@@ -209,6 +210,7 @@ class RatingsFile(APIView):
     def get(self, request, slug, number):
         benchmark = get_benchmark_for(request.user, slug)
         study = selectors.get_study_for(request.user, benchmark, number)
+        permissions.require(selectors.figures_refusal(request.user, study))
         rows = selectors.export_rows(study, split=request.query_params.get("split") in ("1", "true"))
         if request.query_params.get("format") == "parquet":
             return HttpResponse(exporting.parquet(rows), content_type="application/vnd.apache.parquet")

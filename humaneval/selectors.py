@@ -77,6 +77,20 @@ def rater_of(study, user) -> StudyRater | None:
     return study.raters.filter(user=user).first() if user.pk else None
 
 
+def figures_refusal(user, study) -> str | None:
+    """Why `user` may not see the study's figures, verdicts and ratings yet: they are not a
+    researcher, or they rate in it themselves and have ratings left to give (seeing the judge's
+    verdicts or the others' ratings first would unblind them)."""
+    if not permissions.is_researcher(user):
+        return "The figures of a study are for researchers."
+    rater = rater_of(study, user)
+    if rater is not None and study.status == Study.Status.OPEN:
+        left = Rating.objects.filter(rater=rater, saved_at=None).count()
+        if left:
+            return f"You rate in this study: its figures show once your {left} remaining ratings are saved."
+    return None
+
+
 def queue_of(rater: StudyRater):
     return Rating.objects.filter(rater=rater).order_by("position")
 

@@ -76,8 +76,11 @@ def plan(request, slug):
 @role_required(ANNOTATOR)
 def study_detail(request, slug, number):
     benchmark, study = _study(request, slug, number)
-    if not permissions.is_researcher(request.user):
-        return redirect("humaneval-queue", slug=slug, number=number)  # raters never see figures or verdicts
+    refusal = selectors.figures_refusal(request.user, study)
+    if refusal:  # raters never see figures or verdicts before their own ratings are in
+        if permissions.is_researcher(request.user):
+            messages.info(request, refusal)
+        return redirect("humaneval-queue", slug=slug, number=number)
     figures = selectors.study_agreement(study)
     return render(
         request,
@@ -179,6 +182,7 @@ def image(request, slug, number, pk):
 @role_required(RESEARCHER)
 def export(request, slug, number, kind):
     benchmark, study = _study(request, slug, number)
+    permissions.require(selectors.figures_refusal(request.user, study))
     rows = selectors.export_rows(study, split=request.GET.get("split") == "1")
     name = f"{slugify(benchmark.slug)}-study-{study.number}-ratings"
     if kind == "jsonl":

@@ -309,3 +309,15 @@ def test_the_researcher_plans_and_starts_a_study_in_the_page(scored, researcher,
     assert started["Location"] == f"/b/demo/human-eval/{study.number}/" and study.ratings.count() == 6
     home = client_for(raters[0]).get("/b/demo/human-eval/").content.decode()
     assert "0 / 3" in home and "Pointwise check" in home
+
+
+def test_a_researcher_who_rates_sees_the_figures_only_after_their_own_ratings(scored, researcher, raters, client_for, api_for):
+    study = start(scored, researcher, [researcher, raters[0]], per_task=2)
+    base = f"/b/demo/human-eval/{study.number}"
+    page = client_for(researcher).get(f"{base}/", follow=True)
+    assert page.redirect_chain[-1][0] == f"{base}/queue/" and "remaining ratings are saved" in page.content.decode()
+    assert client_for(researcher).get(f"{base}/ratings.jsonl").status_code == 403
+    assert api_for(researcher).get(f"/api/v1/benchmarks/demo/human-eval/studies/{study.number}/").status_code == 403
+    for rating in Rating.objects.filter(study=study, rater__user=researcher).select_related("rater__user", "study"):
+        services.save_rating(rating, user=researcher, score=5, reason="half right")
+    assert client_for(researcher).get(f"{base}/").status_code == 200
