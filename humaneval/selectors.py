@@ -4,6 +4,7 @@ an export, and what the leaderboard shows beside a judged score."""
 
 import random
 from collections import defaultdict
+from functools import cache
 
 from django.db.models import Count, Q
 from django.http import Http404
@@ -154,6 +155,7 @@ def task_rule(release, task: str) -> str:
     return judge_rules(release.taxonomy, [task]).get(task) or Prompts().task_rule(task)
 
 
+@cache
 def pointwise_rubric() -> str:
     """The 1-10 rubric of the harness's pointwise judge prompt (the part before the task rule)."""
     from harness.prompts import Prompts
