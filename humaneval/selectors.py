@@ -11,8 +11,8 @@ from django.http import Http404
 
 from benchforge import permissions
 from exports import selectors as exports
-from harness import metrics
-from harness.votes import combine_votes
+from harness import Prompts, judge_rules, metrics
+from harness.scoring import combine_votes
 from jobs.models import JobEntry
 
 from .models import Rating, Study, StudyItem, StudyRater
@@ -149,17 +149,12 @@ def rating_view(rating: Rating) -> dict:
 def task_rule(release, task: str) -> str:
     """The judging rule of a task exactly as the pointwise judge read it: the release's own rule
     (taxonomy.json), else the harness's built-in one."""
-    from harness.prompts import Prompts
-    from harness.release import judge_rules
-
     return judge_rules(release.taxonomy, [task]).get(task) or Prompts().task_rule(task)
 
 
 @cache
 def pointwise_rubric() -> str:
     """The 1-10 rubric of the harness's pointwise judge prompt (the part before the task rule)."""
-    from harness.prompts import Prompts
-
     source = Prompts().get("pointwise").text
     return source.split("{{#task_rule}}")[0].strip()
 
@@ -280,6 +275,13 @@ def headline(study, figures: dict) -> str:
         r, f = judge.get("pearson"), judge.get("fuzzy_accuracy")
         return f"r {_num(r)}, fuzzy f {_num(f)}"
     return f"majority agrees {_pct(judge.get('majority'))}, raters {_pct(judge.get('individual'))}"
+
+
+def chart_rows(study, figures: dict, by: str) -> tuple[list, str]:
+    """([(task or model, the headline judge-human figure, ratings)], its name) for the study page's
+    charts: fuzzy-range accuracy f for scores, the majority's agreement for votes (both 0-1)."""
+    field, name = ("fuzzy_accuracy", "fuzzy f") if study.mode == Study.Mode.POINTWISE else ("majority", "majority agreement")
+    return [(group, a["judge"].get(field), a["ratings"]) for group, a in figures[by].items()], name
 
 
 def _num(value) -> str:

@@ -17,6 +17,7 @@ from benchforge.errors import DomainError
 from benchforge.inputs import accepts_uploads
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.selectors import get_benchmark_for
+from exports import card
 
 from . import exporting, selectors, services
 from .forms import ImportForm, PlanForm
@@ -177,6 +178,17 @@ def image(request, slug, number, pk):
         raise Http404("Not a rater of this study.")
     found = selectors.study_image(study, pk)
     return FileResponse(default_storage.open(found.storage_name, "rb"))
+
+
+@role_required(RESEARCHER)
+def chart(request, slug, number, kind):
+    """Judge-human agreement per task or per model, as bars (SVG)."""
+    benchmark, study = _study(request, slug, number)
+    permissions.require(selectors.figures_refusal(request.user, study))
+    if kind not in ("task", "model"):
+        raise Http404("Charts are per task or per model.")
+    rows, name = selectors.chart_rows(study, selectors.study_agreement(study), f"by_{kind}")
+    return HttpResponse(card.score_chart(rows, f"Judge vs people per {kind}: {name}"), content_type="image/svg+xml")
 
 
 @role_required(RESEARCHER)

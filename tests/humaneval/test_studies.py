@@ -244,6 +244,10 @@ def test_the_study_page_api_and_leaderboard_show_the_harness_figures_of_the_expo
         assert overall["judge"]["majority"] == pytest.approx(judge["majority"])
         assert overall["judge"]["individual"] == pytest.approx(judge["individual"])
         assert f'<b class="majority">{judge["majority"]:.3f}</b>' in page
+    chart = client.get(f"/b/demo/human-eval/{study.number}/chart-task.svg")
+    figure = judge["fuzzy_accuracy"] if mode == "pointwise" else judge["majority"]
+    assert chart["Content-Type"] == "image/svg+xml" and f"{100 * figure:.0f}% (n=12)" in chart.content.decode()
+    assert client_for(raters[0]).get(f"/b/demo/human-eval/{study.number}/chart-task.svg").status_code == 403
     board = client_for(raters[0]).get("/b/demo/releases/1.0.0/leaderboard/").content.decode()
     headline = selectors.headline(study, api["agreement"])
     assert f"study {study.number}</a>: 12 ratings, {headline}" in board
