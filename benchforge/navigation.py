@@ -140,6 +140,14 @@ STAGES: tuple[Stage, ...] = (
         waiting_text=("%(n)s item is ready for a release", "%(n)s items are ready for a release"),
         pages=("release-",),
     ),
+    Stage(
+        "humaneval",
+        "Human evaluation",
+        links=(Link("Studies", "humaneval-home"), Link("Plan a study", "humaneval-plan", role=RESEARCHER)),
+        waiting="humaneval.selectors.waiting_for",
+        waiting_text=("%(n)s answer waits for your rating", "%(n)s answers wait for your rating"),
+        pages=("humaneval-",),
+    ),
 )
 
 # Whose work starts where: the stage listed first among "what waits for you" on the dashboard.

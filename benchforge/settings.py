@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "exports",
     "labelstudio",
     "review",
+    "humaneval",
     "dashboard",
     "demo",
 ]

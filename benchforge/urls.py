@@ -22,6 +22,7 @@ api_patterns = [
     path("", include("rewrite.api")),
     path("", include("exports.api")),
     path("", include("qc.api")),
+    path("", include("humaneval.api")),
 ]
 
 urlpatterns = [
@@ -39,6 +40,7 @@ urlpatterns = [
     path("", include("rewrite.urls")),
     path("", include("exports.urls")),
     path("", include("qc.urls")),
+    path("", include("humaneval.urls")),
     path("api/v1/", include(api_patterns)),
     # YAML by default; JSON with ?format=json or Accept: application/json.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

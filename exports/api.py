@@ -1,7 +1,7 @@
 from django.core.files.storage import default_storage
 from django.http import FileResponse
 from django.urls import path
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -188,10 +188,21 @@ class ReleaseDownload(APIView):
         )
 
 
+class ValidationSerializer(serializers.Serializer):
+    """Whether people validated the score's judge on this release (a human-evaluation study)."""
+
+    number = serializers.IntegerField(help_text="the study's number")
+    study = serializers.CharField(help_text="the study's title")
+    ratings = serializers.IntegerField(help_text="human ratings of this model's answers")
+    headline = serializers.CharField(help_text="the headline judge-human agreement")
+    url = serializers.CharField()
+
+
 class ScoreSerializer(serializers.ModelSerializer):
     release = serializers.SlugRelatedField(slug_field="version", read_only=True)
     anchor = serializers.SlugRelatedField(slug_field="label", read_only=True)
     headline = serializers.SerializerMethodField()
+    validation = serializers.SerializerMethodField()
     job = serializers.PrimaryKeyRelatedField(read_only=True)
 
     class Meta:
@@ -207,6 +218,7 @@ class ScoreSerializer(serializers.ModelSerializer):
             "anchor",
             "status",
             "headline",
+            "validation",
             "results",
             "scored_with",
             "job",
@@ -215,6 +227,10 @@ class ScoreSerializer(serializers.ModelSerializer):
 
     def get_headline(self, score) -> str:
         return leaderboard.headline(score.method, score.results)
+
+    @extend_schema_field(ValidationSerializer(allow_null=True))
+    def get_validation(self, score):
+        return self.context.get("validations", {}).get(score.pk)
 
 
 class ScoreRequestSerializer(serializers.Serializer):
@@ -234,8 +250,9 @@ class Leaderboard(APIView):
 
     @extend_schema(responses={200: ScoreSerializer(many=True)})
     def get(self, request, slug, version):
-        scores = selectors.scores_of(_release(request, slug, version))
-        return Response(ScoreSerializer(scores, many=True).data)
+        release = _release(request, slug, version)
+        validations = leaderboard.validations(release)
+        return Response(ScoreSerializer(selectors.scores_of(release), many=True, context={"validations": validations}).data)
 
     @extend_schema(request={"multipart/form-data": ScoreRequestSerializer}, responses={201: ScoreSerializer})
     def post(self, request, slug, version):

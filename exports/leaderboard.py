@@ -251,6 +251,21 @@ def _finite(value):
 
 # ---- reading ------------------------------------------------------------------------------------
 
+# Whether people validated a score's judge: the human-evaluation stage reads exports, never the other
+# way round, so it registers the function that answers (humaneval.apps).
+_validation_finder = None
+
+
+def register_validation_finder(find) -> None:
+    """`find(release)` returns {score pk: {"number", "ratings", "headline", "url", ...}}."""
+    global _validation_finder
+    _validation_finder = find
+
+
+def validations(release) -> dict[int, dict]:
+    """{score pk: how its judge was validated by people on this release}; empty without that stage."""
+    return _validation_finder(release) if _validation_finder is not None else {}
+
 
 def predictions_file_name(score: Score) -> str:
     return f"{slugify(score.label) or 'model'}-{score.pk}.jsonl"

@@ -247,7 +247,8 @@ def release_leaderboard(request, slug, version):
             )
             messages.success(request, f"{score.label} is being scored.")
             return redirect("release-score", slug=slug, version=version, pk=score.pk)
-    scores = [(s, leaderboard.headline(s.method, s.results)) for s in selectors.scores_of(release)]
+    validated = leaderboard.validations(release)
+    scores = [(s, leaderboard.headline(s.method, s.results), validated.get(s.pk)) for s in selectors.scores_of(release)]
     context = {"benchmark": benchmark, "release": release, "scores": scores, "form": form}
     return render(request, "exports/leaderboard.html", context)
 

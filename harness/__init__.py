@@ -15,8 +15,10 @@ The public API, what the CLI and the benchforge platform use (harness/README.md,
     harness.distribution   the harness's own source tree and wheel (what a release carries)
     harness.tabular    the one reader of TSV, CSV, JSON Lines and JSON lists (exact lines, bounded
                        nesting and sizes, per-row and per-file problems)
+    harness.metrics    the formulas every report prints (alignment, judge-human agreement,
+                       pairwise tallies, Elo, Bradley-Terry, agreement between human raters)
 
-Everything else (harness.commands, calls, parsing, metrics, report, charts, mcq, votes, io,
+Everything else (harness.commands, calls, parsing, report, charts, mcq, votes, io,
 and the modules inside scoring/ and llm/) is internal: it may change in any release. The
 version follows semantic versioning; a release's manifest.json records the harness it carries.
 """
@@ -73,6 +75,7 @@ _EXPORTS = {
     "llm": "harness.llm:",
     "cli": "harness.cli:",
     "distribution": "harness.distribution:",
+    "metrics": "harness.metrics:",
 }
 
 __all__ = ["__version__", *_EXPORTS]

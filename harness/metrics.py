@@ -231,6 +231,117 @@ def _check_pairs(a: Sequence, b: Sequence) -> None:
         raise ValueError(f"paired scores differ in length: {len(a)} vs {len(b)}")
 
 
+# --------------------------------------------------------------------------- human raters
+
+
+def matching_share(a: Sequence, b: Sequence) -> float | None:
+    """Share of positions where the two sequences hold the same value (an extractor's accuracy
+    against people, two raters' raw agreement); None when there is nothing to compare."""
+    _check_pairs(a, b)
+    return sum(x == y for x, y in zip(a, b)) / len(a) if a else None
+
+
+def rater_pair_matching(ratings: Mapping[Hashable, Mapping[Hashable, Hashable]]) -> dict[tuple, dict]:
+    """MLLM-Bench Table 15: for every pair of raters, the share of the items both rated on which
+    they gave the same value. ratings: {rater: {item: value}}; {(rater_a, rater_b): {"n", "agreement"}}
+    with rater_a < rater_b (sorted by str), pairs that share no item included with agreement None."""
+    names = sorted(ratings, key=str)
+    table = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared = [k for k in ratings[a] if k in ratings[b]]
+            table[(a, b)] = {
+                "n": len(shared),
+                "agreement": matching_share([ratings[a][k] for k in shared], [ratings[b][k] for k in shared]),
+            }
+    return table
+
+
+def krippendorff_alpha(units: Mapping[Hashable, Sequence], level: str = "nominal") -> float | None:
+    """Krippendorff's alpha over units (items) each holding the values its raters gave.
+
+    alpha = 1 - D_o / D_e over the pairable values (units with at least two values): D_o is the
+    mean within-unit disagreement, each unit's ordered pairs weighted 1/(m_u - 1); D_e the
+    disagreement between all ordered pairs of pairable values, n(n-1) of them. delta^2 is 0/1
+    ("nominal": votes) or the squared difference ("interval": 1-10 scores). None when no unit
+    has two values or every value is the same (no variation: alpha is undefined)."""
+    if level not in ("nominal", "interval"):
+        raise ValueError(f"unknown level {level!r}: nominal or interval")
+
+    def delta(x, y) -> float:
+        return float(x != y) if level == "nominal" else (float(x) - float(y)) ** 2
+
+    pairable = [list(values) for values in units.values() if len(values) >= 2]
+    values = [v for unit in pairable for v in unit]
+    n = len(values)
+    if n < 2:
+        return None
+    observed = math.fsum(
+        math.fsum(delta(x, y) for i, x in enumerate(unit) for j, y in enumerate(unit) if i != j) / (len(unit) - 1)
+        for unit in pairable
+    )
+    if level == "nominal":
+        counts: dict = defaultdict(int)
+        for v in values:
+            counts[v] += 1
+        between = n * n - sum(c * c for c in counts.values())
+    else:
+        floats = [float(v) for v in values]
+        between = 2 * n * math.fsum(v * v for v in floats) - 2 * math.fsum(floats) ** 2
+    if between == 0:
+        return None
+    return 1 - (observed / n) / (between / (n * (n - 1)))
+
+
+def mllm_majority(votes: Sequence[str], first: str = "model", second: str = "anchor") -> str | None:
+    """MLLM-Bench's majority of several raters' votes on one answer pair: `first`, `second`, or
+    "unable" when the two sides have as many votes, or more raters were unable to decide (any
+    other value) than voted for either side. None for no votes."""
+    if not votes:
+        return None
+    for_first = sum(v == first for v in votes)
+    for_second = sum(v == second for v in votes)
+    unable = len(votes) - for_first - for_second
+    if for_first == for_second or unable > max(for_first, for_second):
+        return "unable"
+    return first if for_first > for_second else second
+
+
+def vote_agreement(
+    judge: Mapping[Hashable, str], raters: Mapping[Hashable, Mapping[Hashable, str]], first: str = "model", second: str = "anchor"
+) -> dict:
+    """Judge-human agreement on votes, MLLM-Bench style. judge: {item: outcome}; raters: {rater:
+    {item: vote}}, outcomes and votes in {first, second, anything else = unable to decide}.
+
+    "individual": the mean over raters of each rater's share of items matching the judge;
+    "majority": the share of items whose majority vote (mllm_majority) matches the judge;
+    "per_rater": each rater's share and n."""
+
+    def side(value):
+        return value if value in (first, second) else "unable"
+
+    per_rater = {}
+    for rater, votes in raters.items():
+        shared = [k for k in votes if k in judge]
+        per_rater[rater] = {
+            "n": len(shared),
+            "agreement": matching_share([side(votes[k]) for k in shared], [side(judge[k]) for k in shared]),
+        }
+    by_item: dict = defaultdict(list)
+    for votes in raters.values():
+        for k, v in votes.items():
+            if k in judge:
+                by_item[k].append(v)
+    majority = [(mllm_majority(vs, first, second), side(judge[k])) for k, vs in by_item.items()]
+    shares = [r["agreement"] for r in per_rater.values() if r["agreement"] is not None]
+    return {
+        "items": len(majority),
+        "individual": mean(shares),
+        "majority": matching_share([m for m, _ in majority], [j for _, j in majority]),
+        "per_rater": per_rater,
+    }
+
+
 # --------------------------------------------------------------------------- pairwise tallies
 
 WIN, TIE, LOSE, FAILED = "win", "tie", "lose", "failed"

@@ -16,7 +16,20 @@ from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.django_db
 
-APPS = ("annotation", "benchforge", "curation", "dashboard", "exports", "jobs", "labelstudio", "llm", "qc", "review", "rewrite")
+APPS = (
+    "annotation",
+    "benchforge",
+    "curation",
+    "dashboard",
+    "exports",
+    "humaneval",
+    "jobs",
+    "labelstudio",
+    "llm",
+    "qc",
+    "review",
+    "rewrite",
+)
 
 # The ways ordinary and hostile input has broken views before: NUL (Postgres refuses it), numbers
 # past 64 bits (SQLite overflows), numbers Python parses but no column holds, paths, script.

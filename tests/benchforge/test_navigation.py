@@ -58,7 +58,7 @@ def test_each_role_sees_its_stages_in_pipeline_order_with_what_waits_for_it(demo
     user_role(users["researcher"])  # a request's user comes with its role (benchforge.roles.RoleModelBackend)
     with django_assert_num_queries(1):  # every stage counted in one query
         researcher = nav_for(users["researcher"], benchmark)
-    assert [s["key"] for s in researcher["stages"]] == ["collect", "author", "review", "rewrite", "qc", "release"]
+    assert [s["key"] for s in researcher["stages"]] == ["collect", "author", "review", "rewrite", "qc", "release", "humaneval"]
     assert counts(researcher) == {
         "collect": pending_images,
         "author": Assignment.objects.filter(assignee=users["researcher"], status="open").count(),
@@ -66,17 +66,18 @@ def test_each_role_sees_its_stages_in_pipeline_order_with_what_waits_for_it(demo
         "rewrite": seeds_to_verify(benchmark, users["researcher"]).count(),
         "qc": flagged,
         "release": ready,
+        "humaneval": 0,  # no study asks the researcher for ratings
     }
     assert researcher["stages"][3]["waiting"] > 0 and researcher["stages"][4]["waiting_text"].endswith("wait for a decision")
 
     reviewer = nav_for(users["reviewer"], benchmark)
-    assert [s["key"] for s in reviewer["stages"]] == ["collect", "author", "review", "rewrite", "release"]
+    assert [s["key"] for s in reviewer["stages"]] == ["collect", "author", "review", "rewrite", "release", "humaneval"]
     waiting = Review.objects.filter(reviewer=users["reviewer"], verdict="", round__status="open").count()
     assert counts(reviewer)["review"] == waiting == 1 and counts(reviewer)["release"] is None
     assert reviewer["stages"][2]["url"] == f"/b/{DEMO_SLUG}/review/queue/"  # their reviews, not the rounds
 
     annotator = nav_for(users["annotator"], benchmark)
-    assert [s["key"] for s in annotator["stages"]] == ["collect", "author", "release"]
+    assert [s["key"] for s in annotator["stages"]] == ["collect", "author", "release", "humaneval"]
     queue = Assignment.objects.filter(assignee=users["annotator"], benchmark=benchmark, status="open").count()
     author = annotator["stages"][1]
     assert author["waiting"] == queue > 0 and author["url"] == f"/b/{DEMO_SLUG}/queue/"  # their queue is where Author leads
@@ -89,7 +90,7 @@ def test_the_header_marks_the_current_stage_lists_its_pages_and_keeps_global_pla
     page = client_for(users["annotator"]).get(f"/b/{DEMO_SLUG}/images/").content.decode()
     header = re.search(r'<header class="site-header".*?</header>', page, re.S)[0]
     stages = re.search(r'<nav class="pipeline" aria-label="Pipeline">(.*?)</nav>', header, re.S)[1]
-    assert re.findall(r'data-stage="(\w+)"', stages) == ["collect", "author", "release"]
+    assert re.findall(r'data-stage="(\w+)"', stages) == ["collect", "author", "release", "humaneval"]
     assert re.search(r'class="stage" data-stage="collect" aria-current="true">Collect<span class="count"', stages)
     assert "images wait for screening" in stages  # the count says what it counts, to screen readers too
     pages = re.search(r'<nav class="stagebar" aria-label="Collect pages">(.*?)</nav>', header, re.S)[1]

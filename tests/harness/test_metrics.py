@@ -261,3 +261,75 @@ def test_bradley_terry_agrees_with_elo_ranking():
     bt = bradley_terry(battles)
     elo = {m: v["median"] for m, v in bootstrap_elo(battles, rounds=100, seed=0).items()}
     assert sorted(bt, key=bt.get) == sorted(elo, key=elo.get)
+
+
+# ---- human raters (judge validation) -------------------------------------------------------------
+
+
+def test_krippendorff_alpha_nominal_by_hand():
+    # n = 6 pairable values; D_o = 2/6 (unit 2's two ordered disagreeing pairs); D_e = (36 - 18) / 30.
+    units = {1: ["a", "a"], 2: ["a", "b"], 3: ["b", "b"], 4: ["b"]}  # a unit of one value is not pairable
+    assert metrics.krippendorff_alpha(units, "nominal") == pytest.approx(4 / 9)
+
+
+def test_krippendorff_alpha_interval_by_hand():
+    # D_o = (2 + 0 + 2) / 6; D_e = (2*6*64 - 2*18^2) / 30 = 4; alpha = 1 - (2/3) / 4.
+    units = {1: [1, 2], 2: [3, 3], 3: [5, 4]}
+    assert metrics.krippendorff_alpha(units, "interval") == pytest.approx(5 / 6)
+    assert metrics.krippendorff_alpha({1: [1, 1], 2: [3, 3]}, "interval") == 1.0  # perfect agreement
+    # Three raters on one unit: weights 1/(m-1) = 1/2. Values 1,2,3 + 5,5: D_o = (1+4+1)*2/2/5, D_e by the sums.
+    three = metrics.krippendorff_alpha({1: [1, 2, 3], 2: [5, 5]}, "interval")
+    values = [1, 2, 3, 5, 5]
+    d_e = (2 * 5 * sum(v * v for v in values) - 2 * sum(values) ** 2) / 20
+    assert three == pytest.approx(1 - (6 / 5) / d_e)
+
+
+def test_krippendorff_alpha_is_undefined_without_variation_or_pairs():
+    assert metrics.krippendorff_alpha({1: ["a", "a"], 2: ["a", "a"]}) is None
+    assert metrics.krippendorff_alpha({1: ["a"], 2: ["b"]}) is None
+    with pytest.raises(ValueError, match="unknown level"):
+        metrics.krippendorff_alpha({1: [1, 2]}, "ordinal")
+
+
+def test_rater_pair_matching_counts_only_items_both_rated():
+    table = metrics.rater_pair_matching({"r2": {1: "a", 2: "b", 3: "a"}, "r1": {1: "a", 2: "a", 4: "b"}, "r3": {9: "a"}})
+    assert table[("r1", "r2")] == {"n": 2, "agreement": 0.5}
+    assert table[("r1", "r3")] == {"n": 0, "agreement": None} and set(table) == {("r1", "r2"), ("r1", "r3"), ("r2", "r3")}
+
+
+@pytest.mark.parametrize(
+    "votes, expected",
+    [
+        (["model", "anchor"], "unable"),  # equal votes for the two sides
+        (["model", "anchor", "unable_one", "unable_two"], "unable"),
+        (["model", "model", "unable_one", "unable_two"], "model"),  # as many unable as the leader: not more
+        (["model", "unable_one", "unable_two"], "unable"),  # more unable than either side
+        (["model", "model", "anchor", "unable_one"], "model"),
+        (["anchor", "anchor", "model"], "anchor"),
+        (["unable_one", "unable_one"], "unable"),
+        ([], None),
+    ],
+)
+def test_mllm_bench_majority_with_ties_and_unable(votes, expected):
+    assert metrics.mllm_majority(votes) == expected
+
+
+def test_vote_agreement_of_individual_raters_and_their_majority_by_hand():
+    judge = {1: "model", 2: "anchor", 3: "unable_one"}
+    raters = {
+        "A": {1: "model", 2: "model", 3: "unable_two"},  # both unable count as the same outcome: 2/3
+        "B": {1: "model", 2: "anchor", 3: "anchor"},  # 2/3
+        "C": {1: "anchor", 2: "anchor", 3: "unable_one", 4: "model"},  # item 4 has no judge vote: 2/3
+    }
+    result = metrics.vote_agreement(judge, raters)
+    assert result["individual"] == pytest.approx(2 / 3)
+    assert result["per_rater"]["C"] == {"n": 3, "agreement": pytest.approx(2 / 3)}
+    # Majorities: 1 -> model (2:1), 2 -> anchor (1:2), 3 -> unable (2 unable > 1 anchor): all match.
+    assert result["majority"] == 1.0 and result["items"] == 3
+    flipped = metrics.vote_agreement({1: "anchor", 2: "anchor", 3: "model"}, raters)
+    assert flipped["majority"] == pytest.approx(1 / 3)
+
+
+def test_matching_share_is_the_extractors_accuracy():
+    assert metrics.matching_share(["A", "B", None, "C"], ["A", "C", None, "C"]) == 0.75
+    assert metrics.matching_share([], []) is None

@@ -16,7 +16,15 @@ from tests.conftest import REPO_ROOT
 
 README = (REPO_ROOT / "harness" / "README.md").read_text(encoding="utf-8")
 # The modules whose __all__ is public (harness/__init__.py says so); everything else is internal.
-PUBLIC_MODULES = ("harness", "harness.scoring", "harness.llm", "harness.cli", "harness.distribution", "harness.tabular")
+PUBLIC_MODULES = (
+    "harness",
+    "harness.scoring",
+    "harness.llm",
+    "harness.cli",
+    "harness.distribution",
+    "harness.tabular",
+    "harness.metrics",
+)
 PLATFORM = (
     "annotation",
     "benchforge",
@@ -24,6 +32,7 @@ PLATFORM = (
     "dashboard",
     "demo",
     "exports",
+    "humaneval",
     "jobs",
     "labelstudio",
     "llm",

@@ -1,0 +1,38 @@
+from django import forms
+from django.contrib.auth import get_user_model
+
+from benchforge.inputs import ModelMultipleChoiceField
+from exports.models import Release, Score
+
+from .models import Study
+
+
+class PlanForm(forms.Form):
+    title = forms.CharField(max_length=200, help_text="raters see it: do not name a model")
+    release = forms.ModelChoiceField(queryset=Release.objects.none(), to_field_name="version", help_text="a frozen release")
+    mode = forms.ChoiceField(choices=Study.Mode.choices)
+    scores = ModelMultipleChoiceField(
+        queryset=Score.objects.none(), widget=forms.CheckboxSelectMultiple, help_text="the models whose answers people rate"
+    )
+    raters = ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), widget=forms.CheckboxSelectMultiple, help_text="members who rate"
+    )
+    per_task = forms.IntegerField(min_value=1, max_value=1000, initial=2, label="Items per task")
+    ratings_per_item = forms.IntegerField(min_value=2, max_value=20, initial=2, label="Ratings per answer")
+    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0, help_text="the same seed: the same sample and orders")
+    minutes_per_rating = forms.FloatField(min_value=0.1, max_value=120, initial=1.5, help_text="for the rater-hours estimate")
+
+    def __init__(self, *args, benchmark, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["release"].queryset = Release.objects.filter(benchmark=benchmark, status=Release.Status.FROZEN)
+        self.fields["scores"].queryset = Score.objects.filter(
+            release__benchmark=benchmark, status=Score.Status.DONE, method__in=Study.Mode.values
+        ).select_related("release")
+        self.fields["scores"].label_from_instance = lambda s: f"{s.label} ({s.method}, release {s.release.version})"
+        members = benchmark.members.all() | get_user_model().objects.filter(groups__name="researcher")
+        self.fields["raters"].queryset = members.distinct().order_by("username")
+        self.fields["raters"].label_from_instance = lambda u: u.username
+
+
+class ImportForm(forms.Form):
+    ratings = forms.FileField(help_text="JSON Lines in the export's format")

@@ -1,0 +1,368 @@
+"""Every write of the human-evaluation stage: plan and start a study, save a rating, import
+ratings, close a study. Reads (queues, agreement, exports) are in selectors.
+
+Sampling follows MLLM-Bench: N items per task among the release's open questions that every
+chosen score has an answer and a readable judge verdict for, the same items for every model; one
+seed makes the sample, the assignment and every rater's order reproducible."""
+
+import datetime
+import json
+import random
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from benchforge import permissions
+from benchforge.errors import DomainError
+from exports.models import Score
+
+from . import selectors
+from .models import Rating, Study, StudyItem, StudyRater
+
+MIN_RATINGS_PER_ITEM = 2
+MAX_RATINGS_PER_ITEM = 20
+MAX_STUDY_ANSWERS = 5000
+VOTES = ("model", "anchor", "unable_one", "unable_two")
+# The rating page's keys for the votes, as the answers are shown (answer 1 first).
+POSITIONAL_VOTES = ("answer1", "answer2", "unable_one", "unable_two")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a study would hold, before it starts: enough to judge its cost."""
+
+    keys_by_task: dict  # {task: [release item ids]}
+    scores: list
+    raters: list
+    ratings_per_item: int
+    minutes_per_rating: float
+
+    @property
+    def items(self) -> int:
+        return sum(len(keys) for keys in self.keys_by_task.values())
+
+    @property
+    def answers(self) -> int:
+        return self.items * len(self.scores)
+
+    @property
+    def ratings(self) -> int:
+        return self.answers * self.ratings_per_item
+
+    @property
+    def rater_hours(self) -> float:
+        return self.ratings * self.minutes_per_rating / 60
+
+    @property
+    def per_rater(self) -> float:
+        return self.ratings / len(self.raters) if self.raters else 0
+
+    def summary(self) -> dict:
+        return {
+            "items": self.items,
+            "answers": self.answers,
+            "ratings": self.ratings,
+            "raters": len(self.raters),
+            "ratings_per_rater": self.per_rater,
+            "rater_hours": round(self.rater_hours, 2),
+            "hours_per_rater": round(self.rater_hours / len(self.raters), 2) if self.raters else 0,
+            "tasks": {task: len(keys) for task, keys in self.keys_by_task.items()},
+        }
+
+
+def plan_study(
+    release,
+    *,
+    user,
+    mode: str,
+    scores: list,
+    raters: list,
+    per_task: int,
+    ratings_per_item: int = MIN_RATINGS_PER_ITEM,
+    seed: int = 0,
+    minutes_per_rating: float = 1.5,
+) -> Plan:
+    """Check a study's settings and sample its items; saves nothing (the cost estimate)."""
+    permissions.require_researcher(user, "Planning a human evaluation")
+    if mode not in Study.Mode.values:
+        raise DomainError(f"Unknown study mode {mode!r}; choose among {', '.join(Study.Mode.values)}.")
+    if not release.is_frozen:
+        raise DomainError(f"Release {release.version} is not frozen: studies rate the answers scored on a frozen release.")
+    if not scores:
+        raise DomainError("Choose at least one leaderboard score whose answers people will rate.")
+    for score in scores:
+        if score.release_id != release.pk:
+            raise DomainError(f"Score #{score.pk} is not on release {release.version}.")
+        if score.method != mode:
+            raise DomainError(
+                f"{score.label} was scored {score.get_method_display().lower()}; a {mode} study rates {mode} scores only."
+            )
+        if score.status != Score.Status.DONE:
+            raise DomainError(f"{score.label} is not scored yet ({score.get_status_display()}): wait for its job.")
+    if mode == Study.Mode.PAIRWISE and len({s.anchor_id for s in scores}) != 1:
+        raise DomainError("The scores of a pairwise study must share one anchor model.")
+    if not (MIN_RATINGS_PER_ITEM <= ratings_per_item <= MAX_RATINGS_PER_ITEM):
+        raise DomainError(
+            f"Ask for {MIN_RATINGS_PER_ITEM} to {MAX_RATINGS_PER_ITEM} ratings per answer: agreement between people needs two."
+        )
+    if len(set(r.pk for r in raters)) < ratings_per_item:
+        raise DomainError(
+            f"Pick at least {ratings_per_item} raters: each answer gets {ratings_per_item} ratings by different people."
+        )
+    for rater in raters:
+        if not permissions.is_member(rater, release.benchmark):
+            raise DomainError(f"{rater.username} is not a member of {release.benchmark.name}: add them first.")
+    if per_task < 1:
+        raise DomainError("Sample at least one item per task.")
+    if not (0 < minutes_per_rating <= 120):
+        raise DomainError("Minutes per rating must be between 0 and 120.")
+    verdicts = {score.pk: selectors.judge_verdicts(score) for score in scores}
+    rows = selectors.release_rows(release)
+    candidates: dict[str, list[str]] = {}
+    for key, row in rows.items():
+        if all(key in verdicts[s.pk] for s in scores):
+            candidates.setdefault(row.get("task") or "(none)", []).append(key)
+    if not candidates:
+        raise DomainError("No release item has an answer and a readable judge verdict from every chosen score.")
+    rng = random.Random(seed)
+    keys_by_task = {}
+    for task in sorted(candidates):
+        keys = sorted(candidates[task])
+        keys_by_task[task] = sorted(rng.sample(keys, min(per_task, len(keys))))
+    plan = Plan(keys_by_task, list(scores), list(raters), ratings_per_item, minutes_per_rating)
+    if plan.answers > MAX_STUDY_ANSWERS:
+        raise DomainError(f"That would be {plan.answers} answers to rate; plan at most {MAX_STUDY_ANSWERS} per study.")
+    return plan
+
+
+def create_study(release, *, user, title: str, mode: str, scores: list, raters: list, per_task: int, **settings) -> Study:
+    """Plan, then save the study, its answers and every rating owed, balanced over the raters."""
+    title = (title or "").strip()
+    if not title:
+        raise DomainError("Give the study a title.")
+    plan = plan_study(release, user=user, mode=mode, scores=scores, raters=raters, per_task=per_task, **settings)
+    seed = settings.get("seed", 0)
+    rows = selectors.release_rows(release)
+    verdicts = {score.pk: selectors.judge_verdicts(score) for score in scores}
+    with transaction.atomic():
+        number = (Study.objects.filter(benchmark=release.benchmark).aggregate(n=Max("number"))["n"] or 0) + 1
+        study = Study.objects.create(
+            benchmark=release.benchmark,
+            release=release,
+            number=number,
+            title=title[:200],
+            mode=mode,
+            per_task=per_task,
+            ratings_per_item=plan.ratings_per_item,
+            seed=seed,
+            minutes_per_rating=plan.minutes_per_rating,
+            created_by=user,
+        )
+        study.scores.set(scores)
+        rng = random.Random(f"study:{seed}")
+        people = sorted({r.pk: r for r in raters}.values(), key=lambda r: r.username)
+        rng.shuffle(people)  # pseudonyms say nothing about names
+        study_raters = StudyRater.objects.bulk_create(
+            [StudyRater(study=study, user=u, pseudonym=f"R{n}", seed=rng.randrange(2**31)) for n, u in enumerate(people, 1)]
+        )
+        answers = [(score, key, rows[key]) for task in plan.keys_by_task for key in plan.keys_by_task[task] for score in scores]
+        rng.shuffle(answers)
+        items = StudyItem.objects.bulk_create(
+            [
+                StudyItem(
+                    study=study,
+                    score=score,
+                    key=key,
+                    task=row.get("task") or "",
+                    category=row.get("category") or "",
+                    answer=score.answers.get(key, ""),
+                    anchor_answer=score.anchor.answers.get(key, "") if score.anchor_id else "",
+                    judge=verdicts[score.pk][key],
+                    position=n,
+                )
+                for n, (score, key, row) in enumerate(answers)
+            ]
+        )
+        Rating.objects.bulk_create(_assign(study, items, study_raters, plan.ratings_per_item, rng))
+    return study
+
+
+def _assign(study, items, raters, per_item: int, rng: random.Random) -> list[Rating]:
+    """Each answer to `per_item` different raters, always the least loaded ones (ties by the seed),
+    so loads differ by one at most; then each rater's own order and answer sides from their seed."""
+    load = {r.pk: 0 for r in raters}
+    owed: dict[int, list] = {r.pk: [] for r in raters}
+    for item in items:
+        chosen = sorted(raters, key=lambda r: (load[r.pk], rng.random()))[:per_item]
+        for rater in chosen:
+            load[rater.pk] += 1
+            owed[rater.pk].append(item)
+    ratings = []
+    for rater in raters:
+        own = random.Random(rater.seed)
+        queue = owed[rater.pk]
+        own.shuffle(queue)
+        for position, item in enumerate(queue):
+            ratings.append(Rating(study=study, item=item, rater=rater, position=position, anchor_first=own.random() < 0.5))
+    return ratings
+
+
+def save_rating(rating: Rating, *, user, score=None, vote: str = "", reason: str = "") -> Rating:
+    """A rater's own rating (saved again while the study is open: the last save counts).
+    `vote` is positional as the rater saw it (answer1, answer2, unable_one, unable_two)."""
+    if rating.rater.user_id != user.pk:
+        raise DomainError("This rating is someone else's.")
+    if rating.study.status != Study.Status.OPEN:
+        raise DomainError(f"Study {rating.study.number} is closed: its ratings no longer change.")
+    reason = (reason or "").strip()
+    if rating.study.mode == Study.Mode.POINTWISE:
+        if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
+            raise DomainError("Give a score from 1 to 10 (keys 1-9, and 0 for 10).")
+        if not reason:
+            raise DomainError("Say briefly why: a score without a reason cannot be checked.")
+        rating.score, rating.vote = score, ""
+    else:
+        if vote not in POSITIONAL_VOTES:
+            raise DomainError("Choose one of the four outcomes (keys 1-4).")
+        rating.vote, rating.score = side_of(vote, rating.anchor_first), None
+    rating.reason = reason[:5000]
+    rating.saved_at = timezone.now()
+    rating.save(update_fields=["score", "vote", "reason", "saved_at"])
+    return rating
+
+
+def side_of(positional: str, anchor_first: bool) -> str:
+    """The side a positional vote favours, given which answer was shown first."""
+    if positional == "answer1":
+        return "anchor" if anchor_first else "model"
+    if positional == "answer2":
+        return "model" if anchor_first else "anchor"
+    return positional
+
+
+def positional_of(side: str, anchor_first: bool) -> str:
+    if side == "model":
+        return "answer2" if anchor_first else "answer1"
+    if side == "anchor":
+        return "answer1" if anchor_first else "answer2"
+    return side
+
+
+def close_study(study: Study, *, user) -> Study:
+    permissions.require_researcher(user, "Closing a study")
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.CLOSED)
+    study.status = Study.Status.CLOSED
+    return study
+
+
+# ---- import ----------------------------------------------------------------------------------------
+
+MAX_IMPORT_BYTES = 20 * 1024 * 1024
+
+
+def import_ratings(study: Study, data: bytes, *, user) -> int:
+    """Ratings collected elsewhere, in the export's format (one JSON object a line: item, model,
+    rater, score or vote, reason, time). Every line is checked first; a file with any problem
+    saves nothing and says which lines. Raters unknown to the study join it under their pseudonym."""
+    permissions.require_researcher(user, "Importing ratings")
+    if study.status != Study.Status.OPEN:
+        raise DomainError(f"Study {study.number} is closed: its ratings no longer change.")
+    if len(data) > MAX_IMPORT_BYTES:
+        raise DomainError(f"The file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB; split it.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DomainError(f"The ratings file is not UTF-8 text (byte {exc.start}).") from None
+    items = {(i.key, i.score.label): i for i in study.items.select_related("score")}
+    raters = {r.pseudonym: r for r in study.raters.all()}
+    taken = set(study.ratings.exclude(saved_at=None).values_list("item_id", "rater__pseudonym"))
+    errors, rows, seen = [], [], set()
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"line {n}: not JSON ({exc.msg})")
+            continue
+        if not isinstance(row, dict):
+            errors.append(f"line {n}: expected an object")
+            continue
+        problem, parsed = _imported_row(study, row, items)
+        if problem:
+            errors.append(f"line {n}: {problem}")
+            continue
+        item, pseudonym = parsed["item"], parsed["rater"]
+        if (item.pk, pseudonym) in seen or (item.pk, pseudonym) in taken:
+            errors.append(f"line {n}: {pseudonym} already rated {item.key} of {item.score.label}")
+            continue
+        seen.add((item.pk, pseudonym))
+        rows.append(parsed)
+    if errors:
+        shown = "; ".join(errors[:10]) + (f"; and {len(errors) - 10} more" if len(errors) > 10 else "")
+        raise DomainError(f"No rating was imported: {shown}.")
+    if not rows:
+        raise DomainError("The ratings file holds no rating.")
+    with transaction.atomic():
+        next_seed = random.Random(f"import:{study.seed}:{len(raters)}")
+        for row in rows:
+            if row["rater"] not in raters:
+                raters[row["rater"]] = StudyRater.objects.create(
+                    study=study, user=None, pseudonym=row["rater"], seed=next_seed.randrange(2**31)
+                )
+        for row in rows:
+            rater = raters[row["rater"]]
+            Rating.objects.update_or_create(
+                item=row["item"],
+                rater=rater,
+                defaults={
+                    "study": study,
+                    "position": row["item"].position,
+                    "score": row["score"],
+                    "vote": row["vote"],
+                    "reason": row["reason"],
+                    "saved_at": row["time"],
+                    "source": Rating.Source.IMPORT,
+                },
+            )
+    return len(rows)
+
+
+def _imported_row(study, row: dict, items: dict) -> tuple[str, dict]:
+    key, model, rater = row.get("item"), row.get("model"), row.get("rater")
+    if isinstance(key, int) and not isinstance(key, bool):
+        key = str(key)
+    if not isinstance(key, str) or not isinstance(model, str):
+        return "'item' (the release item id) and 'model' (its leaderboard label) are required", {}
+    item = items.get((key, model))
+    if item is None:
+        return f"study {study.number} has no answer of {model!r} to item {key!r}", {}
+    if not isinstance(rater, str) or not rater.strip() or len(rater) > 40:
+        return "'rater' must be a pseudonym of at most 40 characters", {}
+    score, vote = row.get("score"), row.get("vote")
+    if study.mode == Study.Mode.POINTWISE:
+        if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
+            return f"'score' must be a whole number from 1 to 10, got {score!r}", {}
+        vote = ""
+    else:
+        if vote not in VOTES:
+            return f"'vote' must be one of {', '.join(VOTES)}, got {vote!r}", {}
+        score = None
+    reason = row.get("reason", "")
+    if not isinstance(reason, str):
+        return "'reason' must be text", {}
+    when = row.get("time")
+    moment = timezone.now()
+    if when is not None:
+        try:
+            moment = parse_datetime(when) if isinstance(when, str) else None
+        except ValueError:
+            moment = None
+        if moment is None:
+            return f"'time' must be an ISO 8601 date and time, got {str(when)[:40]!r}", {}
+        if timezone.is_naive(moment):
+            moment = moment.replace(tzinfo=datetime.UTC)
+    return "", {"item": item, "rater": rater.strip(), "score": score, "vote": vote, "reason": reason[:5000], "time": moment}

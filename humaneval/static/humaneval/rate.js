@@ -1,0 +1,27 @@
+// The rating page saves as the rater goes: choosing a score or vote, or pausing while writing the
+// reason, posts the form in the background (X-Autosave) so nothing typed is lost; Ctrl+Enter
+// still saves and opens the next answer. A rating the server refuses (no reason yet) just says why.
+(function () {
+  const form = document.getElementById("rating-form");
+  if (!form) return;
+  const status = document.getElementById("autosave-status");
+  const progress = document.getElementById("rate-progress");
+  let timer = null;
+  function save() {
+    const data = new FormData(form);
+    if (!data.get("score") && !data.get("vote")) return;
+    fetch(form.dataset.autosave, { method: "POST", body: data, headers: { "X-Autosave": "1" }, credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (body) {
+        status.textContent = body.saved ? "Saved." : "Not saved yet: " + body.detail;
+        if (body.saved && progress) progress.textContent = body.progress.done + " / " + body.progress.total;
+      })
+      .catch(function () { status.textContent = "Not saved: the server did not answer. Ctrl+Enter tries again."; });
+  }
+  form.addEventListener("change", function (ev) { if (ev.target.type === "radio") save(); });
+  form.addEventListener("input", function (ev) {
+    if (ev.target.name !== "reason") return;
+    clearTimeout(timer);
+    timer = setTimeout(save, 800);
+  });
+})();

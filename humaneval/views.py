@@ -1,0 +1,235 @@
+"""Pages of the human-evaluation stage: studies (researchers plan, follow and read them), a rater's
+queue and the keyboard rating page. Raters' pages never name a model, show the judge's verdict or
+another rater's rating."""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.files.storage import default_storage
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.text import slugify
+from django.views.decorators.http import require_POST
+
+from benchforge import permissions
+from benchforge.errors import DomainError
+from benchforge.inputs import accepts_uploads
+from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
+from curation.selectors import get_benchmark_for
+from exports import card
+
+from . import exporting, selectors, services
+from .forms import ImportForm, PlanForm
+from .models import Study
+
+SCORE_KEYS = [(n, str(n % 10)) for n in range(1, 11)]  # 10 is key 0
+VOTE_CHOICES = [
+    ("answer1", "Answer 1 is better", "1"),
+    ("answer2", "Answer 2 is better", "2"),
+    ("unable_one", "Unable to decide: both right or both wrong (closed question)", "3"),
+    ("unable_two", "Unable to decide: both have serious factual or ethical problems", "4"),
+]
+
+
+def _study(request, slug, number):
+    benchmark = get_benchmark_for(request.user, slug)
+    return benchmark, selectors.get_study_for(request.user, benchmark, number)
+
+
+@role_required(ANNOTATOR)
+def home(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    studies = []
+    for study in selectors.studies_for(request.user, benchmark):
+        rater = selectors.rater_of(study, request.user)
+        studies.append((study, selectors.progress(rater) if rater else None))
+    return render(request, "humaneval/home.html", {"benchmark": benchmark, "studies": studies})
+
+
+@role_required(RESEARCHER)
+def plan(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    form = PlanForm(request.POST or None, benchmark=benchmark)
+    estimate = None
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        settings = {
+            "mode": data["mode"],
+            "scores": list(data["scores"]),
+            "raters": list(data["raters"]),
+            "per_task": data["per_task"],
+            "ratings_per_item": data["ratings_per_item"],
+            "seed": data["seed"],
+            "minutes_per_rating": data["minutes_per_rating"],
+        }
+        try:
+            if "start" in request.POST:
+                study = services.create_study(data["release"], user=request.user, title=data["title"], **settings)
+                messages.success(request, f"Study {study.number} started: its raters find it in Human evaluation.")
+                return redirect("humaneval-study", slug=slug, number=study.number)
+            estimate = services.plan_study(data["release"], user=request.user, **settings).summary()
+        except DomainError as exc:
+            messages.error(request, exc.message)
+    return render(request, "humaneval/plan.html", {"benchmark": benchmark, "form": form, "estimate": estimate})
+
+
+@role_required(ANNOTATOR)
+def study_detail(request, slug, number):
+    benchmark, study = _study(request, slug, number)
+    refusal = selectors.figures_refusal(request.user, study)
+    if refusal:  # raters never see figures or verdicts before their own ratings are in
+        if permissions.is_researcher(request.user):
+            messages.info(request, refusal)
+        return redirect("humaneval-queue", slug=slug, number=number)
+    figures = selectors.study_agreement(study)
+    return render(
+        request,
+        "humaneval/study.html",
+        {
+            "benchmark": benchmark,
+            "study": study,
+            "progress": selectors.study_progress(study),
+            "figures": figures,
+            "headline": selectors.headline(study, figures),
+            "scores": study.scores.all(),
+            "import_form": ImportForm(),
+        },
+    )
+
+
+@role_required(ANNOTATOR)
+def queue(request, slug, number):
+    benchmark, study = _study(request, slug, number)
+    rater = selectors.rater_of(study, request.user)
+    if rater is None:
+        raise Http404(f"You are not a rater of study {study.number}.")
+    page = Paginator(selectors.queue_of(rater).only("pk", "position", "saved_at"), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "humaneval/queue.html",
+        {"benchmark": benchmark, "study": study, "page": page, "progress": selectors.progress(rater), "rater": rater},
+    )
+
+
+@role_required(ANNOTATOR)
+def next_rating(request, slug, number):
+    benchmark, study = _study(request, slug, number)
+    rater = selectors.rater_of(study, request.user)
+    pending = selectors.next_pending(rater) if rater else None
+    if pending is None:
+        messages.info(request, "Nothing left to rate in this study.")
+        return redirect("humaneval-queue", slug=slug, number=number) if rater else redirect("humaneval-home", slug=slug)
+    return redirect("humaneval-rate", slug=slug, number=number, pk=pending.pk)
+
+
+@role_required(ANNOTATOR)
+def rate(request, slug, number, pk):
+    benchmark, study = _study(request, slug, number)
+    rating = selectors.get_rating_for(request.user, study, pk)
+    autosave = request.headers.get("X-Autosave") == "1"
+    if request.method == "POST":
+        raw = request.POST.get("score", "")
+        try:
+            services.save_rating(
+                rating,
+                user=request.user,
+                score=int(raw) if raw.isdigit() and len(raw) <= 2 else None,
+                vote=request.POST.get("vote", ""),
+                reason=request.POST.get("reason", ""),
+            )
+        except DomainError as exc:
+            if autosave:
+                return JsonResponse({"saved": False, "detail": exc.message}, status=400)
+            messages.error(request, f"Not saved: {exc.message}")
+            return redirect("humaneval-rate", slug=slug, number=number, pk=pk)
+        if autosave:
+            return JsonResponse({"saved": True, "progress": selectors.progress(rating.rater)})
+        following = selectors.next_pending(rating.rater, after=rating.position)
+        if following is None:
+            messages.success(request, "Saved. You have rated everything in this study: thank you.")
+            return redirect("humaneval-queue", slug=slug, number=number)
+        return redirect("humaneval-rate", slug=slug, number=number, pk=following.pk)
+    shown = selectors.rating_view(rating)
+    following = selectors.next_pending(rating.rater, after=rating.position)
+    context = {
+        "benchmark": benchmark,
+        "study": study,
+        "rating": rating,
+        "shown": shown,
+        "images": selectors.study_images(study, shown["images"]),
+        "progress": selectors.progress(rating.rater),
+        "next_url": reverse("humaneval-rate", args=[slug, number, following.pk])
+        if following and following.pk != rating.pk
+        else "",
+        "score_keys": SCORE_KEYS,
+        "votes": VOTE_CHOICES,
+        "chosen_vote": services.positional_of(rating.vote, rating.anchor_first) if rating.vote else "",
+        "rubric": selectors.pointwise_rubric() if study.mode == Study.Mode.POINTWISE else "",
+    }
+    return render(request, "humaneval/rate.html", context)
+
+
+@role_required(ANNOTATOR)
+def image(request, slug, number, pk):
+    """An image of the study's release, for the study's raters and researchers."""
+    benchmark, study = _study(request, slug, number)
+    if not permissions.is_researcher(request.user) and selectors.rater_of(study, request.user) is None:
+        raise Http404("Not a rater of this study.")
+    found = selectors.study_image(study, pk)
+    return FileResponse(default_storage.open(found.storage_name, "rb"))
+
+
+@role_required(RESEARCHER)
+def chart(request, slug, number, kind):
+    """Judge-human agreement per task or per model, as bars (SVG)."""
+    benchmark, study = _study(request, slug, number)
+    permissions.require(selectors.figures_refusal(request.user, study))
+    if kind not in ("task", "model"):
+        raise Http404("Charts are per task or per model.")
+    rows, name = selectors.chart_rows(study, selectors.study_agreement(study), f"by_{kind}")
+    return HttpResponse(card.score_chart(rows, f"Judge vs people per {kind}: {name}"), content_type="image/svg+xml")
+
+
+@role_required(RESEARCHER)
+def export(request, slug, number, kind):
+    benchmark, study = _study(request, slug, number)
+    permissions.require(selectors.figures_refusal(request.user, study))
+    rows = selectors.export_rows(study, split=request.GET.get("split") == "1")
+    name = f"{slugify(benchmark.slug)}-study-{study.number}-ratings"
+    if kind == "jsonl":
+        response = HttpResponse(exporting.jsonl(rows), content_type="application/x-ndjson; charset=utf-8")
+    elif kind == "parquet":
+        response = HttpResponse(exporting.parquet(rows), content_type="application/vnd.apache.parquet")
+    else:
+        raise Http404("Ratings export as jsonl or parquet.")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{kind}"'
+    return response
+
+
+@accepts_uploads("data_file")
+@require_POST
+@role_required(RESEARCHER)
+def import_ratings(request, slug, number):
+    benchmark, study = _study(request, slug, number)
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, "Choose a ratings file (JSON Lines) to import.")
+    else:
+        try:
+            count = services.import_ratings(study, form.cleaned_data["ratings"].read(), user=request.user)
+            messages.success(request, f"{count} ratings imported.")
+        except DomainError as exc:
+            messages.error(request, exc.message)
+    return redirect("humaneval-study", slug=slug, number=number)
+
+
+@require_POST
+@role_required(RESEARCHER)
+def close(request, slug, number):
+    benchmark, study = _study(request, slug, number)
+    if not permissions.is_researcher(request.user):
+        raise PermissionDenied("Closing a study needs the researcher role.")
+    services.close_study(study, user=request.user)
+    messages.success(request, f"Study {study.number} is closed.")
+    return redirect("humaneval-study", slug=slug, number=number)

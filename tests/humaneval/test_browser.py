@@ -1,0 +1,78 @@
+"""In headless Chromium: a researcher plans a pairwise and a pointwise study from a scored release;
+two raters complete both with the keyboard only; the study pages and the leaderboard show the
+agreement, equal to harness.metrics on the exported ratings."""
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from humaneval.models import Study
+
+from .test_studies import _independent_figures
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_image_indexes")]
+
+
+def plan(page, scored, raters, mode):
+    page.goto("/b/demo/human-eval/new/")
+    page.fill("input[name=title]", f"{mode} check")
+    page.select_option("select[name=release]", "1.0.0")
+    page.select_option("select[name=mode]", mode)
+    page.check(f"input[name=scores][value='{scored[mode].pk}']")
+    for rater in raters:
+        page.check(f"input[name=raters][value='{rater.pk}']")
+    page.fill("input[name=per_task]", "3")
+    page.click("#estimate-button")
+    expect(page.locator("#rater-hours")).to_have_text("0.15")  # 3 answers x 2 ratings x 1.5 minutes
+    page.click("#start-button")
+    expect(page.locator("h1")).to_contain_text(f"{mode} check")
+
+
+def rate_with_keys(page, study, keys):
+    page.goto(f"/b/demo/human-eval/{study.number}/queue/")
+    page.keyboard.press("n")
+    for n, key in enumerate(keys):
+        expect(page.locator("h1")).to_contain_text(f"Answer {n + 1} of 3")
+        page.keyboard.press(key)
+        page.keyboard.press("r")  # to the reason field
+        page.keyboard.type(f"reason {n}: the count {key} fits")
+        page.keyboard.press("Control+Enter")
+    expect(page.locator("#queue-progress")).to_have_text("3 / 3")
+
+
+def test_two_studies_planned_rated_by_keyboard_and_their_agreement_shown(login_as, scored, researcher, raters):
+    page = login_as(researcher)
+    plan(page, scored, raters[:2], "pairwise")
+    plan(page, scored, raters[:2], "pointwise")
+    pairwise, pointwise = Study.objects.get(mode="pairwise"), Study.objects.get(mode="pointwise")
+
+    for rater, score_keys, vote_keys in ((raters[0], "790", "124"), (raters[1], "583", "223")):
+        page = login_as(rater)
+        rate_with_keys(page, pointwise, score_keys)
+        rate_with_keys(page, pairwise, vote_keys)
+        expect(page.locator("main")).not_to_contain_text(scored["pointwise"].label)
+
+    saved = sorted(pointwise.ratings.values_list("score", flat=True))
+    assert saved == sorted([7, 9, 10, 5, 8, 3])  # the key 0 is a 10
+    assert all(pairwise.ratings.exclude(saved_at=None).values_list("vote", flat=True))
+
+    page = login_as(researcher)
+    for study in (pointwise, pairwise):
+        response = page.request.get(f"/b/demo/human-eval/{study.number}/ratings.jsonl")
+        rows = [json.loads(line) for line in response.text().splitlines()]
+        assert len(rows) == 6
+        alpha, judge, _ = _independent_figures(study.mode, rows)
+        page.goto(f"/b/demo/human-eval/{study.number}/")
+        overall = page.locator(".figures[data-scope='All answers']")
+        expect(overall.locator(".alpha")).to_have_text("—" if alpha is None else f"{alpha:.3f}")
+        if study.mode == "pointwise":
+            expect(overall.locator(".mae")).to_have_text(f"{judge['mae']:.3f}")
+            expect(overall.locator(".fuzzy")).to_have_text(f"{judge['fuzzy_accuracy']:.3f}")
+        else:
+            expect(overall.locator(".majority")).to_have_text(f"{judge['majority']:.3f}")
+            expect(overall.locator(".individual")).to_have_text(f"{judge['individual']:.3f}")
+    page.goto("/b/demo/releases/1.0.0/leaderboard/")
+    for mode, study in (("pointwise", pointwise), ("pairwise", pairwise)):
+        row = page.locator(f"tr[data-label='{scored[mode].label}'] td.validation")
+        expect(row).to_contain_text(f"study {study.number}: 6 ratings")
