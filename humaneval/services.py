@@ -16,7 +16,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from benchforge import permissions
+from benchforge.concurrency import lock
 from benchforge.errors import DomainError
+from curation.models import Benchmark
 from exports.models import Score
 
 from . import selectors
@@ -148,6 +150,7 @@ def create_study(release, *, user, title: str, mode: str, scores: list, raters: 
     rows = selectors.release_rows(release)
     verdicts = {score.pk: selectors.judge_verdicts(score) for score in scores}
     with transaction.atomic():
+        lock(Benchmark, release.benchmark_id)  # studies created at once take turns for their numbers
         number = (Study.objects.filter(benchmark=release.benchmark).aggregate(n=Max("number"))["n"] or 0) + 1
         study = Study.objects.create(
             benchmark=release.benchmark,
