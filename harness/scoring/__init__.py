@@ -3,7 +3,7 @@
 Every mode (modes.py) is run(client, items, *, sink, **settings) -> Scores: an LLMClient, items
 (harness.release.Item or dicts of the same fields; images as paths, bytes, callables, or
 references an image_loader resolves), a sink that receives one row per finished call
-(calls.Sink; SampleLog is the CLI's JSONL one, MemorySink keeps rows in memory), and the mode's
+(Sink; harness.SampleLog is the CLI's JSONL one, harness.MemorySink keeps rows in memory), and the mode's
 own settings (models to ask, the judge, answers as {model: {item id: text}}, ...). MODES lists
 them by name; the CLI's scoring commands, the leaderboard's methods and the QC filters are
 read from it.
@@ -21,7 +21,7 @@ __all__ is the public part (what the CLI and the platform use); the modules are 
 sink's rows have status OK, UNPARSED (both FINAL: not asked again) or ERROR (asked again).
 """
 
-from harness.calls import ERROR, FINAL, MemorySink, SampleLog, Sink
+from harness.calls import ERROR, FINAL, Sink
 from harness.mcq import circular_passes, format_options
 from harness.scoring.agreement import judge_agreement
 from harness.scoring.answers import answer_questions
@@ -130,11 +130,9 @@ __all__ = [
     "FINAL",
     "JUDGED_TEXT_ONLY",
     "MODES",
-    "MemorySink",
     "Mode",
     "SKIPPED",
     "SOLVED",
-    "SampleLog",
     "Scores",
     "Sink",
     "TEXT_ONLY",
@@ -147,8 +145,6 @@ __all__ = [
     "filter_flag",
     "format_options",
     "hallucination_judge",
-    "judge_agreement",
-    "judged_text_only",
     "mode_for_filter",
     "pairwise_judge",
     "pointwise_judge",
