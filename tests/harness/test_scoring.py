@@ -4,6 +4,7 @@ No release folder and no CLI here: items are dicts, images come as bytes or load
 sink that is not a file.
 """
 
+import inspect
 import json
 import threading
 
@@ -16,6 +17,7 @@ from harness.scoring import (
     CALL_ERROR,
     FAILED,
     JUDGED_TEXT_ONLY,
+    MODES,
     SKIPPED,
     SOLVED,
     TEXT_ONLY,
@@ -25,6 +27,7 @@ from harness.scoring import (
     extract_choice,
     filter_flag,
     hallucination_judge,
+    mode_for_filter,
     pairwise_judge,
     pointwise_judge,
     touchstone_judge,
@@ -457,3 +460,58 @@ def test_answer_questions_records_empty_replies_as_failures(client, fake_llm):
     assert answers == {"1": "three"}
     assert stats.rows["2"]["status"] == "error" and "content filter" in stats.rows["2"]["error"]
     assert stats.cached == 0 and stats.errors == 1
+
+
+# ------------------------------------------------------------------ the registry and the judged filter
+
+OPEN = [{"id": f"o{i}", "question": f"Open question {i}?", "reference_answer": f"Answer {i}."} for i in range(3)]
+
+
+def answering(grades: dict[str, int]):
+    """A model whose answer to each open question names the grade it should get ("grade 8.")."""
+    return lambda body: f"grade {grades['o' + json.dumps(body).split('Open question ')[1][0]]}."
+
+
+def grader(body):
+    """A judge that gives each answer the grade its text names."""
+    answer = body["messages"][0]["content"].split("[Assistant's answer]")[1]
+    return json.dumps({"rating": int(answer.split("grade ")[1].split(".")[0]), "reason": "as told"})
+
+
+def test_judged_text_only_grades_answers_and_stops_once_the_verdict_is_settled(client, fake_llm):
+    # Three models: flagged when more than 1.5 of them reach min_score 7. After a and b, o0 is solved
+    # twice (flagged, settled) and o1 failed twice (two solvers are out of reach: settled), so c is
+    # asked only o2 (solved by a, failed by b).
+    grades = {"a": {"o0": 9, "o1": 3, "o2": 8}, "b": {"o0": 9, "o1": 2, "o2": 2}, "c": {"o0": 1, "o1": 1, "o2": 7}}
+    for model, by_item in grades.items():
+        fake_llm.script(model, answering(by_item))
+    fake_llm.script("judge", grader)
+    sink = MemorySink()
+    scored = MODES["judged_text_only"].run(client, OPEN, sink=sink, models=["a", "b", "c"], judge="judge", min_score=7)
+    assert scored.outcomes == {
+        "a": {"o0": SOLVED, "o1": FAILED, "o2": SOLVED},
+        "b": {"o0": SOLVED, "o1": FAILED, "o2": FAILED},
+        "c": {"o0": SKIPPED, "o1": SKIPPED, "o2": SOLVED},
+    }
+    assert {i: f["flagged"] for i, f in scored.flags.items()} == {"o0": True, "o1": False, "o2": True}
+    assert len(fake_llm.requests("c")) == 1 and len(fake_llm.requests("judge")) == 3 + 3 + 1
+    assert sorted(scored.unasked) == ["answer\tc\to0", "answer\tc\to1", "judge\tc\to0", "judge\tc\to1"]
+    assert scored.rows["c\to2"]["score"] == 7 and scored.rows["b\to2"]["method"] == "judged"
+    assert {k.split("\t")[0] for k in sink.rows} == {"answer", "judge"}
+
+    fake_llm.reset()  # resumed from the sink: nothing is asked again, the verdicts are the same
+    again = MODES["judged_text_only"].run(client, OPEN, sink=sink, models=["a", "b", "c"], judge="judge", min_score=7)
+    assert fake_llm.requests() == [] and again.flags == scored.flags
+
+
+def test_every_mode_has_one_signature_and_a_headline_and_groups_the_leaderboard_reads():
+    for mode in MODES.values():
+        parameters = list(inspect.signature(mode.run).parameters.values())
+        assert [p.name for p in parameters[:2]] == ["client", "items"], mode.name
+        assert parameters[2].kind == inspect.Parameter.KEYWORD_ONLY and parameters[2].name == "sink", mode.name
+    assert MODES["mcq"].headline_text({"circular": 0.5}) == "50.0%"
+    assert MODES["pairwise"].headline_text({"win_rate": 0.25}) == "win 25.0%"
+    assert MODES["pointwise"].headline_text({"mean": 7}) == "7.00 / 10" and MODES["pointwise"].headline_text({}) == "—"
+    assert MODES["pointwise"].per_group({"by_task": {"Counting": {"mean": 8, "n": 3}}}) == [("Counting", 0.8, 3)]
+    assert MODES["pointwise"].accepts({"judge": "j", "models": ["m"], "answers": {}}) == {"judge": "j", "answers": {}}
+    assert mode_for_filter(ALL_FAIL) is MODES["mcq"] and mode_for_filter(JUDGED_TEXT_ONLY) is MODES["judged_text_only"]
