@@ -41,6 +41,8 @@ _EXPORTS = {
     "PREDICTIONS_FORMAT": "harness.release",
     "read_predictions": "harness.release",
     "parse_item": "harness.release",
+    # the task rules a judge reads (the human-evaluation stage shows raters the same text)
+    "judge_rules": "harness.release",
     # the release writer: manifest, verification, reproducible archives
     "write_manifest": "harness.bundle",
     "verify_bundle": "harness.bundle:verify",
