@@ -30,6 +30,15 @@ def _content_name(folder: str, sha256: str, ext: str) -> str:
     return f"{folder}/{sha256[:2]}/{sha256[2:4]}/{sha256}.{ext}"
 
 
+def _stored_files(analysis: ImageAnalysis, data: bytes) -> tuple[tuple[str, bytes], ...]:
+    """(name, bytes) of the files an image is stored as: the file, and its thumbnail unless the
+    file serves as its own (a small plain JPEG or PNG: analysis.thumbnail is None)."""
+    file = (_content_name("images", analysis.sha256, analysis.extension), data)
+    if analysis.thumbnail is None:
+        return (file,)
+    return file, (_content_name("thumbs", analysis.sha256, "jpg"), analysis.thumbnail)
+
+
 def _store(name: str, data: bytes) -> bool:
     """Write content-addressed bytes once; True when this call created the file. A name always
     carries the same bytes: on local disk a concurrent writer's copy gets another name and is
@@ -102,13 +111,14 @@ def check_tasks(benchmark: Benchmark, tasks) -> list[Task]:
     return tasks
 
 
-def _image_row(benchmark, analysis, *, size, original_name, source, license, collected_by, collected_at, job) -> Image:
+def _image_row(benchmark, analysis, *, data, original_name, source, license, collected_by, collected_at, job) -> Image:
     """The (unsaved) Image row of an analysed file: one place for both ingest paths, one at a time
     and batched, so they store the same fields."""
+    names = [name for name, _ in _stored_files(analysis, data)]
     return Image(
         benchmark=benchmark,
-        file=_content_name("images", analysis.sha256, analysis.extension),
-        thumbnail=_content_name("thumbs", analysis.sha256, "jpg"),
+        file=names[0],
+        thumbnail=names[-1],
         original_name=original_name[:255],
         sha256=analysis.sha256,
         md5=analysis.md5,
@@ -117,7 +127,7 @@ def _image_row(benchmark, analysis, *, size, original_name, source, license, col
         width=analysis.width,
         height=analysis.height,
         format=analysis.format,
-        file_size=size,
+        file_size=len(data),
         animated=analysis.animated,
         low_resolution=analysis.low_resolution,
         source=source[:1000],
@@ -152,18 +162,16 @@ def ingest_image(
         return IngestOutcome(existing, created=False)
     analysis = analyse_image(data, limits=image_limits(benchmark), thumbnail_size=THUMBNAIL_PX)
 
-    file_name = _content_name("images", analysis.sha256, analysis.extension)
-    thumb_name = _content_name("thumbs", analysis.sha256, "jpg")
     written: list[str] = []
     try:
         with transaction.atomic():
-            for name, content in ((file_name, data), (thumb_name, analysis.thumbnail)):
+            for name, content in _stored_files(analysis, data):
                 if _store(name, content):
                     written.append(name)
             image = _image_row(
                 benchmark,
                 analysis,
-                size=len(data),
+                data=data,
                 original_name=original_name,
                 source=source,
                 license=license,
@@ -281,8 +289,7 @@ class Ingester:
             prepared.error = exc
             return prepared
         # The files too, here in the thread (storage is I/O): a file no row ends up using is removed by store().
-        names = (_content_name("images", analysis.sha256, analysis.extension), _content_name("thumbs", analysis.sha256, "jpg"))
-        prepared.written = tuple(name for name, content in zip(names, (data, analysis.thumbnail)) if _store(name, content))
+        prepared.written = tuple(name for name, content in _stored_files(analysis, data) if _store(name, content))
         return prepared
 
     def submit(self, files: Sequence[IngestFile]) -> list:
@@ -389,7 +396,7 @@ class Ingester:
         image = _image_row(
             self.benchmark,
             ready.analysis,
-            size=len(ready.data),
+            data=ready.data,
             original_name=file.original_name,
             source=file.source,
             license=file.license,
