@@ -13,6 +13,7 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
 
 from ..imaging import ImageAnalysis, ImageLimits, ImageRejected, analyse_image, hamming
@@ -366,13 +367,13 @@ class Ingester:
                     else:
                         fresh[ready.md5] = (n, self._new_image(file, ready, tasks))
                 images = [image for _, image in fresh.values()]
-                Image.objects.bulk_create(images)
+                bulk_insert(images, ids=True)
                 links = [
                     Image.tasks.through(image_id=image.pk, task_id=task.pk)
                     for image in images
                     for task in {t.pk: t for t in image._ingest_tasks}.values()
                 ]
-                Image.tasks.through.objects.bulk_create(links)
+                bulk_insert(links)
                 dedup.flag_near_duplicates_of_batch(self.benchmark, images)
                 contamination.flag_contamination_of_batch(self.benchmark, images)
                 for n, image in fresh.values():
