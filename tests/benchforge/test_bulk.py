@@ -13,7 +13,9 @@ pytestmark = pytest.mark.django_db
 
 def entries(job, n):
     return [
-        JobEntry(job=job, key=f"line {i}", outcome="ok" if i % 3 else "error", message=f"row {i}", data={"row": i, "é": [i, None]})
+        JobEntry(
+            job=job, key=f"line {i}", outcome="ok" if i % 3 else "error", message=f"row {i}", data={"row": i, "é": [i, None]}
+        )
         for i in range(n)
     ]
 
