@@ -4,8 +4,9 @@ Django's bulk_create builds every value through its SQL compiler (expression che
 placeholder and several calls per value), which cost ingest more than the hashing of small
 images did. Rows written in bulk here are plain values, so this builds one multi-row INSERT
 per chunk directly, preparing each value the way the field itself does (pre_save where the
-field has one, then get_db_prep_save), and reads the new ids back with RETURNING. Like
-bulk_create it sends no signals and does not call save().
+field has one, then get_db_prep_save; a plain str, int or bool of a plain field as it is), and
+reads the new ids back with RETURNING. Like bulk_create it sends no signals and does not call
+save().
 """
 
 from collections.abc import Sequence
@@ -16,6 +17,48 @@ from django.db import connections, models, router
 def _needs_pre_save(field: models.Field) -> bool:
     # Fields that fill or commit their value on save (auto_now, files) override pre_save.
     return type(field).pre_save is not models.Field.pre_save
+
+
+# Fields (these classes exactly, not subclasses) whose database value is the Python value itself
+# when it already has this type: most values of a row, and the bulk of get_db_prep_save's cost.
+_AS_IS = {
+    models.CharField: str,
+    models.TextField: str,
+    models.SlugField: str,
+    models.URLField: str,
+    models.BooleanField: bool,
+    models.IntegerField: int,
+    models.SmallIntegerField: int,
+    models.BigIntegerField: int,
+    models.PositiveIntegerField: int,
+    models.PositiveSmallIntegerField: int,
+    models.PositiveBigIntegerField: int,
+    models.FloatField: float,
+}
+_INTEGER_KEYS = (models.AutoField, models.BigAutoField, models.SmallAutoField, models.IntegerField, models.BigIntegerField)
+
+
+def _as_is_type(field: models.Field) -> type | None:
+    if isinstance(field, models.ForeignKey) and type(field.target_field) in _INTEGER_KEYS:
+        return int
+    return _AS_IS.get(type(field))
+
+
+def _preparer(field: models.Field, connection):
+    """value(obj) -> the database value of `field`, as the field's own save would make it."""
+    attname, kind = field.attname, _as_is_type(field)
+    if _needs_pre_save(field):
+        return lambda obj: field.get_db_prep_save(field.pre_save(obj, True), connection)
+    if kind is None:  # JSON, dates, decimals...: None or not, the field decides
+        return lambda obj: field.get_db_prep_save(getattr(obj, attname), connection)
+
+    def prepare(obj):
+        value = obj.__dict__[attname] if attname in obj.__dict__ else getattr(obj, attname)
+        if value is None or type(value) is kind:
+            return value
+        return field.get_db_prep_save(value, connection)
+
+    return prepare
 
 
 def bulk_insert(objs: Sequence[models.Model], *, ids: bool = False, ignore_conflicts: bool = False) -> None:
@@ -39,7 +82,7 @@ def bulk_insert(objs: Sequence[models.Model], *, ids: bool = False, ignore_confl
     if ids and auto_pk and not connection.features.can_return_rows_from_bulk_insert:
         model._base_manager.using(using).bulk_create(objs)  # an old SQLite: Django's way round it
         return
-    prepare = [(f, _needs_pre_save(f)) for f in fields]
+    prepare = [_preparer(f, connection) for f in fields]
     quote = connection.ops.quote_name
     head = f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) VALUES "
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
@@ -49,11 +92,7 @@ def bulk_insert(objs: Sequence[models.Model], *, ids: bool = False, ignore_confl
     with connection.cursor() as cursor:
         for start in range(0, len(objs), per_statement):
             chunk = objs[start : start + per_statement]
-            params = [
-                field.get_db_prep_save(field.pre_save(obj, True) if pre else getattr(obj, field.attname), connection)
-                for obj in chunk
-                for field, pre in prepare
-            ]
+            params = [value(obj) for obj in chunk for value in prepare]
             cursor.execute(head + ", ".join([row] * len(chunk)) + tail, params)
             if returning:
                 # Ids are drawn in the order the rows are inserted, while RETURNING's own order is
