@@ -47,6 +47,20 @@ def _as_is_type(field: models.Field) -> type | None:
 def _preparer(field: models.Field, connection):
     """value(obj) -> the database value of `field`, as the field's own save would make it."""
     attname, kind = field.attname, _as_is_type(field)
+    if isinstance(field, models.DateField) and (field.auto_now or field.auto_now_add):
+        # Rows inserted together are stamped with one time (the field's pre_save, once), and
+        # converted once: per row, the date conversion was the dearest value of a row.
+        stamp: list = []  # [value, database value], from the first row
+
+        def stamped(obj):
+            if stamp:
+                setattr(obj, attname, stamp[0])
+            else:
+                value = field.pre_save(obj, True)  # sets it on the row too
+                stamp.extend((value, field.get_db_prep_save(value, connection)))
+            return stamp[1]
+
+        return stamped
     if _needs_pre_save(field):
         return lambda obj: field.get_db_prep_save(field.pre_save(obj, True), connection)
     if kind is None:  # JSON, dates, decimals...: None or not, the field decides
