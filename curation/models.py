@@ -5,6 +5,8 @@ from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from harness import DEFAULT_LANGUAGE, LANGUAGES
+
 
 class Benchmark(models.Model):
     """A benchmark under construction: its taxonomy, images, items and releases hang off it."""
@@ -13,6 +15,12 @@ class Benchmark(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     description = models.TextField(blank=True)
     preset = models.CharField(max_length=40, blank=True, help_text="Preset the taxonomy was loaded from, if any.")
+    language = models.CharField(
+        max_length=8,
+        choices=list(LANGUAGES.items()),
+        default=DEFAULT_LANGUAGE,
+        help_text="The language of its questions: the scoring harness asks and judges in it.",
+    )
     is_external = models.BooleanField(default=False, help_text="Imported from an existing benchmark (e.g. an MMBench TSV).")
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="benchmarks")
     near_dup_threshold = models.PositiveSmallIntegerField(

@@ -42,6 +42,7 @@ _EXPORTS = {
     "read_predictions": "harness.release",
     "parse_item": "harness.release",
     "judge_rules": "harness.release",
+    "in_language": "harness.release",
     # the release writer: manifest, verification, reproducible archives
     "write_manifest": "harness.bundle",
     "read_manifest": "harness.bundle",
@@ -52,6 +53,9 @@ _EXPORTS = {
     "ZIP_TIME": "harness.bundle",
     # judge prompts (built in, or a folder of edited copies)
     "Prompts": "harness.prompts",
+    # the languages a release, an item and the prompts may be in (en, zh) and the default
+    "LANGUAGES": "harness.prompts",
+    "DEFAULT_LANGUAGE": "harness.prompts",
     # the client
     "LLMClient": "harness.llm",
     "Endpoint": "harness.llm",

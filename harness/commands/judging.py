@@ -63,7 +63,8 @@ class JudgeCommand:
 
     def run(self, args) -> int:
         release: Release = load_release(args.release)
-        prompts = Prompts(args.prompts)
+        prompts = Prompts(args.prompts, args.language)
+        versions = common.prompt_versions(prompts, release, [self.template, f"retry_{self.template}"])
         answers = common.answers_of(common.load_all_predictions(args.predictions, release))
         client = common.ready_client(args, [args.judge])
         prepared = self.prepare(args, release, prompts, answers, client) if self.prepare else Prepared()
@@ -73,8 +74,7 @@ class JudgeCommand:
             {
                 "command": self.name,
                 "judge": common.endpoint_identity(client.endpoints[args.judge]),
-                "template": prompts.get(self.template).sha256,
-                "retry": prompts.get(f"retry_{self.template}").sha256,
+                "prompts": versions,
                 **prepared.settings,
                 "parse_retries": args.parse_retries,
             },
@@ -97,6 +97,7 @@ class JudgeCommand:
         results = {
             **scored.results,
             "release": release.name,
+            "prompts": versions,
             "run": common.run_section(scored.stats, client, args.judge, "judge"),
         }
         stats = scored.stats

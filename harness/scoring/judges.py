@@ -63,9 +63,19 @@ def group_mean(rows, key: str, value: str) -> dict:
     return {k: {"mean": sum(v) / len(v), "n": len(v)} for k, v in buckets.items()}
 
 
-def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | None = None) -> str:
-    """The judge's rule for a task: the release's own (rules) first, then the built-in one."""
-    return (rules or {}).get(task or "") or prompts.task_rule(task)
+def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | None = None, language: str | None = None) -> str:
+    """The judge's rule for a task: the release's own (rules) first, then the built-in one in `language`."""
+    return (rules or {}).get(task or "") or prompts.task_rule(task, language)
+
+
+def _templates(prompts: Prompts, name: str, items: Iterable[Item]) -> tuple[dict, dict]:
+    """({item language: template}, {item language: its retry template}) for the languages of
+    `items`, all found before any call is made."""
+    languages = {item.language for item in items} or {None}
+    return (
+        {language: prompts.get(name, language) for language in languages},
+        {language: prompts.get(f"retry_{name}", language) for language in languages},
+    )
 
 
 # --------------------------------------------------------------------------- pointwise
@@ -88,11 +98,12 @@ def pointwise_judge(
     text that replaces the built-in rule of that task. Items without a reference are skipped
     and counted."""
     prompts = prompts or Prompts()
-    template, retry = prompts.get("pointwise"), prompts.get("retry_pointwise")
-    template.check(POINTWISE_FIELDS)
     _endpoint(client, judge)
     all_items = as_items(items)
     scored = [item for item in all_items if not item.is_mcq and item.reference_answer]
+    template, retry = _templates(prompts, "pointwise", scored)
+    for each in template.values():
+        each.check(POINTWISE_FIELDS)
     answers = as_answers(predictions)
 
     def parse(text: str) -> dict:
@@ -106,7 +117,7 @@ def pointwise_judge(
                 continue
             fields = {
                 "task": item.task or "",
-                "task_rule": task_rule(item.task, prompts, rules),
+                "task_rule": task_rule(item.task, prompts, rules, item.language),
                 "history": render_history(item.history),
                 "question_type": item.question_type or "",
                 "question": item.question,
@@ -116,10 +127,10 @@ def pointwise_judge(
             calls.append(
                 Call(
                     key=f"{model}\t{item.id}",
-                    build=lambda fields=fields: [llm.text_message("user", template.render(**fields))],
+                    build=lambda fields=fields, item=item: [llm.text_message("user", template[item.language].render(**fields))],
                     meta={"model": model, "id": item.id, "task": item.task, "category": item.category, "group": item.group},
                     parse=parse,
-                    retry=lambda problem: retry.render(problem=problem),
+                    retry=lambda problem, item=item: retry[item.language].render(problem=problem),
                 )
             )
     stats = _run(client, judge, calls, sink, "judge", parse_retries, **run)
@@ -215,12 +226,12 @@ def pairwise_judge(
     images; the two votes combined (votes.combine_votes). Win/tie/lose per category and overall,
     win rate, Elo (bootstrap median) and Bradley-Terry."""
     prompts = prompts or Prompts()
-    template, retry = prompts.get("pairwise"), prompts.get("retry_pairwise")
     answers = as_answers(predictions)
     anchor = as_answers({anchor_model: anchor_answers})[anchor_model]
     if anchor_model in answers:
         raise InputError(f"the anchor {anchor_model!r} is also among the models compared with it")
     scored = [item for item in as_items(items) if not item.is_mcq]
+    template, retry = _templates(prompts, "pairwise", scored)
     attach = attach_images(_endpoint(client, judge), scored, text_only, "judge", image_loader)
 
     def parse(text: str) -> dict:
@@ -233,7 +244,7 @@ def pairwise_judge(
                 continue
             for order in ORDERS:
                 first, second = (anchor, by_id) if order == 1 else (by_id, anchor)
-                prompt = render_pairwise_prompt(template, item, first[item.id], second[item.id], attach)
+                prompt = render_pairwise_prompt(template[item.language], item, first[item.id], second[item.id], attach)
                 calls.append(
                     Call(
                         key=f"{model}\t{item.id}\t{order}",
@@ -242,7 +253,7 @@ def pairwise_judge(
                         ],
                         meta={"model": model, "id": item.id, "order": order, "category": item.category, "task": item.task},
                         parse=parse,
-                        retry=lambda problem: retry.render(problem=problem),
+                        retry=lambda problem, item=item: retry[item.language].render(problem=problem),
                     )
                 )
     stats = _run(client, judge, calls, sink, "pairwise", parse_retries, with_images=attach, **run)
@@ -325,10 +336,10 @@ def touchstone_judge(
     and the reference answer 1-10, twice with positions swapped; a question's score is the mean
     of both. Needs items with a description and a reference answer."""
     prompts = prompts or Prompts()
-    template, retry = prompts.get("touchstone"), prompts.get("retry_touchstone")
     _endpoint(client, judge)
     answers = as_answers(predictions)
     scored = [item for item in as_items(items) if item.description and item.reference_answer and not item.is_mcq]
+    template, retry = _templates(prompts, "touchstone", scored)
 
     def parse(text: str) -> dict:
         return {"scores": list(parse_score_pair(text))}
@@ -341,14 +352,16 @@ def touchstone_judge(
             for position in (1, 2):  # where the model's answer is shown
                 pair = (by_id[item.id], item.reference_answer)
                 first, second = pair if position == 1 else pair[::-1]
-                prompt = template.render(description=item.description, question=item.question, answer1=first, answer2=second)
+                prompt = template[item.language].render(
+                    description=item.description, question=item.question, answer1=first, answer2=second
+                )
                 calls.append(
                     Call(
                         key=f"{model}\t{item.id}\t{position}",
                         build=lambda prompt=prompt: [llm.text_message("user", prompt)],
                         meta={"model": model, "id": item.id, "position": position, "category": item.category, "task": item.task},
                         parse=parse,
-                        retry=lambda problem: retry.render(problem=problem),
+                        retry=lambda problem, item=item: retry[item.language].render(problem=problem),
                     )
                 )
     stats = _run(client, judge, calls, sink, "touchstone", parse_retries, **run)
@@ -396,10 +409,10 @@ def hallucination_judge(
     """0-10: how much of an answer's content about the image the human description does not
     support (lower is better). Needs items with a description."""
     prompts = prompts or Prompts()
-    template, retry = prompts.get("hallucination"), prompts.get("retry_hallucination")
     _endpoint(client, judge)
     answers = as_answers(predictions)
     scored = [item for item in as_items(items) if item.description and not item.is_mcq]
+    template, retry = _templates(prompts, "hallucination", scored)
 
     def parse(text: str) -> dict:
         rating = parse_rating(text, low=0, high=10, keys=("score", "hallucination", "rating"))
@@ -410,14 +423,14 @@ def hallucination_judge(
         for item in scored:
             if item.id not in by_id:
                 continue
-            prompt = template.render(description=item.description, question=item.question, answer=by_id[item.id])
+            prompt = template[item.language].render(description=item.description, question=item.question, answer=by_id[item.id])
             calls.append(
                 Call(
                     key=f"{model}\t{item.id}",
                     build=lambda prompt=prompt: [llm.text_message("user", prompt)],
                     meta={"model": model, "id": item.id, "category": item.category, "task": item.task},
                     parse=parse,
-                    retry=lambda problem: retry.render(problem=problem),
+                    retry=lambda problem, item=item: retry[item.language].render(problem=problem),
                 )
             )
     stats = _run(client, judge, calls, sink, "hallucination", parse_retries, **run)
