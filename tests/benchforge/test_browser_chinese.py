@@ -31,9 +31,9 @@ USER_CONTENT = [
 ]
 # Pages translated so far, per role (URL names; "{slug}" pages take the benchmark's slug).
 PAGES = {
-    "annotator": ["home", "queue"],
-    "reviewer": ["home", "queue", "review-queue"],
-    "researcher": ["home", "queue", "review-queue"],
+    "annotator": ["home", "queue", "password-change"],
+    "reviewer": ["home", "queue", "review-queue", "password-change"],
+    "researcher": ["home", "queue", "review-queue", "password-change"],
 }
 
 
@@ -97,11 +97,15 @@ def test_each_role_sees_no_english_interface_text_in_chinese(chinese_page, world
     log_in(chinese_page, world[role])
     slug = world["benchmark"].slug
     for name in PAGES[role]:
-        url = reverse(name) if name == "home" else reverse(name, args=[slug])
+        url = reverse(name) if name in ("home", "password-change") else reverse(name, args=[slug])
         response = chinese_page.goto(url)
         assert response.status == 200, url
         assert chinese_page.locator("html").get_attribute("lang") == "zh-hans"
         assert english_words(chinese_page, [world["benchmark"].name]) == [], url
+    # the styled error page, inside the benchmark's navigation
+    assert chinese_page.goto(f"/b/{slug}/no-such-page/").status == 404
+    assert chinese_page.locator("h1").inner_text() == "未找到"
+    assert english_words(chinese_page, [world["benchmark"].name]) == []
 
 
 def test_the_switch_in_the_header_keeps_the_choice_on_the_account(login_as, world, browser, live_server):

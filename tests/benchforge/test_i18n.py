@@ -112,6 +112,11 @@ def test_the_api_keeps_english_names_and_translates_detail_when_asked(client, an
     refused = client.get("/api/v1/benchmarks/", HTTP_ACCEPT_LANGUAGE="zh-Hans")
     assert refused.status_code in (401, 403) and "身份认证信息未提供" in refused.json()["detail"]
     assert "credentials were not provided" in client.get("/api/v1/benchmarks/").json()["detail"]
+    nowhere = client.get("/api/v1/no-such-thing/", HTTP_ACCEPT_LANGUAGE="zh-Hans")
+    assert nowhere.status_code == 404 and nowhere.json() == {
+        "detail": "这个地址没有内容，或者它属于一个你不是成员的基准。",
+        "code": "not_found",  # codes and field names stay English
+    }
     # a Chinese account does not turn the API Chinese: only the request's Accept-Language does
     AccountSettings.objects.create(user=anna, language="zh-hans")
     client.force_login(anna)
