@@ -28,12 +28,15 @@ USER_CONTENT = [
     "#benchmarks tbody td",
     "#queue tbody td:first-child",
     "#review-queue tbody td:nth-child(3)",
+    "#stage-counts tbody td:nth-child(-n+2)",
+    "#progress-people tbody td:first-child",
+    "#progress-tasks tbody td:first-child",
 ]
 # Pages translated so far, per role (URL names; "{slug}" pages take the benchmark's slug).
 PAGES = {
-    "annotator": ["home", "queue", "password-change"],
-    "reviewer": ["home", "queue", "review-queue", "password-change"],
-    "researcher": ["home", "queue", "review-queue", "password-change"],
+    "annotator": ["home", "dashboard", "queue", "password-change"],
+    "reviewer": ["home", "dashboard", "queue", "review-queue", "password-change"],
+    "researcher": ["home", "dashboard", "queue", "review-queue", "password-change"],
 }
 
 
@@ -42,6 +45,7 @@ def english_words(page, names=()) -> list[str]:
     people named, shown inside interface text: the benchmark in the title)."""
     text = page.evaluate(
         """selectors => {
+            document.querySelectorAll('details').forEach(d => d.open = true);  // folded text counts too
             for (const s of selectors) document.querySelectorAll(s).forEach(e => e.style.display = 'none');
             return document.title + '\\n' + document.body.innerText;
         }""",
@@ -54,10 +58,15 @@ def english_words(page, names=()) -> list[str]:
 
 @pytest.fixture
 def world(make_user):
+    from annotation.services import create_item
+
     demo = load_preset("alignmmbench", slug="demo")
+    anna = make_user("annotator", "anna", benchmarks=[demo])
+    # a draft: its stage shows on the dashboard
+    create_item(demo, task=demo.tasks.first(), user=anna, assignee=anna)
     return {
         "benchmark": demo,
-        "annotator": make_user("annotator", "anna", benchmarks=[demo]),
+        "annotator": anna,
         "reviewer": make_user("reviewer", "rita", benchmarks=[demo]),
         "researcher": make_user("researcher", "ross"),
     }
@@ -101,11 +110,13 @@ def test_each_role_sees_no_english_interface_text_in_chinese(chinese_page, world
         response = chinese_page.goto(url)
         assert response.status == 200, url
         assert chinese_page.locator("html").get_attribute("lang") == "zh-hans"
-        assert english_words(chinese_page, [world["benchmark"].name]) == [], url
+        assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == [], url
+        if name == "dashboard":
+            assert "草稿" in chinese_page.locator("#stage-counts thead").inner_text()  # the draft's stage, translated
     # the styled error page, inside the benchmark's navigation
     assert chinese_page.goto(f"/b/{slug}/no-such-page/").status == 404
     assert chinese_page.locator("h1").inner_text() == "未找到"
-    assert english_words(chinese_page, [world["benchmark"].name]) == []
+    assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == []
 
 
 def test_the_switch_in_the_header_keeps_the_choice_on_the_account(login_as, world, browser, live_server):
