@@ -302,6 +302,8 @@ SPECTACULAR_SETTINGS = {
         "RoundRuleEnum": "review.models.ReviewRound.Rule",
         "VerdictEnum": "review.models.Review.Verdict",
         "ItemStatusEnum": "annotation.workflow.STATUS_CHOICES",
+        "BenchmarkLanguageEnum": "curation.models.BENCHMARK_LANGUAGES",
+        "RewriteTemplateLanguageEnum": "rewrite.models.PromptTemplate.Language",
         "ReleaseStatusEnum": "exports.models.Release.Status",
         "ScoreStatusEnum": "exports.models.Score.Status",
         "ScoreMethodEnum": "exports.models.Score.Method",

@@ -7,6 +7,9 @@ from django.utils import timezone
 
 from harness import DEFAULT_LANGUAGE, LANGUAGES
 
+# The languages a benchmark may be in: those the scoring harness has prompts in.
+BENCHMARK_LANGUAGES = list(LANGUAGES.items())
+
 
 class Benchmark(models.Model):
     """A benchmark under construction: its taxonomy, images, items and releases hang off it."""
@@ -17,7 +20,7 @@ class Benchmark(models.Model):
     preset = models.CharField(max_length=40, blank=True, help_text="Preset the taxonomy was loaded from, if any.")
     language = models.CharField(
         max_length=8,
-        choices=list(LANGUAGES.items()),
+        choices=BENCHMARK_LANGUAGES,
         default=DEFAULT_LANGUAGE,
         help_text="The language of its questions: the scoring harness asks and judges in it.",
     )
