@@ -53,7 +53,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 
 def check_transition(current: str, target: str) -> None:
     if target not in TRANSITIONS.get(current, frozenset()):
-        allowed = sorted(STATUS_LABELS[s] for s in TRANSITIONS.get(current, ()))
+        allowed = sorted(str(STATUS_LABELS[s]) for s in TRANSITIONS.get(current, ()))
         hint = f" From '{STATUS_LABELS.get(current, current)}' it can go to: {', '.join(allowed)}." if allowed else ""
         raise IllegalTransition(
             f"An item cannot move from '{STATUS_LABELS.get(current, current)}' to '{STATUS_LABELS.get(target, target)}'.{hint}"
