@@ -18,7 +18,7 @@ from django.utils.text import slugify
 import harness
 from benchforge import permissions
 from benchforge.errors import DomainError
-from harness import PREDICTIONS_FORMAT, InputError, parse_item, read_predictions, scoring
+from harness import DEFAULT_LANGUAGE, PREDICTIONS_FORMAT, InputError, in_language, parse_item, read_predictions, scoring
 from harness import Release as HarnessRelease
 from harness.scoring import FINAL
 from jobs import services as jobs
@@ -39,11 +39,12 @@ def scoring_release(release: Release) -> HarnessRelease:
     """The release as its bundled harness loads it from the private bundle: the same items (parsed
     by the harness), the same taxonomy.json (so the same judge rules) and name."""
     rows = bundle_rows(release, "private")
+    language = release.language or DEFAULT_LANGUAGE
     return HarnessRelease(
         root=Path(release.top),
-        items=[parse_item(row, f"items.jsonl:{n}") for n, row in enumerate(rows, 1)],
+        items=in_language([parse_item(row, f"items.jsonl:{n}") for n, row in enumerate(rows, 1)], language),
         taxonomy=release.taxonomy,
-        manifest={"name": release.benchmark.slug, "version": release.version},
+        manifest={"name": release.benchmark.slug, "version": release.version, "language": language},
     )
 
 

@@ -128,6 +128,7 @@ class Release(models.Model):
     # Filled by the build: the snapshot's time (the manifest's created_at), taxonomy, numbers.
     built_at = models.DateTimeField(null=True, blank=True)
     taxonomy = models.JSONField(default=dict, blank=True)
+    language = models.CharField(max_length=8, blank=True, help_text="the benchmark's language when the release was built")
     counts = models.JSONField(default=dict, blank=True)
     construction = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")

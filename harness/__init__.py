@@ -43,6 +43,7 @@ _EXPORTS = {
     "parse_item": "harness.release",
     # the task rules a judge reads (the human-evaluation stage shows raters the same text)
     "judge_rules": "harness.release",
+    "in_language": "harness.release",
     # the release writer: manifest, verification, reproducible archives
     "write_manifest": "harness.bundle",
     "verify_bundle": "harness.bundle:verify",
@@ -52,6 +53,9 @@ _EXPORTS = {
     "ZIP_TIME": "harness.bundle",
     # judge prompts (built in, or a folder of edited copies)
     "Prompts": "harness.prompts",
+    # the languages a release, an item and the prompts may be in (en, zh) and the default
+    "LANGUAGES": "harness.prompts",
+    "DEFAULT_LANGUAGE": "harness.prompts",
     # the client
     "LLMClient": "harness.llm",
     "load_endpoints": "harness.llm",

@@ -65,7 +65,8 @@ class JudgeCommand:
 
     def run(self, args) -> int:
         release: Release = load_release(args.release)
-        prompts = Prompts(args.prompts)
+        prompts = Prompts(args.prompts, args.language)
+        versions = common.prompt_versions(prompts, release, [self.template, f"retry_{self.template}"])
         answers = common.answers_of(common.load_all_predictions(args.predictions, release))
         client = common.ready_client(args, [args.judge])
         prepared = self.prepare(args, release, prompts, answers, client) if self.prepare else Prepared()
@@ -75,8 +76,7 @@ class JudgeCommand:
             {
                 "command": self.name,
                 "judge": common.endpoint_identity(client.endpoints[args.judge]),
-                "template": prompts.get(self.template).sha256,
-                "retry": prompts.get(f"retry_{self.template}").sha256,
+                "prompts": versions,
                 **prepared.settings,
                 "parse_retries": args.parse_retries,
             },
@@ -97,7 +97,12 @@ class JudgeCommand:
         )
         log.compact(scored.rows)
         stats = scored.stats[args.judge]
-        results = {**scored.results, "release": release.name, "run": common.run_section(stats, client, args.judge, "judge")}
+        results = {
+            **scored.results,
+            "release": release.name,
+            "prompts": versions,
+            "run": common.run_section(stats, client, args.judge, "judge"),
+        }
         return common.finish(
             self.name,
             out,

@@ -67,7 +67,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     release = load_release(args.release)
-    prompts = Prompts(args.prompts)
+    prompts = Prompts(args.prompts, args.language)
+    versions = common.prompt_versions(prompts, release, ["mcq_question", "mcq_extract", "retry_mcq_extract"])
     if len(set(args.model)) != len(args.model):
         raise InputError("the same --model is given twice")
     client = common.ready_client(args, [*args.model, *([args.extractor] if args.extractor else [])])
@@ -78,9 +79,7 @@ def run(args) -> int:
             "command": NAME,
             "models": {n: common.endpoint_identity(client.endpoints[n]) for n in args.model},
             "extractor": common.endpoint_identity(client.endpoints[args.extractor]) if args.extractor else None,
-            "question_template": prompts.get("mcq_question").sha256,
-            "extract_template": prompts.get("mcq_extract").sha256,
-            "retry": prompts.get("retry_mcq_extract").sha256,
+            "prompts": versions,
             "text_only": args.text_only,
             "parse_retries": args.parse_retries,
             "stop_when_decided": args.qc_filter,
@@ -106,6 +105,7 @@ def run(args) -> int:
     write_jsonl(out / "samples.jsonl", scored.rows.values())
     results = scored.results
     results["release"] = release.name
+    results["prompts"] = versions
     results["run"] = {
         "usage": {name: stats.usage for name, stats in scored.stats.items()},
         "extractor": args.extractor,

@@ -55,9 +55,11 @@ class Choice:
     error: str | None = None
 
 
-def _extraction_prompt(prompts: Prompts, question: str, options: Mapping[str, str], reply: str) -> tuple[str, str]:
+def _extraction_prompt(
+    prompts: Prompts, question: str, options: Mapping[str, str], reply: str, language: str | None
+) -> tuple[str, str]:
     letters = "".join(options)
-    prompt = prompts.get("mcq_extract").render(
+    prompt = prompts.get("mcq_extract", language).render(
         question=question, options=format_options(options), output=reply, letters=", ".join(letters)
     )
     return prompt, letters
@@ -72,17 +74,18 @@ def extract_choice(
     *,
     prompts: Prompts | None = None,
     parse_retries: int = 2,
+    language: str | None = None,
 ) -> Choice:
     """Step 1 reads the letter by rules; step 2, only when the rules cannot settle it, asks the
-    extractor endpoint (a letter or Z), re-asking up to parse_retries times when its reply cannot
-    be read. Never guesses: what stays unsettled is "unresolved"."""
+    extractor endpoint (a letter or Z, prompted in `language`), re-asking up to parse_retries times
+    when its reply cannot be read. Never guesses: what stays unsettled is "unresolved"."""
     letter = heuristic_choice(reply, dict(options))
     if letter is not None:
         return Choice(letter, "heuristic" if letter != NONE_OF_THEM else "heuristic_none")
     if client is None or extractor is None:
         return Choice(None, "unresolved")
     prompts = prompts or Prompts()
-    prompt, letters = _extraction_prompt(prompts, question, options, reply)
+    prompt, letters = _extraction_prompt(prompts, question, options, reply, language)
     messages = [llm.text_message("user", prompt)]
     outputs: list[str] = []
     for attempt in range(parse_retries + 1):
@@ -97,7 +100,7 @@ def extract_choice(
             if attempt < parse_retries:
                 messages = messages + [
                     llm.text_message("assistant", text),
-                    llm.text_message("user", prompts.get("retry_mcq_extract").render(problem=str(exc))),
+                    llm.text_message("user", prompts.get("retry_mcq_extract", language).render(problem=str(exc))),
                 ]
             continue
         return Choice(letter, "extractor" if letter != NONE_OF_THEM else "extractor_none", tuple(outputs))
@@ -146,12 +149,14 @@ def circular_eval(
     if len(set(models)) != len(models):
         raise InputError("the same model is given twice")
     prompts = prompts or Prompts()
-    question_template, retry = prompts.get("mcq_question"), prompts.get("retry_mcq_extract")
     mcq_items = [item for item in as_items(items) if item.is_mcq]
     scored = [item for item in mcq_items if item.answer]
     if not scored:
         raise InputError("no multiple-choice item with an answer key")
     by_id = {item.id: item for item in scored}
+    # each item is asked, and its reply read, in its own language: every template found before any call
+    question_template = {i.language: prompts.get("mcq_question", i.language) for i in scored}
+    retry = {i.language: prompts.get("retry_mcq_extract", i.language) for i in scored}
     endpoints = {name: _endpoint(client, name) for name in [*models, *([extractor] if extractor else [])]}
     attach = {name: attach_images(endpoints[name], scored, text_only, "model", image_loader) for name in models}
     passes = {item.id: circular_passes(item.choices, item.answer) for item in scored}
@@ -173,7 +178,7 @@ def circular_eval(
                     key=_row_key(ANSWER, name, item, k),
                     build=lambda item=item, shown=passes[item.id][k], name=name: conversation(
                         item,
-                        question_template.render(
+                        question_template[item.language].render(
                             hint=item.hint or "", question=item.question, options=format_options(shown.options)
                         ),
                         attach[name],
@@ -201,14 +206,14 @@ def circular_eval(
                 row = rows.get(_row_key(ANSWER, name, item, k))
                 shown = passes[item.id][k]
                 if row and row["status"] == OK and extractor and heuristic_choice(row["answer"], shown.options) is None:
-                    prompt, letters = _extraction_prompt(prompts, item.question, shown.options, row["answer"])
+                    prompt, letters = _extraction_prompt(prompts, item.question, shown.options, row["answer"], item.language)
                     pending.append(
                         Call(
                             key=_row_key(EXTRACT, name, item, k),
                             build=lambda prompt=prompt: [llm.text_message("user", prompt)],
                             meta={"step": EXTRACT, "model": name, "id": item.id, "pass": k},
                             parse=lambda text, letters=letters: {"letter": parse_extractor_reply(text, letters)},
-                            retry=lambda problem: retry.render(problem=problem),
+                            retry=lambda problem, item=item: retry[item.language].render(problem=problem),
                         )
                     )
             if pending:

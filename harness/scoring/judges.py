@@ -59,14 +59,15 @@ def ask_judge(
     position, named variant_field in the row), its prompt `template` rendered by render(template, item, answer, variant) (None:
     not asked), an unreadable reply re-asked with "retry_" + template. Rows are keyed
     "model\titem id" (plus "\tvariant")."""
-    template_, retry = prompts.get(template), prompts.get(f"retry_{template}")
+    # each item is judged in its own language: every template found before any call is made
+    template_, retry = _templates(prompts, template, items)
     calls = []
     for model, by_id in answers.items():
         for item in items:
             if item.id not in by_id:
                 continue
             for variant in variants:
-                prompt = render(template_, item, by_id[item.id], variant)
+                prompt = render(template_[item.language], item, by_id[item.id], variant)
                 if prompt is None:
                     continue
                 calls.append(
@@ -80,7 +81,7 @@ def ask_judge(
                             **meta(item),
                         },
                         parse=parse,
-                        retry=lambda problem: retry.render(problem=problem),
+                        retry=lambda problem, item=item: retry[item.language].render(problem=problem),
                     )
                 )
     return send_calls(
@@ -105,9 +106,19 @@ def group_mean(rows, key: str, value: str) -> dict:
     return {k: {"mean": sum(v) / len(v), "n": len(v)} for k, v in buckets.items()}
 
 
-def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | None = None) -> str:
-    """The judge's rule for a task: the release's own (rules) first, then the built-in one."""
-    return (rules or {}).get(task or "") or prompts.task_rule(task)
+def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | None = None, language: str | None = None) -> str:
+    """The judge's rule for a task: the release's own (rules) first, then the built-in one in `language`."""
+    return (rules or {}).get(task or "") or prompts.task_rule(task, language)
+
+
+def _templates(prompts: Prompts, name: str, items: Iterable[Item]) -> tuple[dict, dict]:
+    """({item language: template}, {item language: its retry template}) for the languages of
+    `items`, all found before any call is made."""
+    languages = {item.language for item in items} or {None}
+    return (
+        {language: prompts.get(name, language) for language in languages},
+        {language: prompts.get(f"retry_{name}", language) for language in languages},
+    )
 
 
 # --------------------------------------------------------------------------- pointwise
@@ -130,16 +141,17 @@ def pointwise_judge(
     text that replaces the built-in rule of that task. Items without a reference are skipped
     and counted."""
     prompts = prompts or Prompts()
-    prompts.get("pointwise").check(POINTWISE_FIELDS)
     _endpoint(client, judge)
     all_items = as_items(items)
     scored = [item for item in all_items if not item.is_mcq and item.reference_answer]
+    for each in _templates(prompts, "pointwise", scored)[0].values():
+        each.check(POINTWISE_FIELDS)
     answers = as_answers(answers)
 
     def render(template, item, answer, _):
         return template.render(
             task=item.task or "",
-            task_rule=task_rule(item.task, prompts, rules),
+            task_rule=task_rule(item.task, prompts, rules, item.language),
             history=render_history(item.history),
             question_type=item.question_type or "",
             question=item.question,

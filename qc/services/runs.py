@@ -79,11 +79,13 @@ def _image_names(item: Item) -> list[str]:
     return [link.image.file.name for link in source.item_images.all()]
 
 
-def harness_item(item: Item, *, with_images: bool) -> dict:
-    """The item as the harness scores it (its release row), keyed by our id, with its images as
-    storage names (load_image reads them) when the filter sends them."""
+def harness_item(item: Item, *, with_images: bool, language: str) -> dict:
+    """The item as the harness scores it (its release row, asked in the benchmark's `language`),
+    keyed by our id, with its images as storage names (load_image reads them) when the filter
+    sends them."""
     row = release_row(item)
     row["id"] = str(item.pk)
+    row["language"] = language
     row["images"] = _image_names(item) if with_images else []
     return row
 
@@ -129,7 +131,7 @@ def estimate(
     _check_models(filter, models, extractor, judge)
     items = scope(benchmark, filter=filter, tasks=tasks, item_ids=item_ids) if items is None else items
     prompts = Prompts()
-    template = prompts.get("mcq_question")
+    template = prompts.get("mcq_question", benchmark.language)
     prompt_tokens = calls = 0
     judge_tokens = 0
     for item in items:
@@ -320,7 +322,8 @@ def run_qc_part(run: JobRun) -> dict:
     part = run.params.get("part", 0)
     entries = {e.item_id: e for e in QCItem.objects.filter(run=qc, part=part, done=False)}
     items = [
-        harness_item(item, with_images=qc.with_images) for item in with_payload_data(Item.objects.filter(pk__in=list(entries)))
+        harness_item(item, with_images=qc.with_images, language=qc.benchmark.language)
+        for item in with_payload_data(Item.objects.filter(pk__in=list(entries)))
     ]
     items.sort(key=lambda i: int(i["id"]))
     client = get_client(payer=(run.job.pk, run.job.runs))
