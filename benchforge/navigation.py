@@ -143,10 +143,10 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "humaneval",
-        "Human evaluation",
-        links=(Link("Studies", "humaneval-home"), Link("Plan a study", "humaneval-plan", role=RESEARCHER)),
+        _("Human evaluation"),
+        links=(Link(_("Studies"), "humaneval-home"), Link(_("Plan a study"), "humaneval-plan", role=RESEARCHER)),
         waiting="humaneval.selectors.waiting_for",
-        waiting_text=("%(n)s answer waits for your rating", "%(n)s answers wait for your rating"),
+        waiting_text=(_("%(n)s answer waits for your rating"), _("%(n)s answers wait for your rating")),
         pages=("humaneval-",),
     ),
 )
