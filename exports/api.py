@@ -193,6 +193,8 @@ class ScoreSerializer(serializers.ModelSerializer):
     anchor = serializers.SlugRelatedField(slug_field="label", read_only=True)
     headline = serializers.SerializerMethodField()
     job = serializers.PrimaryKeyRelatedField(read_only=True)
+    estimate = serializers.SerializerMethodField(help_text="calls, tokens and cost expected before scoring ran")
+    usage = serializers.SerializerMethodField(help_text="what scoring spent, from the usage ledger")
 
     class Meta:
         model = Score
@@ -210,11 +212,19 @@ class ScoreSerializer(serializers.ModelSerializer):
             "results",
             "scored_with",
             "job",
+            "estimate",
+            "usage",
             "created_at",
         ]
 
     def get_headline(self, score) -> str:
         return leaderboard.headline(score.method, score.results)
+
+    def get_estimate(self, score) -> dict | None:
+        return leaderboard.spending(score)["estimate"]
+
+    def get_usage(self, score) -> dict | None:
+        return leaderboard.spending(score)["usage"]
 
 
 class ScoreRequestSerializer(serializers.Serializer):

@@ -60,8 +60,9 @@ class _Pacer:
 
 
 class _EndpointState:
-    def __init__(self, endpoint: Endpoint, clock, sleep):
+    def __init__(self, endpoint: Endpoint, clock, sleep, meter=None):
         self.endpoint = endpoint
+        self.meter = meter
         self.pacer = _Pacer(endpoint.requests_per_minute, clock, sleep)
         self.sdk_lock = threading.Lock()
         self.sdk: _SDKClient | None = None
@@ -72,6 +73,8 @@ class _EndpointState:
         with self.usage_lock:
             for name, amount in amounts.items():
                 self.usage[name] += amount
+        if self.meter is not None:  # told outside the lock: it may write somewhere slow
+            self.meter(self.endpoint.name, amounts)
 
 
 class LLMClient:
@@ -82,6 +85,10 @@ class LLMClient:
         ResponseCache(path) is the SQLite one; None caches nothing.
     limiter: any object with slot(endpoint) -> context manager (see limits.Limiter); by default
         the process-wide limiter, so max_concurrency holds across every client of the process.
+    meter: a callable meter(endpoint name, {field: amount}) told of every count as it is made,
+        in the thread making the call (the same counts as `usage`, USAGE_FIELDS): a request is
+        counted before it is sent, its tokens as soon as its reply arrives. The platform keeps
+        its durable usage ledger with it.
     sleep, clock, rng: injected by tests so that waits are instant and jitter predictable.
     """
 
@@ -91,6 +98,7 @@ class LLMClient:
         cache: Cache | None = None,
         *,
         limiter: Limiter | None = None,
+        meter: Callable[[str, dict[str, int]], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
@@ -106,7 +114,7 @@ class LLMClient:
         self._clock = clock
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()
-        self._states = {name: _EndpointState(endpoint, clock, sleep) for name, endpoint in self.endpoints.items()}
+        self._states = {name: _EndpointState(endpoint, clock, sleep, meter) for name, endpoint in self.endpoints.items()}
         self._in_flight: dict[str, threading.Event] = {}
         self._in_flight_lock = threading.Lock()
 

@@ -5,7 +5,7 @@ Multiple choice (text-only, all-fail): the harness's CircularEval, one model at 
 pass fails, that model's remaining passes on the item are skipped (harness); once the item's
 verdict cannot change, further models are not asked (here, with the run's threshold). Open items
 (judged text-only): each model answers without the image and the pointwise judge grades it.
-Every call is a unit of the job (sink.JobSink): a killed or failed part resumes without asking
+Every call is a unit of the job (llm.sink.JobSink): a killed or failed part resumes without asking
 again what was answered. Every answer is kept as a QCAnswer row.
 """
 
@@ -43,10 +43,10 @@ from harness.scoring import (
 from jobs import services as jobs
 from jobs.runner import JobRun
 from llm.client import check_endpoints, get_client, get_endpoint
+from llm.sink import JobSink
 
 from ..models import QCAnswer, QCItem, QCRun
 from . import rules
-from .sink import JobSink
 
 QC_RUN_JOB = "qc_run"
 MAX_PARTS = 8
@@ -410,20 +410,16 @@ def run_qc_part(run: JobRun) -> dict:
     ]
     items.sort(key=lambda i: int(i["id"]))
     verdicts = _Verdicts(qc, [i["id"] for i in items])
+    # The client bills every request and cache hit to this job run in the usage ledger (the run's
+    # page reads it there); the sink records each call as a unit of the job.
     client = get_client(payer=(run.job.pk, run.job.runs))
-    sink = JobSink(run)
+    sink = JobSink(run, unplanned=("extract\t",))
     try:
         if items:
             (_judged if qc.filter == Filter.JUDGED_TEXT_ONLY else _circular)(qc, run, client, sink, items, verdicts)
     finally:
         sink.close()
-        usage = {name: counts for name, counts in client.usage.items() if any(counts.values())}
-        costs = {name: price for name, price in client.costs.items() if name in usage}
         client.close()
-        with transaction.atomic():
-            locked = QCRun.objects.select_for_update().get(pk=qc.pk)
-            locked.usage[f"job {run.job.pk} run {run.job.runs}"] = {"usage": usage, "cost": costs}
-            locked.save(update_fields=["usage"])
     without = sum(passes_of(e.item, qc.filter) for e in QCItem.objects.filter(run=qc, part=part).select_related("item"))
     return _finish_part(qc, run, entries, verdicts, without * len(qc.model_names))
 
