@@ -147,6 +147,8 @@ class PlatformClient(LLMClient):
             except Exception as exc:  # noqa: BLE001 - one bad call must not end a batch: it is that call's failure
                 result = LLMError(f"endpoint {endpoint!r}: the call failed: {type(exc).__name__}: {exc}", endpoint=endpoint)
                 result.__cause__ = exc
+                if endpoint in self.endpoints:  # counted as the harness counts a call failed for good
+                    self._state(endpoint).count(failures=1)
         return result, trace
 
 

@@ -316,10 +316,11 @@ class LLMClient:
                 except Exception as exc:  # noqa: BLE001 - classify() sorts every SDK error into retry or give up
                     failure, error = sdk.classify(exc), exc
                 else:
-                    state.count(
-                        prompt_tokens=response.usage["prompt_tokens"], completion_tokens=response.usage["completion_tokens"]
-                    )
-                    return response
+                    failure = None
+            if failure is None:
+                # Counted once the slot is free: a meter that writes somewhere slow does not hold it.
+                state.count(prompt_tokens=response.usage["prompt_tokens"], completion_tokens=response.usage["completion_tokens"])
+                return response
             if failure.retry_after is not None:  # the server's wait applies to every call to it
                 state.pacer.hold(self._clock() + failure.retry_after)
             if not failure.retryable or attempts > endpoint.max_retries:
