@@ -1,7 +1,9 @@
 """The usage and cost ledger (llm.models.Usage): the one place every job that calls a model is
 billed. The platform client reports each count the harness client makes (LLMClient's meter) for
-the job run that pays (the CallTrace's payer): a request is written before it is sent, its tokens
-as soon as its reply arrives, so a worker killed with calls in flight has already counted them.
+the job run that pays (the CallTrace's payer): a request is written before it is sent, so a worker
+killed with calls in flight has already counted them, and its tokens once the reply is in the
+response cache (the reply is safe first: a worker killed in that instant loses a token count, never
+a paid reply).
 Reads are in llm.selectors (usage_of)."""
 
 from __future__ import annotations

@@ -78,13 +78,13 @@ class LLMCall(models.Model):
 
 class Usage(models.Model):
     """The usage and cost ledger: what one run of a job spent at one endpoint, counted by the
-    platform client as it happens (llm.ledger.meter): a request before it is sent, its tokens as
-    soon as its reply arrives. Every job that calls a model (LLM batches, rewrite, QC, leaderboard
+    platform client as it happens (llm.ledger.note): a request before it is sent, its tokens as
+    soon as its reply is cached. Every job that calls a model (LLM batches, rewrite, QC, leaderboard
     scoring) is billed here, whichever way it asks; its pages read it (llm.selectors.usage_of).
 
     A reply answered from the response cache is a cache hit: no request and no tokens, whoever
     paid for it first (a resumed run that finds what its killed run paid for is not billed again:
-    the killed run was, when the request left and the reply came back)."""
+    the killed run was, when the request left and its reply was cached)."""
 
     # No database constraint: call threads bump this while the job's own thread may hold its row.
     job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, db_constraint=False, related_name="+")

@@ -8,7 +8,7 @@
 Every call is a unit of its job: a call recorded ok is never asked again when the job resumes,
 a call that failed is asked again, and a call that was answered but not recorded (the worker died
 in between) is answered by the shared cache. What the calls spent is in the usage ledger
-(llm.ledger, written by the client as requests leave and replies arrive), so a reply paid for by
+(llm.ledger, written by the client as requests leave and replies are kept), so a reply paid for by
 a killed run and recovered from the cache is billed once, to the run that paid for it.
 """
 

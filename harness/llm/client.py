@@ -87,7 +87,7 @@ class LLMClient:
         the process-wide limiter, so max_concurrency holds across every client of the process.
     meter: a callable meter(endpoint name, {field: amount}) told of every count as it is made,
         in the thread making the call (the same counts as `usage`, USAGE_FIELDS): a request is
-        counted before it is sent, its tokens as soon as its reply arrives. The platform keeps
+        counted before it is sent, its tokens once its reply is in the cache. The platform keeps
         its durable usage ledger with it.
     sleep, clock, rng: injected by tests so that waits are instant and jitter predictable.
     """
@@ -229,7 +229,7 @@ class LLMClient:
             )
         request_params = {k: v for k, v in {**state.endpoint.params, **params}.items() if v is not None}
         if self._cache is None:
-            return self._fetch(state, messages, request_params)
+            return self._paid(state, self._fetch(state, messages, request_params))
         try:
             key = cache_key(state.endpoint, messages, request_params)
         except (TypeError, ValueError) as exc:
@@ -276,11 +276,19 @@ class LLMClient:
                 self._cache.put(key, response.to_cache())
             except CacheError as exc:  # the answer is paid for: hand it back rather than lose it
                 log.warning("%s", exc)
-            return response
+            return self._paid(state, response)
         finally:
             with self._in_flight_lock:
                 del self._in_flight[key]
             done.set()
+
+    @staticmethod
+    def _paid(state: _EndpointState, response: ChatResponse) -> ChatResponse:
+        """Count a paid reply's tokens: after its concurrency slot is free and after it is cached,
+        so a meter that writes somewhere slow neither holds the slot nor delays the reply's
+        safety (a process killed in between loses the count, never the reply)."""
+        state.count(prompt_tokens=response.usage["prompt_tokens"], completion_tokens=response.usage["completion_tokens"])
+        return response
 
     def _cache_get(self, key: str) -> dict | None:
         hit = self._cache.get(key)
@@ -318,9 +326,7 @@ class LLMClient:
                 else:
                     failure = None
             if failure is None:
-                # Counted once the slot is free: a meter that writes somewhere slow does not hold it.
-                state.count(prompt_tokens=response.usage["prompt_tokens"], completion_tokens=response.usage["completion_tokens"])
-                return response
+                return response  # its tokens are counted by the caller (_paid), once the reply is safe
             if failure.retry_after is not None:  # the server's wait applies to every call to it
                 state.pacer.hold(self._clock() + failure.retry_after)
             if not failure.retryable or attempts > endpoint.max_retries:

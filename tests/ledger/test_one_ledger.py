@@ -5,7 +5,7 @@ openai and zai-sdk SDKs, also when a job died after paying for replies it never 
 resumed.
 
 How cached replies count: a request is billed to the job run that sent it, when it is sent, and its
-tokens when its reply arrives. A call answered from the response cache is a cache hit, never billed
+tokens once its reply is cached. A call answered from the response cache is a cache hit, never billed
 again, whoever paid for it (a resumed run that finds what its killed run paid for shows it as a cache
 hit: the killed run was billed for it)."""
 
