@@ -15,7 +15,7 @@ from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.models import Image, task_label
 from curation.selectors import get_benchmark_for, task_choices, tasks_of
-from jobs.models import Job
+from jobs.selectors import jobs_of
 
 from . import services
 from .contract import FIELD_LABELS, field_as_text, item_snapshot
@@ -474,5 +474,5 @@ def import_page(request, slug):
         job = services.start_alignmmbench_import(benchmark, user=request.user, file=form.cleaned_data["file"])
         messages.success(request, f"Import job #{job.pk} started.")
         return redirect("item-import", slug=slug)
-    jobs = Job.objects.filter(benchmark=benchmark, kind=services.ALIGNMMBENCH_JOB).order_by("-created_at")[:10]
+    jobs = jobs_of(benchmark, kind=services.ALIGNMMBENCH_JOB)[:10]
     return render(request, "annotation/import.html", {"benchmark": benchmark, "form": form, "jobs": jobs})

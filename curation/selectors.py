@@ -5,7 +5,7 @@ from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from benchforge import permissions
-from jobs.models import Job
+from jobs.selectors import jobs_of
 
 from .models import (
     Benchmark,
@@ -172,4 +172,4 @@ def media_file_visible_to(user, name: str, sha256: str) -> bool:
 
 def recent_imports(benchmark: Benchmark, limit: int = 5):
     """Latest image import jobs (zip, server folder, URL list: every kind is named ingest_*)."""
-    return Job.objects.filter(benchmark=benchmark, kind__startswith="ingest_").order_by("-created_at")[:limit]
+    return jobs_of(benchmark, kind_prefix="ingest_")[:limit]

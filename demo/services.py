@@ -29,7 +29,6 @@ from curation.models import Benchmark, Image, KnownImageSet
 from curation.services import import_known_set, ingest_image, screen_images
 from exports import demo as exports_demo
 from jobs import services as jobs
-from jobs.models import Job
 from qc import demo as qc_demo
 from review.models import Review, ReviewRound
 from review.services import open_round, submit_review
@@ -219,11 +218,7 @@ def _open_demo_round(benchmark: Benchmark, users: dict, task: str) -> ReviewRoun
     # Inside one (a test), the runner only gets it on commit: run it here.
     if transaction.get_connection().in_atomic_block:
         jobs.run_now(review_round.job)
-    deadline = time.monotonic() + 60
-    while Job.objects.get(pk=review_round.job_id).status not in (Job.Status.SUCCEEDED, Job.Status.FAILED):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    jobs.wait([review_round.job_id], timeout=60)
     review_round.refresh_from_db()
     return review_round
 

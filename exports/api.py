@@ -204,6 +204,8 @@ class ScoreSerializer(serializers.ModelSerializer):
     headline = serializers.SerializerMethodField()
     validation = serializers.SerializerMethodField()
     job = serializers.PrimaryKeyRelatedField(read_only=True)
+    estimate = serializers.SerializerMethodField(help_text="calls, tokens and cost expected before scoring ran")
+    usage = serializers.SerializerMethodField(help_text="what scoring spent, from the usage ledger")
 
     class Meta:
         model = Score
@@ -222,6 +224,8 @@ class ScoreSerializer(serializers.ModelSerializer):
             "results",
             "scored_with",
             "job",
+            "estimate",
+            "usage",
             "created_at",
         ]
 
@@ -231,6 +235,12 @@ class ScoreSerializer(serializers.ModelSerializer):
     @extend_schema_field(ValidationSerializer(allow_null=True))
     def get_validation(self, score):
         return self.context.get("validations", {}).get(score.pk)
+
+    def get_estimate(self, score) -> dict | None:
+        return leaderboard.spending(score)["estimate"]
+
+    def get_usage(self, score) -> dict | None:
+        return leaderboard.spending(score)["usage"]
 
 
 class ScoreRequestSerializer(serializers.Serializer):

@@ -20,10 +20,11 @@ from benchforge import permissions
 from benchforge.errors import DomainError
 from harness import DEFAULT_LANGUAGE, PREDICTIONS_FORMAT, InputError, in_language, parse_item, read_predictions, scoring
 from harness import Release as HarnessRelease
-from harness.scoring import FINAL
+from harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
 from jobs import services as jobs
-from jobs.runner import OK
 from llm.client import check_endpoints, get_client, get_endpoint
+from llm.selectors import usage_of
+from llm.sink import JobSink
 
 from .models import Release, ReleaseFile, Score
 from .services import bundle_rows
@@ -138,12 +139,70 @@ def submit(
         calls = len(open_ids) if endpoint and mode.takes("answers") else 0
         calls += {Score.Method.POINTWISE: len(open_ids), Score.Method.PAIRWISE: 2 * len(open_ids)}.get(method, 0)
         job = jobs.create_job(
-            SCORE_JOB, user=user, benchmark=release.benchmark, total=calls or len(rows), params={"score": score.pk}
+            SCORE_JOB,
+            user=user,
+            benchmark=release.benchmark,
+            total=calls or len(rows),
+            params={"score": score.pk, "estimate": estimate(rows, method, endpoint=endpoint, judge=judge, answers=answers)},
         )
         Score.objects.filter(pk=score.pk).update(job=job)
         jobs.enqueue(job)
     score.refresh_from_db()
     return score
+
+
+MCQ_COMPLETION_TOKENS = 8
+JUDGE_PROMPT_OVERHEAD = 400  # the judge's instructions and criteria around the question and answers
+
+
+def estimate(rows, method: str, *, endpoint: str, judge: str, answers: dict) -> dict:
+    """What scoring would spend if every call were paid (the harness's rough token rule):
+    {"calls", "prompt_tokens", "completion_tokens", "cost" (None: an endpoint has no prices),
+    "per_endpoint"}. Multiple choice: every CircularEval pass (a failed pass skips the rest, so
+    fewer in practice); open questions: one answer per question when asked of the endpoint, then
+    one judge call each (two for a pairwise vote, both orders)."""
+    open_rows = [item for item in rows if not item.is_mcq]
+    per: dict[str, dict] = {}
+
+    def add(name: str, text: str, completion: int, *, images: int = 0, extra: int = 0, times: int = 1) -> None:
+        row = per.setdefault(name, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        row["calls"] += times
+        row["prompt_tokens"] += times * (estimate_prompt_tokens([text_message("user", text)]) + IMAGE_TOKENS * images + extra)
+        row["completion_tokens"] += times * completion
+
+    if method == Score.Method.MCQ:
+        for item in rows:
+            if item.is_mcq and item.answer:
+                options = "\n".join(f"{k}. {v}" for k, v in item.choices.items())
+                text = f"{item.hint or ''}\n{item.question}\n{options}"
+                add(endpoint, text, MCQ_COMPLETION_TOKENS, images=len(item.images), times=len(item.choices))
+    else:
+        votes = 2 if method == Score.Method.PAIRWISE else 1
+        for item in open_rows:
+            asked = endpoint and item.id not in answers
+            if asked:
+                add(endpoint, item.question, DEFAULT_COMPLETION_TOKENS, images=len(item.images))
+            text = f"{item.question}\n{item.reference_answer or ''}\n{answers.get(item.id, '')}"
+            # An answer still to be asked is as long as a typical reply.
+            extra = JUDGE_PROMPT_OVERHEAD + (DEFAULT_COMPLETION_TOKENS if asked else 0)
+            add(judge, text, DEFAULT_COMPLETION_TOKENS, images=len(item.images), extra=extra, times=votes)
+    total_cost: float | None = 0.0
+    for name, row in per.items():
+        price = cost(get_endpoint(name), row)
+        row["cost"] = round(price, 6) if price is not None else None
+        total_cost = None if price is None or total_cost is None else total_cost + price
+    return {
+        **{key: sum(row[key] for row in per.values()) for key in ("calls", "prompt_tokens", "completion_tokens")},
+        "cost": round(total_cost, 6) if total_cost is not None else None,
+        "per_endpoint": per,
+    }
+
+
+def spending(score: Score) -> dict:
+    """The score's estimate (made before it ran) and what its job spent, from the usage ledger."""
+    if score.job_id is None:
+        return {"estimate": None, "usage": None}
+    return {"estimate": score.job.params.get("estimate"), "usage": usage_of([score.job_id])}
 
 
 def _private_bundle_sha256(release: Release) -> str:
@@ -165,24 +224,6 @@ def _endpoint_settings(name: str) -> dict:
 # ---- scoring (the job) ----------------------------------------------------------------------------
 
 
-class JobSink:
-    """The harness's sink over the job's unit records: a resumed score finds the calls already
-    answered and does not ask them again."""
-
-    def __init__(self, run, step: str):
-        self.run, self.prefix = run, f"{step}:"
-
-    def done_rows(self) -> dict[str, dict]:
-        return self.run.done_rows(self.prefix)
-
-    def write(self, row: dict) -> None:
-        if row.get("status") in FINAL:
-            self.run.record(self.prefix + row["key"], OK, data=row)
-
-    def close(self) -> None:
-        pass
-
-
 def run_score(run) -> dict:
     score = Score.objects.select_related("release__benchmark", "anchor").get(pk=run.params["score"])
     release = score.release
@@ -196,13 +237,16 @@ def run_score(run) -> dict:
             return handle.read()
 
     mode = scoring.MODES[score.method]
+    # The client bills every call to this job run in the usage ledger (the score page reads it);
+    # the sink keeps each answered call as a unit of the job, under its step's prefix.
     client = get_client(payer=(run.job.pk, run.job.runs))
+    sink = JobSink(run)
     try:
         answers = score.answers
         if mode.takes("answers") and score.source == Score.Source.INFER and not answers:
             run.say(f"Asking {score.endpoint} the open questions…")
             answers, _stats = scoring.answer_questions(
-                client, score.endpoint, rows, sink=JobSink(run, "answer"), image_loader=load_image
+                client, score.endpoint, rows, sink=sink.scoped("answer:"), image_loader=load_image
             )
             Score.objects.filter(pk=score.pk).update(answers=answers)
         if mode.takes("judge"):
@@ -216,9 +260,8 @@ def run_score(run) -> dict:
             "rules": rules,
             "image_loader": load_image,
         }
-        scored = mode.run(
-            client, rows, sink=JobSink(run, "judge" if mode.takes("judge") else mode.name), **mode.accepts(settings)
-        )
+        step = "judge" if mode.takes("judge") else mode.name
+        scored = mode.run(client, rows, sink=sink.scoped(f"{step}:"), **mode.accepts(settings))
         (results,) = scored.results["models"].values()
         if "elo" in scored.results:
             results["elo"] = scored.results["elo"]
@@ -226,6 +269,7 @@ def run_score(run) -> dict:
         Score.objects.filter(pk=score.pk).update(status=Score.Status.FAILED)
         raise
     finally:
+        sink.close()  # what is still buffered is recorded, also when scoring stopped on an error
         client.close()
     Score.objects.filter(pk=score.pk).update(status=Score.Status.DONE, results=_finite(results))
     return {"scored": headline(score.method, results)}

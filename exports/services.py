@@ -42,7 +42,7 @@ from benchforge.errors import AlreadyExists, Conflict, DomainError
 from benchforge.inputs import is_digits
 from harness import DEFAULT_LANGUAGE, SCHEMA_VERSION, distribution, sha256_file, write_manifest, write_tar_gz, write_zip
 from jobs import services as jobs
-from jobs.models import Job
+from jobs.selectors import get_job
 
 from . import card, parquet, provenance
 from .models import PRIVATE_PARTS, SEMVER, FrozenRelease, Release, ReleaseFile, ReleaseImage, ReleaseItem
@@ -179,7 +179,7 @@ def start_build(release: Release, *, user, here: bool = False) -> Release:
 
 def _building(job_id) -> bool:
     """Whether this build job is still under way (queued, or running with a live worker)."""
-    job = Job.objects.filter(pk=job_id).first()
+    job = get_job(job_id)
     return job is not None and not job.is_finished and not job.is_interrupted
 
 

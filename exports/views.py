@@ -267,6 +267,7 @@ def release_score(request, slug, version, pk: int):
         # What reproduces the number from the private bundle (researchers: the bundle is theirs).
         "reproduce": leaderboard.reproduce_commands(score) if permissions.is_researcher(request.user) else [],
         "predictions_name": leaderboard.predictions_file_name(score),
+        "spending": leaderboard.spending(score),
     }
     return render(request, "exports/score.html", context)
 

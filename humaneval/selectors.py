@@ -13,7 +13,7 @@ from benchforge import permissions
 from exports import selectors as exports
 from harness import Prompts, judge_rules, metrics
 from harness.scoring import combine_votes
-from jobs.models import JobEntry
+from jobs.selectors import recorded_rows
 
 from .models import Rating, Study, StudyItem, StudyRater
 
@@ -27,9 +27,8 @@ def judge_verdicts(score) -> dict[str, dict]:
     if score.job_id is None:
         return {}
     prefix = f"judge:{score.label}\t"
-    rows = JobEntry.objects.filter(job_id=score.job_id, key__startswith=prefix, outcome=JobEntry.Outcome.OK)
     found: dict = {}
-    for key, data in rows.values_list("key", "data"):
+    for key, data in recorded_rows(score.job_id, prefix=prefix):
         if data.get("status") != "ok":
             continue
         parts = key[len(prefix) :].split("\t")

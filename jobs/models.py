@@ -57,6 +57,10 @@ class Job(models.Model):
         return min(100, round(100 * self.done / self.total))
 
     @property
+    def succeeded(self) -> bool:
+        return self.status == self.Status.SUCCEEDED
+
+    @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
 

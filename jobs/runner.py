@@ -276,6 +276,29 @@ def execute(job_id: int) -> Job | None:
     return _finish(run, Job.Status.SUCCEEDED, result=result)
 
 
+# Jobs finished by this process, counted, so a waiter (services.wait) wakes when one ends.
+_finished = threading.Condition()
+_finished_count = 0
+
+
+def finished_count() -> int:
+    with _finished:
+        return _finished_count
+
+
+def wait_for_finish(seen: int, *, timeout: float) -> None:
+    """Return once a job of this process finished after `seen` (finished_count), or after `timeout`."""
+    with _finished:
+        _finished.wait_for(lambda: _finished_count != seen, timeout=timeout)
+
+
+def _note_finished() -> None:
+    global _finished_count
+    with _finished:
+        _finished_count += 1
+        _finished.notify_all()
+
+
 def _finish(run: JobRun, status: str, *, message: str = "", result: dict | None = None) -> Job:
     fields = {"status": status, "finished_at": timezone.now()}
     if message:
@@ -286,4 +309,5 @@ def _finish(run: JobRun, status: str, *, message: str = "", result: dict | None 
     job = Job.objects.select_related("benchmark", "created_by").get(pk=run.job.pk)
     if owned and status == Job.Status.SUCCEEDED:
         discard_staged(job)
+    _note_finished()
     return job

@@ -2,7 +2,7 @@ from django.shortcuts import get_object_or_404
 
 from benchforge import permissions
 
-from .models import Job
+from .models import Job, JobEntry
 
 
 def visible_jobs(user):
@@ -15,6 +15,52 @@ def visible_jobs(user):
 
 def get_job_for(user, job_id: int) -> Job:
     return get_object_or_404(visible_jobs(user), pk=job_id)
+
+
+def find_job(job_id, *, kind: str, benchmark=None) -> Job | None:
+    """The job numbered `job_id` of that kind (and benchmark, when given), or None."""
+    jobs = Job.objects.select_related("benchmark", "created_by").filter(pk=job_id, kind=kind)
+    if benchmark is not None:
+        jobs = jobs.filter(benchmark=benchmark)
+    return jobs.first()
+
+
+def get_job(job_id) -> Job | None:
+    return Job.objects.select_related("benchmark", "created_by").filter(pk=job_id).first()
+
+
+def jobs_of(benchmark, *, kind: str = "", kind_prefix: str = "", params: dict | None = None):
+    """A benchmark's jobs (of a kind, or of kinds starting with kind_prefix; whose params hold
+    `params`), newest first."""
+    jobs = Job.objects.filter(benchmark=benchmark)
+    if kind:
+        jobs = jobs.filter(kind=kind)
+    if kind_prefix:
+        jobs = jobs.filter(kind__startswith=kind_prefix)
+    for name, value in (params or {}).items():
+        jobs = jobs.filter(**{f"params__{name}": value})
+    return jobs.order_by("-created_at", "-id")
+
+
+def jobs_where(*, kind: str, params: dict):
+    """Jobs of a kind whose params hold `params` (every benchmark), oldest first."""
+    jobs = Job.objects.filter(kind=kind)
+    for name, value in params.items():
+        jobs = jobs.filter(**{f"params__{name}": value})
+    return jobs.order_by("id")
+
+
+def entry_rows(job: Job, *, data_key: str, keys=None) -> list[tuple[str, str, str, dict]]:
+    """(key, outcome, message, data) of the job's entries whose data holds `data_key` (only `keys`, when given)."""
+    rows = JobEntry.objects.filter(job_id=job.pk, data__has_key=data_key).values_list("key", "outcome", "message", "data")
+    return [row for row in rows if keys is None or row[0] in keys]
+
+
+def recorded_rows(job_id, *, prefix: str = "") -> list[tuple[str, dict]]:
+    """(key, data) of the job's units recorded ok whose key starts with `prefix` (e.g. a score's
+    judge calls), in the order recorded."""
+    rows = JobEntry.objects.filter(job_id=job_id, key__startswith=prefix, outcome=JobEntry.Outcome.OK).order_by("id")
+    return list(rows.values_list("key", "data"))
 
 
 def job_entries(job: Job, *, outcome: str = ""):

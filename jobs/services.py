@@ -7,10 +7,11 @@ it; nothing else decides where a job runs (runner mode in settings.BENCHFORGE_JO
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import OperationalError, close_old_connections, transaction
 from django.utils import timezone
 
 from benchforge import permissions
@@ -26,6 +27,7 @@ RUN_TASK = "jobs.run"
 SEND_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}
 
 
+WAIT_LOOK_SECONDS = 0.25  # how often `wait` looks for jobs finished in other processes
 RESEND_AFTER_SECONDS = 60  # younger unsent jobs may be on their way (their transaction's callbacks)
 
 
@@ -62,6 +64,18 @@ def _sweep_quietly() -> None:
         log.exception("sweeping staged uploads failed")
 
 
+def show_result(job: Job, result: dict) -> None:
+    """Show `result` on the job's page before it runs (an estimate, say); its runner's result replaces it."""
+    Job.objects.filter(pk=job.pk).update(result=result)
+    job.result = result
+
+
+def detach_benchmark(job: Job) -> None:
+    """The job no longer belongs to its benchmark (which is about to go): it stays, to say what happened."""
+    Job.objects.filter(pk=job.pk).update(benchmark=None)
+    job.benchmark = None
+
+
 def start_job(kind: str, **kwargs) -> Job:
     return enqueue(create_job(kind, **kwargs))
 
@@ -71,6 +85,28 @@ def run_now(job: Job | int) -> Job:
     job_id = job.pk if isinstance(job, Job) else job
     runner.execute(job_id)
     return Job.objects.select_related("benchmark", "created_by").get(pk=job_id)
+
+
+def wait(jobs, *, timeout: float) -> list[Job]:
+    """Wait until every job of `jobs` (Jobs or ids) is finished, or `timeout` seconds have passed;
+    returns them as they are then, in the order given (check is_finished: after a timeout some
+    are not). A job run by this process (thread or inline runner) wakes the wait the moment it
+    ends; one run by a worker elsewhere is seen at the next look at the database (a few times a
+    second)."""
+    ids = [job.pk if isinstance(job, Job) else int(job) for job in jobs]
+    deadline = time.monotonic() + timeout
+    found: dict[int, Job] = {}
+    while True:
+        seen = runner.finished_count()
+        try:
+            found = {job.pk: job for job in Job.objects.select_related("benchmark", "created_by").filter(pk__in=ids)}
+            settled = all(job.is_finished for job in found.values())
+        except OperationalError:  # SQLite's in-memory database refuses a read while a job thread writes
+            settled = False
+        left = deadline - time.monotonic()
+        if settled or left <= 0:
+            return [found[pk] for pk in ids if pk in found]
+        runner.wait_for_finish(seen, timeout=min(left, WAIT_LOOK_SECONDS))
 
 
 def _dispatch(job_id: int) -> None:

@@ -6,7 +6,7 @@ from django.db.models import Count, Q
 from django.http import Http404
 
 from curation.selectors import get_benchmark_for
-from jobs.models import Job
+from jobs.selectors import jobs_of
 
 from .models import LabelStudioConnection, LabelStudioLink
 
@@ -43,12 +43,8 @@ def projects_of(benchmark):
     )
 
 
-def last_pull_job(link: LabelStudioLink) -> Job | None:
-    return (
-        Job.objects.filter(kind=PULL_JOB, benchmark=link.benchmark_id, params__link_id=link.pk)
-        .order_by("-created_at", "-id")
-        .first()
-    )
+def last_pull_job(link: LabelStudioLink):
+    return jobs_of(link.benchmark_id, kind=PULL_JOB, params={"link_id": link.pk}).first()
 
 
 def get_link_for(user, slug: str, link_id: int) -> LabelStudioLink:

@@ -17,10 +17,13 @@ Tokens are read from the environment variable the benchmark's connection names; 
 never stored.
 """
 
+from __future__ import annotations
+
 import html
 import os
 import re
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -36,7 +39,10 @@ from benchforge import outbound, permissions
 from benchforge.errors import DomainError, StaleVersion
 from curation.models import Image
 from jobs import services as jobs
-from jobs.models import Job, JobEntry
+from jobs.runner import ERROR, OK, SKIPPED
+
+if TYPE_CHECKING:
+    from jobs.models import Job
 
 from . import adapter as ls
 from .client import LabelStudioClient, LabelStudioError
@@ -56,8 +62,6 @@ ALL, ACCEPTED = "all", "accepted"
 LATEST, FLAG = "latest", "flag"
 APPLY_CHOICES = {ALL: "every annotation", ACCEPTED: "only accepted annotations (verdict OK)"}
 SEVERAL_CHOICES = {LATEST: "the latest annotation wins", FLAG: "flag a disagreement for a decision here"}
-
-OK, SKIPPED, ERROR = JobEntry.Outcome.OK, JobEntry.Outcome.SKIPPED, JobEntry.Outcome.ERROR
 
 
 class _Report:

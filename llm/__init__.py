@@ -6,7 +6,9 @@ cache.py      DatabaseCache (default) and RedisCache (BENCHFORGE_LLM_CACHE_URL):
 limiter.py    RedisLimiter: max_concurrency across workers and hosts (harness Limiter)
 context.py    the per-thread trace of the call running now; database turns on SQLite
 engine.py     Call, CallResult; many calls at once from one process
+ledger.py     the usage and cost ledger: every count the client makes, billed to the paying job run
+sink.py       JobSink: the harness's sink over a job's entries (QC, leaderboard scoring)
 services.py   estimate, start_batch, start_batch_in_parts, run_calls, the llm_batch runner
-selectors.py  call entries of a job and their summary; batches and their calls
+selectors.py  usage_of (the ledger, priced); call entries of a job and their summary; batches
 api.py        /api/v1/llm/: endpoints, estimate, batches (researchers)
 """

@@ -9,21 +9,19 @@ messages a person can act on.
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connections
 
 from benchforge.errors import DomainError
 from harness.llm import ChatResponse, ConfigError, Endpoint, LLMClient, LLMError, load_endpoints
 
+from . import ledger
 from .cache import platform_cache
 from .context import CallTrace, current, tracing
-from .ledger import note_sent
+from .engine import Call, CallResult, CallThreads, run_concurrently
 from .limiter import platform_limiter
 
 _models: dict[str, tuple[tuple, dict[str, Endpoint]]] = {}
@@ -66,80 +64,22 @@ def get_endpoint(name: str) -> Endpoint:
     return endpoints[name]
 
 
-class _CountingLimiter:
-    """Counts the HTTP attempts of the call running in this thread (each attempt takes a slot),
-    and, for a call a job run pays for, counts it durably before it is sent (llm.ledger)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        if hasattr(inner, "register"):
-            self.register = inner.register
-
-    @contextmanager
-    def slot(self, endpoint: Endpoint):
-        with self.inner.slot(endpoint):
-            trace = current()
-            if trace is not None:
-                trace.attempts += 1
-                if trace.payer is not None:
-                    note_sent(trace.payer, endpoint.name)
-            yield
-
-
-_STOP = object()
-
-
-class _CallThreads:
-    """The threads chat_many runs calls on, kept from one batch to the next. Each thread opens its
-    own database connection (the cache is read and written from it); threads made afresh for every
-    batch left one open connection behind each, until Postgres ran out. These close theirs when
-    the client closes."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.todo: queue.Queue = queue.Queue()
-        self.threads: list[threading.Thread] = []
-        self.lock = threading.Lock()
-
-    def grow(self, size: int) -> None:
-        with self.lock:
-            while len(self.threads) < size:
-                thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self.threads)}", daemon=True)
-                thread.start()
-                self.threads.append(thread)
-
-    def _work(self) -> None:
-        try:
-            while True:
-                task = self.todo.get()
-                if task is _STOP:
-                    return
-                task()
-        finally:
-            connections.close_all()
-
-    def close(self, timeout: float = 30.0) -> None:
-        with self.lock:
-            threads, self.threads = self.threads, []
-        for _ in threads:
-            self.todo.put(_STOP)
-        for thread in threads:
-            thread.join(timeout=timeout)
-
-
 class PlatformClient(LLMClient):
     """LLMClient with the platform's cache and limiter; each call runs with a CallTrace so the
-    cache knows the endpoint it stores a reply for and which job run paid for it. Batches
-    (chat_many) run on threads kept for the client's life: close the client to end them."""
+    cache knows the endpoint it stores a reply for and which job run paid for it. Every count the
+    harness makes (requests, cache hits, tokens...) of a call a job run pays for goes to the usage
+    ledger (llm.ledger) as it is made. Batches (chat_many) run on threads kept for the client's
+    life: close the client to end them."""
 
     def __init__(self, endpoints, cache=None, *, limiter=None, payer: tuple[int, int] | None = None, **kwargs):
         super().__init__(
-            endpoints, cache, limiter=_CountingLimiter(limiter if limiter is not None else platform_limiter()), **kwargs
+            endpoints, cache, limiter=limiter if limiter is not None else platform_limiter(), meter=self._meter, **kwargs
         )
         self.payer = payer
         # One set for every endpoint: a run asks its models one after the other, and each thread
-        # may hold a database connection (the cache), so threads per endpoint would multiply them.
-        self._call_threads = _CallThreads("llm-calls")
+        # may hold a database connection (the cache, the ledger), so threads per endpoint would
+        # multiply them.
+        self.call_threads = CallThreads("llm-calls")
 
     def chat_many(
         self,
@@ -149,46 +89,32 @@ class PlatformClient(LLMClient):
         on_result: Callable[[int, ChatResponse | LLMError], None] | None = None,
     ) -> list[ChatResponse | LLMError]:
         """As LLMClient.chat_many (results in input order, failures returned, on_result in this
-        thread as calls finish), on this client's long-lived call threads."""
+        thread as calls finish), through the platform's one concurrency engine (llm.engine)."""
         state = self._state(endpoint)
-        items = list(requests)
-        if not items:
+        results: list = []
+        calls = []
+        for index, item in enumerate(requests):
+            messages, params = item if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping) else (item, {})
+            calls.append(Call(str(index), messages, dict(params)))
+            results.append(None)
+        if not calls:
             return []
-        threads = self._call_threads
-        threads.grow(min(len(items), state.endpoint.max_concurrency))
-        results: list = [None] * len(items)
-        done: queue.Queue = queue.Queue()
-        cancelled = threading.Event()
 
-        def task(index: int, item) -> Callable[[], None]:
-            def run() -> None:
-                if cancelled.is_set():
-                    done.put((index, None))
-                    return
-                done.put((index, self._one_of_many(endpoint, index, item)))
+        def collect(group: list[CallResult]) -> None:
+            for result in group:
+                index = int(result.call.key)
+                results[index] = result.response if result.ok else result.error
+                if on_result is not None:
+                    on_result(index, results[index])
 
-            return run
-
-        for index, item in enumerate(items):
-            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping):
-                item = (item[0], dict(item[1]))
-            threads.todo.put(task(index, item))
-        received = 0
-        try:
-            while received < len(items):
-                index, result = done.get()
-                received += 1
-                results[index] = result
-                if on_result is not None and result is not None:
-                    on_result(index, result)
-        finally:
-            if received < len(items):
-                # On an error in on_result (or Ctrl-C) the calls not yet started are dropped; those
-                # in flight finish (their replies reach the cache).
-                cancelled.set()
-                while received < len(items):
-                    done.get()
-                    received += 1
+        run_concurrently(
+            self,
+            endpoint,
+            calls,
+            threads=min(len(calls), state.endpoint.max_concurrency),
+            on_results=collect,
+            stop_timeout=state.endpoint.timeout + 5,
+        )
         return results
 
     def chat(self, endpoint: str, messages: list[dict], **params) -> ChatResponse:
@@ -197,8 +123,17 @@ class PlatformClient(LLMClient):
         with tracing(CallTrace(self.endpoints.get(endpoint), self.payer)):
             return super().chat(endpoint, messages, **params)
 
+    def _meter(self, endpoint: str, amounts: dict[str, int]) -> None:
+        """Runs in the thread making the call (harness LLMClient's meter)."""
+        trace = current()
+        if trace is not None:
+            trace.attempts += amounts.get("calls", 0)
+        payer = trace.payer if trace is not None else self.payer
+        if payer is not None:
+            ledger.note(payer, endpoint, amounts)
+
     def close(self) -> None:
-        self._call_threads.close()
+        self.call_threads.close()
         super().close()
 
     def traced_call(self, endpoint: str, messages: list[dict], params: dict) -> tuple[ChatResponse | LLMError, CallTrace]:
@@ -212,6 +147,8 @@ class PlatformClient(LLMClient):
             except Exception as exc:  # noqa: BLE001 - one bad call must not end a batch: it is that call's failure
                 result = LLMError(f"endpoint {endpoint!r}: the call failed: {type(exc).__name__}: {exc}", endpoint=endpoint)
                 result.__cause__ = exc
+                if endpoint in self.endpoints:  # counted as the harness counts a call failed for good
+                    self._state(endpoint).count(failures=1)
         return result, trace
 
 

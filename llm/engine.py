@@ -1,7 +1,11 @@
-"""Running many chat calls at once from one process, and handing their results back to the
-calling thread in small groups (where the job records them, in its own database transactions).
+"""The one concurrency engine of the platform's LLM calls: many chat calls at once from one
+process, their results handed back to the calling thread in small groups (where the job records
+them, in its own database transactions). llm.services.run_calls runs a job's calls with it, and
+the platform client's chat_many (what the harness's scoring functions call: QC, the leaderboard)
+is built on it too.
 
-Each of `threads` call threads takes the next call from a queue and runs it through the client;
+The client's call threads (CallThreads, kept for the client's life) take the next call from a
+queue and run it through the client;
 the endpoint's limiter decides when a request may really start, so the bound holds however many
 processes run batches. The calling thread feeds the queue a few calls ahead (a batch is consumed
 lazily) and, between results, runs `on_idle` (the job's checkpoint: cancelled? taken over?).
@@ -15,13 +19,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.db import connections
 
 from harness.llm import ChatResponse, LLMError
 
-from .client import PlatformClient
 from .context import CallTrace
+
+if TYPE_CHECKING:
+    from .client import PlatformClient
 
 log = logging.getLogger(__name__)
 _STOP = object()
@@ -70,6 +77,43 @@ class CallResult:
         return self.trace.attempts if self.error is None else max(self.trace.attempts, self.error.attempts)
 
 
+class CallThreads:
+    """The threads a client runs its calls on, kept from one batch to the next (each opens its own
+    database connection, for the cache and the ledger: threads made afresh for every batch left one
+    open connection behind each, until Postgres ran out). They close theirs when the client closes."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.todo: queue.Queue = queue.Queue()
+        self.threads: list[threading.Thread] = []
+        self.lock = threading.Lock()
+
+    def grow(self, size: int) -> None:
+        with self.lock:
+            while len(self.threads) < size:
+                thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self.threads)}", daemon=True)
+                thread.start()
+                self.threads.append(thread)
+
+    def _work(self) -> None:
+        try:
+            while True:
+                task = self.todo.get()
+                if task is _STOP:
+                    return
+                task()
+        finally:
+            connections.close_all()
+
+    def close(self, timeout: float = 30.0) -> None:
+        with self.lock:
+            threads, self.threads = self.threads, []
+        for _ in threads:
+            self.todo.put(_STOP)
+        for thread in threads:
+            thread.join(timeout=timeout)
+
+
 def run_concurrently(
     client: PlatformClient,
     endpoint: str,
@@ -82,30 +126,29 @@ def run_concurrently(
     max_group: int = 200,
     stop_timeout: float = 30.0,
 ) -> None:
-    """Run every call; on_results(group) gets each group of finished calls in this thread.
-    An exception from on_results or on_idle stops the run: calls not started are dropped, calls in
-    flight finish (their replies reach the cache) for up to stop_timeout seconds, and it propagates."""
+    """Run every call on the client's call threads (at most `threads` at once from this run);
+    on_results(group) gets each group of finished calls in this thread. An exception from
+    on_results or on_idle stops the run: calls not started are dropped, calls in flight finish
+    (their replies reach the cache and the ledger) for up to stop_timeout seconds, and it propagates."""
     threads = max(1, threads)
-    todo: queue.Queue = queue.Queue()
+    pool = client.call_threads
+    pool.grow(threads)
     done: queue.Queue = queue.Queue()
+    cancelled = threading.Event()
 
-    def work() -> None:
-        try:
-            while True:
-                call = todo.get()
-                if call is _STOP:
-                    return
-                result, trace = client.traced_call(endpoint, call.messages, call.params)
-                if isinstance(result, LLMError):
-                    done.put(CallResult(call, None, result, trace))
-                else:
-                    done.put(CallResult(call, result, None, trace))
-        finally:
-            connections.close_all()  # this thread's database connections (the cache's)
+    def task(call: Call) -> Callable[[], None]:
+        def run() -> None:
+            if cancelled.is_set():
+                done.put(None)
+                return
+            result, trace = client.traced_call(endpoint, call.messages, call.params)
+            if isinstance(result, LLMError):
+                done.put(CallResult(call, None, result, trace))
+            else:
+                done.put(CallResult(call, result, None, trace))
 
-    workers = [threading.Thread(target=work, name=f"llm-{endpoint}-{n}", daemon=True) for n in range(threads)]
-    for worker in workers:
-        worker.start()
+        return run
+
     pending = iter(calls)
     exhausted = False
     outstanding = 0
@@ -116,7 +159,7 @@ def run_concurrently(
                 if call is _STOP:
                     exhausted = True
                     break
-                todo.put(call)
+                pool.todo.put(task(call))
                 outstanding += 1
             if outstanding == 0:
                 break
@@ -131,23 +174,20 @@ def run_concurrently(
                 except queue.Empty:
                     break
             outstanding -= len(group)
-            on_results(group)
+            on_results([result for result in group if result is not None])
     finally:
-        while True:  # drop what has not started
-            try:
-                todo.get_nowait()
-            except queue.Empty:
-                break
-        for _ in workers:
-            todo.put(_STOP)
-        deadline = time.monotonic() + stop_timeout
-        for worker in workers:
-            worker.join(timeout=max(0.0, deadline - time.monotonic()))
-        stragglers = sum(worker.is_alive() for worker in workers)
-        if stragglers:
-            log.warning(
-                "%d LLM call thread(s) of endpoint %r still busy after %.0f s; leaving them to finish",
-                stragglers,
-                endpoint,
-                stop_timeout,
-            )
+        if outstanding:
+            cancelled.set()  # what has not started is dropped
+            deadline = time.monotonic() + stop_timeout
+            while outstanding:
+                try:
+                    done.get(timeout=max(0.0, deadline - time.monotonic()))
+                    outstanding -= 1
+                except queue.Empty:
+                    log.warning(
+                        "%d LLM call(s) to endpoint %r still busy after %.0f s; leaving them to finish",
+                        outstanding,
+                        endpoint,
+                        stop_timeout,
+                    )
+                    break

@@ -76,19 +76,30 @@ class LLMCall(models.Model):
         return f"{self.key} ({self.status})"
 
 
-class SentRequests(models.Model):
-    """HTTP requests sent to one endpoint by one run of a job, counted just before each is sent
-    (llm.ledger.note_sent). The usage shown counts these, so a request whose worker died before
-    its reply was recorded is still counted: the page never shows fewer requests than were billed."""
+class Usage(models.Model):
+    """The usage and cost ledger: what one run of a job spent at one endpoint, counted by the
+    platform client as it happens (llm.ledger.note): a request before it is sent, its tokens as
+    soon as its reply is cached. Every job that calls a model (LLM batches, rewrite, QC, leaderboard
+    scoring) is billed here, whichever way it asks; its pages read it (llm.selectors.usage_of).
+
+    A reply answered from the response cache is a cache hit: no request and no tokens, whoever
+    paid for it first (a resumed run that finds what its killed run paid for is not billed again:
+    the killed run was, when the request left and its reply was cached)."""
 
     # No database constraint: call threads bump this while the job's own thread may hold its row.
     job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, db_constraint=False, related_name="+")
     run = models.PositiveIntegerField()
     endpoint = models.CharField(max_length=200)
-    requests = models.PositiveIntegerField(default=0)
+    requests = models.PositiveIntegerField(default=0, help_text="HTTP requests sent, retries included")
+    cache_hits = models.PositiveIntegerField(default=0, help_text="calls answered from the response cache")
+    retries = models.PositiveIntegerField(default=0, help_text="requests sent again after a failed attempt")
+    failures = models.PositiveIntegerField(default=0, help_text="calls that failed for good")
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
 
     class Meta:
-        constraints = (models.UniqueConstraint(fields=("job", "run", "endpoint"), name="unique_sent_requests"),)
+        verbose_name_plural = "usage"
+        constraints = (models.UniqueConstraint(fields=("job", "run", "endpoint"), name="unique_usage_row"),)
 
     def __str__(self):
         return f"job {self.job_id} run {self.run}: {self.requests} requests to {self.endpoint}"

@@ -7,15 +7,16 @@
 
 Every call is a unit of its job: a call recorded ok is never asked again when the job resumes,
 a call that failed is asked again, and a call that was answered but not recorded (the worker died
-in between) is answered by the shared cache. Usage and cost are kept per unit, summed over every
-run of the job (a reply paid for by a killed run and recovered from the cache counts once).
+in between) is answered by the shared cache. What the calls spent is in the usage ledger
+(llm.ledger, written by the client as requests leave and replies are kept), so a reply paid for by
+a killed run and recovered from the cache is billed once, to the run that paid for it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import F
@@ -35,8 +36,10 @@ from harness.llm import (
     estimate_usage,
 )
 from jobs import services as jobs
-from jobs.models import Job, JobEntry
-from jobs.runner import JobRun
+from jobs.runner import ERROR, OK, JobRun
+
+if TYPE_CHECKING:
+    from jobs.models import Job
 
 from .client import PlatformClient, check_endpoints, get_client, get_endpoint, load_models
 from .context import serial_db
@@ -172,7 +175,7 @@ def start_batch_in_parts(
     return batch
 
 
-def _create_batch(calls, *, endpoint, parts, user, benchmark, label, expected_completion_tokens) -> tuple[LLMBatch, list[Job]]:
+def _create_batch(calls, *, endpoint, parts, user, benchmark, label, expected_completion_tokens) -> tuple[LLMBatch, list]:
     if user is not None:
         permissions.require_researcher(user, "Running an LLM batch")
     if not isinstance(parts, int) or parts < 1:
@@ -208,7 +211,7 @@ def _create_batch(calls, *, endpoint, parts, user, benchmark, label, expected_co
                 },
             )
             # The estimate is on the job page before the job runs (the runner's result replaces it).
-            Job.objects.filter(pk=job.pk).update(result=_result_for_display(endpoint, part_estimate, None, target))
+            jobs.show_result(job, _result_for_display(endpoint, part_estimate, None, target))
             LLMCall.objects.bulk_create(
                 [
                     LLMCall(batch=batch, job=job, key=call.key, endpoint=endpoint, messages=call.messages, params=call.params)
@@ -227,58 +230,18 @@ def _create_batch(calls, *, endpoint, parts, user, benchmark, label, expected_co
 # ---------------------------------------------------------------- running calls inside a job
 
 
-class _Ledger:
-    """What earlier runs of the job recorded: per unit its cumulative attempts and paid tokens,
-    and the cache keys whose reply this job already counted as paid."""
-
-    def __init__(self, job: Job):
-        self.job_id = job.pk
-        self.run_no = job.runs
-        self.before: dict[str, dict] = {}
-        self.paid_keys: set[str] = set()
-        for key, _outcome, _message, data in job_llm_entries(job):
-            info = data["llm"]
-            self.before[key] = info
-            if info.get("request_key") and (
-                info.get("paid_prompt_tokens") or info.get("paid_completion_tokens") or info.get("paid")
-            ):
-                self.paid_keys.add(info["request_key"])
-
-    def entry_data(self, result: CallResult, endpoint: str) -> dict:
-        before = self.before.get(result.call.key, {})
-        trace = result.trace
-        usage = result.usage
-        paid = result.ok and not result.cached
-        recovered = False
-        if (
-            result.ok
-            and result.cached
-            and trace.hit_payer
-            and trace.hit_payer[0] == self.job_id
-            and trace.hit_payer[1] != self.run_no
-            and trace.request_key not in self.paid_keys
-        ):
-            # Paid for by an earlier run of this job that died before recording it.
-            paid = recovered = True
-        if paid and trace.request_key:
-            self.paid_keys.add(trace.request_key)
-        info = {
-            "endpoint": endpoint,
-            "request_key": trace.request_key,
-            "cached": result.cached,
-            "paid": paid,
-            # A recovered reply cost its dead run at least one request that run never recorded.
-            "attempts": int(before.get("attempts", 0)) + result.attempts + (1 if recovered else 0),
-            "prompt_tokens": usage["prompt_tokens"],
-            "completion_tokens": usage["completion_tokens"],
-            "paid_prompt_tokens": int(before.get("paid_prompt_tokens", 0)) + (usage["prompt_tokens"] if paid else 0),
-            "paid_completion_tokens": int(before.get("paid_completion_tokens", 0)) + (usage["completion_tokens"] if paid else 0),
-        }
-        if recovered:
-            info["recovered"] = True
-        if result.error is not None:
-            info.update(status=result.error.status, transient=result.error.transient)
-        return info
+def _entry_data(result: CallResult, endpoint: str, before: dict) -> dict:
+    """What a call's entry keeps of it (what was spent is in the usage ledger, not here)."""
+    info = {
+        "endpoint": endpoint,
+        "request_key": result.trace.request_key,
+        "cached": result.cached,
+        "attempts": int(before.get("attempts", 0)) + result.attempts,  # over every run
+        **result.usage,
+    }
+    if result.error is not None:
+        info.update(status=result.error.status, transient=result.error.transient)
+    return info
 
 
 def run_calls(
@@ -321,7 +284,7 @@ def run_calls(
         if total is not None:
             run.set_total(total)
         done = run.done_keys()
-        ledger = _Ledger(run.job)
+        before = {key: data["llm"] for key, _outcome, _message, data in job_llm_entries(run.job)}
         keys: set[str] = set()
 
         def todo():
@@ -335,11 +298,11 @@ def run_calls(
             rows = []
             with serial_db(), transaction.atomic():
                 for result in group:
-                    data = {"llm": ledger.entry_data(result, endpoint)}
+                    data = {"llm": _entry_data(result, endpoint, before.get(result.call.key, {}))}
                     if result.ok:
-                        outcome, message = JobEntry.Outcome.OK, "answered from the cache" if result.cached else ""
+                        outcome, message = OK, "answered from the cache" if result.cached else ""
                     else:
-                        outcome, message = JobEntry.Outcome.ERROR, str(result.error)
+                        outcome, message = ERROR, str(result.error)
                     if on_result is not None:
                         try:
                             if on_group is not None:
@@ -348,7 +311,7 @@ def run_calls(
                                 with transaction.atomic():
                                     extra = on_result(result)
                         except DomainError as exc:
-                            outcome, message = JobEntry.Outcome.ERROR, exc.message
+                            outcome, message = ERROR, exc.message
                         else:
                             if isinstance(extra, dict):
                                 data.update(extra)
@@ -370,7 +333,7 @@ def run_calls(
             on_idle=idle,
             stop_timeout=target.timeout + 5,
         )
-        return summarize_entries(job_llm_entries(run.job, keys=keys), target, calls=len(keys))
+        return summarize_entries(job_llm_entries(run.job, keys=keys), target, calls=len(keys), jobs=[run.job])
     finally:
         if own_client:
             client.close()

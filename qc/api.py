@@ -22,6 +22,10 @@ class QCRunSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     models = serializers.ListField(source="model_names", read_only=True)
     jobs = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    usage = serializers.SerializerMethodField(help_text="what the run's jobs spent, from the usage ledger")
+
+    def get_usage(self, run) -> dict:
+        return selectors.run_usage(run)
 
     class Meta:
         model = QCRun

@@ -35,7 +35,6 @@ class QCRun(models.Model):
     parts = models.PositiveSmallIntegerField(default=1)
     scope = models.JSONField(default=dict, blank=True)  # {"tasks": [ids], "items": [ids]} as asked
     estimate = models.JSONField(default=dict, blank=True)
-    usage = models.JSONField(default=dict, blank=True)  # job id -> what that part's calls used
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     jobs = models.ManyToManyField("jobs.Job", blank=True, related_name="+")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")

@@ -13,7 +13,7 @@ from annotation.models import Item
 from curation.models import Task
 from harness.scoring import CALL_FAILURES, EXTRACTOR_METHODS
 from jobs.selectors import job_entries
-from llm.selectors import sent_by_run
+from llm.selectors import usage_of
 
 from .models import QCAnswer, QCItem, QCRun
 from .services.runs import calls_made, earlier_decisions
@@ -104,35 +104,13 @@ def answers_by_model(run: QCRun, item_id: int) -> list[dict]:
     return [{"model": m, "answers": rows.get(m, [])} for m in run.model_names]
 
 
-USAGE_KEYS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens")
-
-
 def run_usage(run: QCRun) -> dict:
-    """What the run's jobs sent, summed over every job run: per endpoint and in total, requests
-    sent (`calls`, retries included), answers from the response cache, tokens paid and cost (None
-    when an endpoint has no prices). A fully cached re-run sends no request. Requests are counted
-    as they were sent (llm.selectors.sent_by_run), so a job run whose worker was killed before it
-    could record its usage still counts every request it sent."""
-    records = dict(run.usage or {})
-    sent = {f"job {job} run {no}": counts for (job, no), counts in sent_by_run(run.jobs.values_list("pk", flat=True)).items()}
-    endpoints: dict[str, dict] = {}
-    for label in sorted(set(records) | set(sent)):
-        record = records.get(label, {})
-        costs = record.get("cost", {})
-        recorded = record.get("usage", {})
-        for name in sorted(set(recorded) | set(sent.get(label, {}))):
-            counts = recorded.get(name, {})
-            row = endpoints.setdefault(name, {**dict.fromkeys(USAGE_KEYS, 0), "cost": 0.0})
-            for key in USAGE_KEYS:
-                row[key] += int(counts.get(key, 0) or 0)
-            row["calls"] += max(0, sent.get(label, {}).get(name, 0) - int(counts.get("calls", 0) or 0))
-            if name in recorded:  # a killed job run recorded no tokens, hence no cost
-                price = costs.get(name)
-                row["cost"] = None if price is None or row["cost"] is None else row["cost"] + price
-    total = {key: sum(row[key] for row in endpoints.values()) for key in USAGE_KEYS}
-    prices = [row["cost"] for row in endpoints.values()]
-    total["cost"] = None if any(p is None for p in prices) else round(sum(prices), 6)
-    return {"endpoints": endpoints, "total": total}
+    """What the run's jobs spent, from the usage ledger, over every job run: per endpoint and in
+    total, requests sent (retries included), answers from the response cache, retries, failures,
+    tokens paid and cost (None when an endpoint has no prices). A fully cached re-run sends no
+    request. Requests are counted as they are sent, so a job run whose worker was killed still
+    counts every request it sent (llm.ledger)."""
+    return usage_of(run.jobs.values_list("pk", flat=True))
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -10,6 +10,7 @@ from django.http import Http404
 
 from annotation.models import Item
 from annotation.selectors import with_payload_data
+from llm.selectors import usage_of
 
 from .models import BatchSeed, PromptTemplate, RawReply, Rewrite, RewriteBatch, TemplateVersion
 from .parsing import DROP_REASONS
@@ -72,10 +73,22 @@ def batch_overview(batch: RewriteBatch) -> dict:
         "rewrites": {state: rewrites.get(state, 0) for state in Rewrite.State.values},
         "rewrite_total": sum(rewrites.values()),
         "estimate": batch.estimate,
-        "usage": batch.usage,
+        "usage": batch_usage(batch),
         "job": batch.job,
         "state": batch_state(batch),
     }
+
+
+def batch_usage(batch: RewriteBatch) -> dict:
+    """What the batch's job spent so far, from the usage ledger (while it runs, too); a batch
+    without a job (the demo's) shows what it recorded."""
+    if batch.job_id is None:
+        return batch.usage
+    spent = usage_of([batch.job_id])["endpoints"].get(batch.endpoint)
+    if spent is None:
+        return batch.usage
+    keys = ("requests", "prompt_tokens", "completion_tokens", "cost")
+    return {**{key: spent[key] for key in keys}, "answered_from_cache": spent["cache_hits"]}
 
 
 def batch_state(batch: RewriteBatch) -> dict:

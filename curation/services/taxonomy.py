@@ -47,8 +47,6 @@ def discard_created_benchmark(job) -> str:
     """When an import whose file was refused made its benchmark itself and nothing went into it,
     the benchmark goes (a refused file leaves no empty benchmark behind). Returns a sentence for
     the job's message ('' when the benchmark stays)."""
-    from jobs.models import Job
-
     benchmark = job.benchmark
     if benchmark is None or not job.params.get(CREATED_BENCHMARK):
         return ""
@@ -58,9 +56,8 @@ def discard_created_benchmark(job) -> str:
             return ""
         if locked.items.exists() or locked.images.exists() or locked.jobs.exclude(pk=job.pk).exists():
             return ""
-        Job.objects.filter(pk=job.pk).update(benchmark=None)  # the job stays, to say what was wrong
+        jobs.detach_benchmark(job)  # the job stays, to say what was wrong
         locked.delete()
-    job.benchmark = None
     return f"The benchmark '{benchmark.name}' made for this import was removed again."
 
 

@@ -60,8 +60,9 @@ class _Pacer:
 
 
 class _EndpointState:
-    def __init__(self, endpoint: Endpoint, clock, sleep):
+    def __init__(self, endpoint: Endpoint, clock, sleep, meter=None):
         self.endpoint = endpoint
+        self.meter = meter
         self.pacer = _Pacer(endpoint.requests_per_minute, clock, sleep)
         self.sdk_lock = threading.Lock()
         self.sdk: _SDKClient | None = None
@@ -72,6 +73,8 @@ class _EndpointState:
         with self.usage_lock:
             for name, amount in amounts.items():
                 self.usage[name] += amount
+        if self.meter is not None:  # told outside the lock: it may write somewhere slow
+            self.meter(self.endpoint.name, amounts)
 
 
 class LLMClient:
@@ -82,6 +85,10 @@ class LLMClient:
         ResponseCache(path) is the SQLite one; None caches nothing.
     limiter: any object with slot(endpoint) -> context manager (see limits.Limiter); by default
         the process-wide limiter, so max_concurrency holds across every client of the process.
+    meter: a callable meter(endpoint name, {field: amount}) told of every count as it is made,
+        in the thread making the call (the same counts as `usage`, USAGE_FIELDS): a request is
+        counted before it is sent, its tokens once its reply is in the cache. The platform keeps
+        its durable usage ledger with it.
     sleep, clock, rng: injected by tests so that waits are instant and jitter predictable.
     """
 
@@ -91,6 +98,7 @@ class LLMClient:
         cache: Cache | None = None,
         *,
         limiter: Limiter | None = None,
+        meter: Callable[[str, dict[str, int]], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
@@ -106,7 +114,7 @@ class LLMClient:
         self._clock = clock
         self._rng = rng or random.Random()
         self._rng_lock = threading.Lock()
-        self._states = {name: _EndpointState(endpoint, clock, sleep) for name, endpoint in self.endpoints.items()}
+        self._states = {name: _EndpointState(endpoint, clock, sleep, meter) for name, endpoint in self.endpoints.items()}
         self._in_flight: dict[str, threading.Event] = {}
         self._in_flight_lock = threading.Lock()
 
@@ -221,7 +229,7 @@ class LLMClient:
             )
         request_params = {k: v for k, v in {**state.endpoint.params, **params}.items() if v is not None}
         if self._cache is None:
-            return self._fetch(state, messages, request_params)
+            return self._paid(state, self._fetch(state, messages, request_params))
         try:
             key = cache_key(state.endpoint, messages, request_params)
         except (TypeError, ValueError) as exc:
@@ -268,11 +276,19 @@ class LLMClient:
                 self._cache.put(key, response.to_cache())
             except CacheError as exc:  # the answer is paid for: hand it back rather than lose it
                 log.warning("%s", exc)
-            return response
+            return self._paid(state, response)
         finally:
             with self._in_flight_lock:
                 del self._in_flight[key]
             done.set()
+
+    @staticmethod
+    def _paid(state: _EndpointState, response: ChatResponse) -> ChatResponse:
+        """Count a paid reply's tokens: after its concurrency slot is free and after it is cached,
+        so a meter that writes somewhere slow neither holds the slot nor delays the reply's
+        safety (a process killed in between loses the count, never the reply)."""
+        state.count(prompt_tokens=response.usage["prompt_tokens"], completion_tokens=response.usage["completion_tokens"])
+        return response
 
     def _cache_get(self, key: str) -> dict | None:
         hit = self._cache.get(key)
@@ -308,10 +324,9 @@ class LLMClient:
                 except Exception as exc:  # noqa: BLE001 - classify() sorts every SDK error into retry or give up
                     failure, error = sdk.classify(exc), exc
                 else:
-                    state.count(
-                        prompt_tokens=response.usage["prompt_tokens"], completion_tokens=response.usage["completion_tokens"]
-                    )
-                    return response
+                    failure = None
+            if failure is None:
+                return response  # its tokens are counted by the caller (_paid), once the reply is safe
             if failure.retry_after is not None:  # the server's wait applies to every call to it
                 state.pacer.hold(self._clock() + failure.retry_after)
             if not failure.retryable or attempts > endpoint.max_retries:

@@ -6,7 +6,7 @@ multiple choice (text-only, all-fail) by CircularEval, open items (judged text-o
 without the image that the pointwise judge grades. The models are asked in turn; with early
 stopping, a model's remaining passes on an item are skipped once one fails, and further models
 are not asked about an item whose verdict (at the run's threshold) cannot change. Every call is
-a unit of the job (sink.JobSink), and so is every call a stop saved (skipped): a killed or failed
+a unit of the job (llm.sink.JobSink), and so is every call a stop saved (skipped): a killed or failed
 part resumes without asking again what was answered. Every answer is kept as a QCAnswer row.
 """
 
@@ -35,9 +35,9 @@ from harness.scoring import DEFAULT_THRESHOLD, EXTRACTOR_METHODS, SOLVED, format
 from jobs import services as jobs
 from jobs.runner import JobRun
 from llm.client import check_endpoints, get_client, get_endpoint
+from llm.sink import JobSink
 
 from ..models import QCAnswer, QCItem, QCRun
-from .sink import JobSink
 
 QC_RUN_JOB = "qc_run"
 MAX_PARTS = 8
@@ -326,21 +326,18 @@ def run_qc_part(run: JobRun) -> dict:
         for item in with_payload_data(Item.objects.filter(pk__in=list(entries)))
     ]
     items.sort(key=lambda i: int(i["id"]))
+    # The client bills every request and cache hit to this job run in the usage ledger (the run's
+    # page reads it there); the sink records each call as a unit of the job, and the extractor's
+    # calls, asked only for replies without a readable letter, grow the job's total.
     client = get_client(payer=(run.job.pk, run.job.runs))
-    sink = JobSink(run)
+    sink = JobSink(run, unplanned=("extract\t",))
     flags = {}
     try:
         if items:
             flags = _score(qc, run, client, sink, items).flags
     finally:
         sink.close()
-        usage = {name: counts for name, counts in client.usage.items() if any(counts.values())}
-        costs = {name: price for name, price in client.costs.items() if name in usage}
         client.close()
-        with transaction.atomic():
-            locked = QCRun.objects.select_for_update().get(pk=qc.pk)
-            locked.usage[f"job {run.job.pk} run {run.job.runs}"] = {"usage": usage, "cost": costs}
-            locked.save(update_fields=["usage"])
     without = sum(passes_of(e.item, qc.filter) for e in QCItem.objects.filter(run=qc, part=part).select_related("item"))
     return _finish_part(qc, run, entries, flags, without * len(qc.model_names))
 

@@ -251,3 +251,18 @@ def test_a_job_fails_with_a_result_and_a_resume_reads_the_rows_done_under_a_pref
     assert job.result == {"seen": [], "cost": "$0.01"}  # the failed job shows its result (its usage, say)
     job = jobs.run_now(jobs.requeue(job))
     assert job.status == Job.Status.SUCCEEDED and job.result == {"seen": ["0", "1", "2"]}  # "other:9" is not under "call:"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_returns_jobs_as_they_ended_or_as_they_are_at_the_timeout(settings):
+    settings.BENCHFORGE_JOB_RUNNER = "thread"
+    ledger = jobs.create_job(TOY, params={"units": 0, "ledger": 0})
+    slow = jobs.start_job(TOY, params={"units": 40, "delay": 0.05, "ledger": ledger.pk})
+    [early] = jobs.wait([slow], timeout=0.1)  # two seconds of work: not done yet
+    assert not early.is_finished
+    quick = jobs.start_job(TOY, params={"units": 3, "ledger": ledger.pk})
+
+    ended = jobs.wait([slow.pk, quick], timeout=60)
+
+    assert [job.pk for job in ended] == [slow.pk, quick.pk]  # in the order asked
+    assert all(job.status == Job.Status.SUCCEEDED for job in ended) and [job.done for job in ended] == [40, 3]

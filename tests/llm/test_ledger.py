@@ -8,7 +8,7 @@ from django.db import connections
 from jobs.models import Job
 from llm.client import get_client
 from llm.ledger import note_sent
-from llm.selectors import sent_by_run, sent_requests
+from llm.selectors import sent_requests, usage_by_run
 from tests.fakes.llm_server import Fault
 
 
@@ -36,7 +36,8 @@ def test_threads_counting_at_once_lose_no_request(postgres):
 
     assert sent_requests([job.pk], endpoint="judge") == 201
     assert sent_requests([job.pk]) == 202
-    assert sent_by_run([job.pk]) == {(job.pk, 1): {"judge": 200}, (job.pk, 2): {"judge": 1, "grader": 1}}
+    sent = {run: {name: counts["requests"] for name, counts in rows.items()} for run, rows in usage_by_run([job.pk]).items()}
+    assert sent == {(job.pk, 1): {"judge": 200}, (job.pk, 2): {"judge": 1, "grader": 1}}
 
 
 def test_a_job_run_counts_each_attempt_retries_included(db, declare, fake_llm):

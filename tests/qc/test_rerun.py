@@ -46,7 +46,7 @@ def test_a_fully_cached_rerun_shows_no_request_sent(declare, fake_llm, benchmark
     sent = len(fake_llm.requests("k1"))
     first.refresh_from_db()
     usage = services_report(first)["usage"]["total"]
-    assert usage["calls"] == sent == 8 and usage["cache_hits"] == 0 and usage["cost"] > 0
+    assert usage["requests"] == sent == 8 and usage["cache_hits"] == 0 and usage["cost"] > 0
 
     second = services.start_run(benchmark, user=researcher, filter="all_fail", models=["k1"], early_stop=False)
 
@@ -54,7 +54,7 @@ def test_a_fully_cached_rerun_shows_no_request_sent(declare, fake_llm, benchmark
     second.refresh_from_db()
     report = services_report(second)
     assert report["calls"]["made"] == 8  # passes asked
-    assert report["usage"]["total"]["calls"] == 0 and report["usage"]["total"]["cache_hits"] == 8
+    assert report["usage"]["total"]["requests"] == 0 and report["usage"]["total"]["cache_hits"] == 8
     assert report["usage"]["total"]["cost"] == 0
     page = client_for(researcher).get(reverse("qc-run", args=[benchmark.slug, second.number])).content.decode()
     usage_line = page.split('id="qc-usage">')[1].split("</p>")[0]

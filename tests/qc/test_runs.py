@@ -10,9 +10,9 @@ from annotation.workflow import ACCEPTED, QC_FLAGGED
 from benchforge.errors import DomainError, NotAllowed
 from jobs import services as jobs
 from jobs.models import Job
+from llm.sink import JobSink
 from qc import selectors, services
 from qc.models import QCAnswer, QCItem
-from qc.services.sink import JobSink
 from tests.qc.conftest import has_image, knower, make_mcq_items
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -143,7 +143,7 @@ def test_a_run_killed_midway_resumes_without_repeating_a_request(declare, fake_l
             raise RuntimeError("worker killed")
         real_flush(self)
 
-    monkeypatch.setattr("qc.services.sink.FLUSH_ROWS", 3)
+    monkeypatch.setattr("llm.sink.FLUSH_ROWS", 3)
     monkeypatch.setattr(JobSink, "flush", dying_flush)
     run = services.start_run(benchmark, user=researcher, filter="text_only", models=["k1", "k2", "k3"])
     job = run.jobs.get()

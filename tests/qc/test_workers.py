@@ -93,4 +93,4 @@ def test_a_killed_worker_resumes_the_run_without_repeating_a_recorded_call(
     usage = run_usage(run)["endpoints"]
     for name in known:
         received = len(fake_llm.requests(name))
-        assert received <= usage[name]["calls"] <= received + 4, (name, received, usage[name])
+        assert received <= usage[name]["requests"] <= received + 4, (name, received, usage[name])

@@ -9,8 +9,7 @@ from benchforge.roles import RESEARCHER, user_role
 from curation.models import Benchmark
 from curation.services import load_preset
 from jobs import services as jobs
-from jobs.models import Job
-from jobs.selectors import job_entries
+from jobs.selectors import find_job, job_entries
 
 
 class Command(BaseCommand):
@@ -42,10 +41,10 @@ class Command(BaseCommand):
             benchmark = load_preset("alignmmbench", slug=opts["benchmark"], user=user)
             Benchmark.objects.filter(pk=benchmark.pk).update(is_external=True)
         if opts["resume"]:
-            job = Job.objects.filter(pk=opts["resume"], kind=services.ALIGNMMBENCH_JOB, benchmark=benchmark).first()
+            job = find_job(opts["resume"], kind=services.ALIGNMMBENCH_JOB, benchmark=benchmark)
             if job is None:
                 raise CommandError(f"No {services.ALIGNMMBENCH_JOB} job #{opts['resume']} for this benchmark.")
-            if job.status != Job.Status.SUCCEEDED:  # a finished job is reported as it is, not run again
+            if not job.succeeded:  # a finished job is reported as it is, not run again
                 try:
                     job = jobs.run_now(jobs.requeue(job))
                 except DomainError as exc:
@@ -60,5 +59,5 @@ class Command(BaseCommand):
         self.stdout.write(f"job #{job.pk} {job.status}: {job.message}")
         for entry in job_entries(job, outcome="error")[:50]:
             self.stdout.write(f"  error {entry.key}: {entry.message}")
-        if job.status != Job.Status.SUCCEEDED:
+        if not job.succeeded:
             raise CommandError(job.message)

@@ -7,8 +7,7 @@ from benchforge.errors import DomainError
 from curation import services
 from curation.models import Benchmark
 from jobs import services as jobs
-from jobs.models import Job
-from jobs.selectors import job_entries
+from jobs.selectors import find_job, job_entries
 
 
 class Command(BaseCommand):
@@ -33,10 +32,10 @@ class Command(BaseCommand):
         except Benchmark.DoesNotExist:
             raise CommandError(f"No benchmark with slug '{opts['benchmark']}'.") from None
         if opts["resume"]:
-            job = Job.objects.filter(pk=opts["resume"], kind="ingest_folder", benchmark=benchmark).first()
+            job = find_job(opts["resume"], kind="ingest_folder", benchmark=benchmark)
             if job is None:
                 raise CommandError(f"No ingest_folder job #{opts['resume']} for this benchmark.")
-            if job.status != Job.Status.SUCCEEDED:  # a finished job is reported as it is, not run again
+            if not job.succeeded:  # a finished job is reported as it is, not run again
                 try:
                     job = jobs.requeue(job)
                 except DomainError as exc:
@@ -72,5 +71,5 @@ class Command(BaseCommand):
         self.stdout.write(f"job #{job.pk} {job.status}: {job.result or job.message}")
         for entry in job_entries(job, outcome="error"):
             self.stdout.write(f"  error {entry.key}: {entry.message}")
-        if job.status != Job.Status.SUCCEEDED:
+        if not job.succeeded:
             raise CommandError(job.message)

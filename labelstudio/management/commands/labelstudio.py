@@ -5,7 +5,6 @@ from annotation.selectors import items_of
 from benchforge.errors import DomainError
 from benchforge.roles import RESEARCHER, user_role
 from curation.models import Benchmark
-from jobs.models import Job
 from jobs.selectors import job_entries
 from labelstudio import services as lss
 from labelstudio.models import LabelStudioLink
@@ -103,7 +102,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {entry.key}: {entry.message}")
             for entry in job_entries(job, outcome="error")[:50]:
                 self.stdout.write(f"  error {entry.key}: {entry.message}")
-            if job.status != Job.Status.SUCCEEDED:
+            if not job.succeeded:
                 is_gone = link is not None and LabelStudioLink.objects.filter(pk=link.pk, gone_at__isnull=False).exists()
                 (gone if is_gone else failed).append(job.message)
         if failed:

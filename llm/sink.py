@@ -1,9 +1,16 @@
-"""Where the harness writes the rows of a QC run: the job's entries (harness.calls's Sink protocol).
+"""Where the harness's scoring functions write their rows inside a platform job: the job's
+entries (harness.calls's Sink protocol), for QC runs, leaderboard scores and whatever asks the
+harness next. What the calls spent is not here: the client bills it to the usage ledger.
 
-Each finished call is one unit of the job, keyed by the harness's row key, its row kept in the
-entry's data: a row recorded ok is never asked again when the job resumes (done_rows), a failed
-call is. Rows are written in batches (a call's reply is in the shared response cache the moment
-it arrives, so a row lost to a killed worker costs no request on resume, only a cache read).
+Each finished call is one unit of the job, keyed by the harness's row key (under the caller's
+prefix), its row kept in the entry's data: a row recorded ok is never asked again when the job
+resumes (done_rows), a failed call is. Rows are written in groups (a call's reply is in the
+shared response cache the moment it arrives, so a row lost to a killed worker costs no request
+on resume, only a cache read).
+
+    sink = JobSink(run)                       # keys as the harness makes them
+    circular_eval(client, items, models, sink=sink)
+    answer_questions(..., sink=sink.scoped("answer\\tgpt\\t"))   # a view whose keys carry a prefix
 """
 
 from __future__ import annotations
@@ -12,32 +19,37 @@ import time
 
 from harness.scoring import ERROR, FINAL
 from jobs.runner import JobRun
-from llm.context import serial_db
+
+from .context import serial_db
 
 FLUSH_ROWS = 200
 FLUSH_SECONDS = 0.5
 
 
 class JobSink:
-    def __init__(self, run: JobRun):
+    """The job's entries as a harness sink. `unplanned`: key prefixes of calls that come on top of
+    the job's planned total (QC's extractor calls, asked only when a reply has no readable
+    letter): each new one grows the total, so the progress bar stays honest."""
+
+    def __init__(self, run: JobRun, *, unplanned: tuple[str, ...] = ()):
         self.run = run
-        self.rows: dict[str, dict] = {}
-        for key, data in run.done_rows().items():
-            if isinstance(data, dict) and data.get("status") in FINAL:
-                self.rows[key] = data
+        self.unplanned = tuple(unplanned)
+        self.rows: dict[str, dict] = {
+            key: data for key, data in run.done_rows().items() if isinstance(data, dict) and data.get("status") in FINAL
+        }
         self.pending: list[dict] = []
         self.flushed = time.monotonic()
         self.written = 0  # rows written by this run
-        # Extractor calls are units on top of the calls the run planned.
         self.extra = 0
 
     def done_rows(self) -> dict[str, dict]:
         return {key: row for key, row in self.rows.items() if row.get("status") in FINAL}
 
     def write(self, row: dict) -> None:
-        if row["key"] not in self.rows and row["key"].startswith("extract\t"):
+        key = row["key"]
+        if self.unplanned and key not in self.rows and key.startswith(self.unplanned):
             self.extra += 1
-        self.rows[row["key"]] = row
+        self.rows[key] = row
         self.pending.append(row)
         if len(self.pending) >= FLUSH_ROWS or time.monotonic() - self.flushed >= FLUSH_SECONDS:
             self.flush()
@@ -65,7 +77,7 @@ class JobSink:
 
 class ScopedSink:
     """A view of the sink whose keys carry a prefix: harness functions that key rows by item id
-    alone (answer_questions) can share one job with every model."""
+    alone (answer_questions) share one job with every model, or every step of a score."""
 
     def __init__(self, sink: JobSink, prefix: str):
         self.sink = sink
