@@ -196,8 +196,15 @@ def run_score(run) -> dict:
     client = get_client(payer=(run.job.pk, run.job.runs))
     try:
         if score.method == Score.Method.MCQ:
+            # The judge endpoint of an MCQ score is its choice extractor: replies the rules cannot read.
             result = scoring.circular_eval(
-                client, rows, [score.endpoint], sink=JobSink(run, "mcq"), image_loader=load_image, workers=1
+                client,
+                rows,
+                [score.endpoint],
+                sink=JobSink(run, "mcq"),
+                extractor=score.judge or None,
+                image_loader=load_image,
+                workers=1,
             )
             summary = scoring.summarize_circular(result)
             summary.pop("item_rows", None)
@@ -305,7 +312,10 @@ def reproduce_commands(score: Score) -> list[str]:
             f"--anchor {predictions_file_name(score.anchor)} --predictions {predictions_file_name(score)} --out {out}"
         )
     elif score.method == Score.Method.MCQ:
-        steps.append(f"python -m harness mcq --release {release.top} --models models.toml --model {score.endpoint} --out {out}")
+        extractor = f" --extractor {score.judge}" if score.judge else ""
+        steps.append(
+            f"python -m harness mcq --release {release.top} --models models.toml --model {score.endpoint}{extractor} --out {out}"
+        )
     return steps
 
 

@@ -137,8 +137,12 @@ class QueueEntrySerializer(serializers.Serializer):
     saved = serializers.BooleanField()
     score = serializers.IntegerField(allow_null=True, help_text="pointwise: your score")
     vote = serializers.CharField(help_text="pairwise: your vote as shown (answer1, answer2, unable_one, unable_two)")
+    choice = serializers.CharField(help_text="extraction: the letter the reply commits to, or none")
     reason = serializers.CharField()
-    item = serializers.DictField(help_text="what the judge saw: question, history, reference, criteria, answer(s)")
+    item = serializers.DictField(
+        help_text="what the judge saw: question, history, reference, criteria, answer(s); extraction: question, "
+        "hint, the options as that pass showed them, the reply"
+    )
 
 
 def _entry(rating) -> dict:
@@ -148,6 +152,7 @@ def _entry(rating) -> dict:
         "saved": rating.saved_at is not None,
         "score": rating.score,
         "vote": services.positional_of(rating.vote, rating.anchor_first) if rating.vote else "",
+        "choice": rating.choice,
         "reason": rating.reason,
         "item": selectors.rating_view(rating),
     }
@@ -176,6 +181,7 @@ class Queue(APIView):
 class RatingRequestSerializer(serializers.Serializer):
     score = serializers.IntegerField(min_value=1, max_value=10, required=False)
     vote = serializers.ChoiceField(choices=services.POSITIONAL_VOTES, required=False)
+    choice = serializers.CharField(required=False, max_length=4, help_text="extraction: a shown letter, or none")
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
 
 
@@ -192,7 +198,14 @@ class RatingSave(APIView):
         serializer = RatingRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        services.save_rating(rating, user=request.user, score=data.get("score"), vote=data.get("vote", ""), reason=data["reason"])
+        services.save_rating(
+            rating,
+            user=request.user,
+            score=data.get("score"),
+            vote=data.get("vote", ""),
+            choice=data.get("choice", ""),
+            reason=data["reason"],
+        )
         return Response(_entry(rating))
 
 

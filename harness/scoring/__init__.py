@@ -6,7 +6,8 @@ as {model: {item id: text}}, settings, and a sink that receives one row per fini
 (calls.Sink; SampleLog is the CLI's JSONL one, MemorySink keeps rows in memory).
 
     circular.py  circular_eval (CircularEval over models, early stopping, QC filters),
-                 extract_choice, filter_flag, verdict_decided, summarize_circular
+                 extract_choice, filter_flag, verdict_decided, summarize_circular,
+                 recorded_passes (a finished run's passes read again from its sink rows)
     judges.py    pointwise_judge, pairwise_judge, touchstone_judge, hallucination_judge
     answers.py   answer_questions (a model under test answers the open questions)
     inputs.py    as_item(s), image loading, the conversation of an item
@@ -32,6 +33,7 @@ from harness.scoring.circular import (
     circular_eval,
     extract_choice,
     filter_flag,
+    recorded_passes,
     summarize_circular,
     verdict_decided,
 )
@@ -74,6 +76,7 @@ __all__ = [
     "pairwise_judge",
     "path_loader",
     "pointwise_judge",
+    "recorded_passes",
     "summarize_circular",
     "touchstone_judge",
     "verdict_decided",
