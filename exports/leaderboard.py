@@ -274,6 +274,20 @@ def validations(release) -> dict[int, dict]:
     return _validation_finder(release) if _validation_finder is not None else {}
 
 
+_citation_finder = None
+
+
+def register_card_citations(find) -> None:
+    """`find(release)` returns the finished human-evaluation studies cited on the release's card
+    page: [{"number", "title", "mode", "ratings", "raters", "headline", "url", ...}]."""
+    global _citation_finder
+    _citation_finder = find
+
+
+def card_citations(release) -> list[dict]:
+    return _citation_finder(release) if _citation_finder is not None else []
+
+
 def predictions_file_name(score: Score) -> str:
     return f"{slugify(score.label) or 'model'}-{score.pk}.jsonl"
 

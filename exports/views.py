@@ -166,7 +166,10 @@ def release_card(request, slug, version):
     # names inside the bundle is served by the chart view.
     chart = reverse("release-chart", args=[slug, release.version])
     html = markdown_to_html(card.dataset_card(release, "public"), links={"charts/items_per_task.svg": chart})
-    return render(request, "exports/card.html", {"benchmark": benchmark, "release": release, "card": html})
+    citations = leaderboard.card_citations(release)  # cited after the freeze: beside the bundle's README, not in it
+    return render(
+        request, "exports/card.html", {"benchmark": benchmark, "release": release, "card": html, "citations": citations}
+    )
 
 
 @role_required(ANNOTATOR)

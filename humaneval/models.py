@@ -30,6 +30,7 @@ class Study(models.Model):
     seed = models.BigIntegerField(default=0)
     minutes_per_rating = models.FloatField(default=1.5, help_text="for the rater-hours estimate")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
+    cited_on_card = models.BooleanField(default=False, help_text="the release's card page cites this closed study")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -346,7 +346,9 @@ def headline(study, figures: dict) -> str:
         r, f = judge.get("pearson"), judge.get("fuzzy_accuracy")
         return f"r {_num(r)}, fuzzy f {_num(f)}"
     if study.mode == Study.Mode.EXTRACTION:
-        return f"rule reader {_pct(judge['rule']['accuracy'])}, LLM extractor {_pct(judge['extractor']['accuracy'])} of people's readings"
+        return (
+            f"rule reader {_pct(judge['rule']['accuracy'])}, LLM extractor {_pct(judge['extractor']['accuracy'])} as people read"
+        )
     return f"majority agrees {_pct(judge.get('majority'))}, raters {_pct(judge.get('individual'))}"
 
 
@@ -403,6 +405,31 @@ def validations_for_release(release) -> dict[int, dict]:
                 "url": reverse("humaneval-study", args=[release.benchmark.slug, study.number]),
             }
     return found
+
+
+def card_citations(release) -> list[dict]:
+    """The closed studies a researcher cited on the release's card: what was rated, by how many
+    people, and the headline agreement, for the card page."""
+    from django.urls import reverse
+
+    cited = []
+    for study in Study.objects.filter(release=release, cited_on_card=True, status=Study.Status.CLOSED).order_by("number"):
+        figures = study_agreement(study)
+        overall = figures["overall"]
+        cited.append(
+            {
+                "number": study.number,
+                "title": study.title,
+                "mode": study.get_mode_display(),
+                "ratings": overall["ratings"],
+                "answers": overall["answers"],
+                "raters": overall["raters"],
+                "alpha": overall["alpha"],
+                "headline": headline(study, figures),
+                "url": reverse("humaneval-study", args=[release.benchmark.slug, study.number]),
+            }
+        )
+    return cited
 
 
 def items_of(study):

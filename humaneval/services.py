@@ -359,6 +359,19 @@ def close_study(study: Study, *, user) -> Study:
     return study
 
 
+def cite_on_card(study: Study, *, user, cite: bool = True) -> Study:
+    """Cite a closed study on its release's card page (or stop): its ratings and headline agreement
+    then show beside the card. The frozen bundle's own README never changes."""
+    permissions.require_researcher(user, "Citing a study on the release card")
+    if cite and study.status != Study.Status.CLOSED:
+        raise DomainError(f"Close study {study.number} first: a card cites finished studies only.")
+    if cite and not study.ratings.exclude(saved_at=None).exists():
+        raise DomainError(f"Study {study.number} has no saved rating to cite.")
+    Study.objects.filter(pk=study.pk).update(cited_on_card=cite)
+    study.cited_on_card = cite
+    return study
+
+
 # ---- import ----------------------------------------------------------------------------------------
 
 MAX_IMPORT_BYTES = 20 * 1024 * 1024

@@ -242,3 +242,19 @@ def close(request, slug, number):
     services.close_study(study, user=request.user)
     messages.success(request, f"Study {study.number} is closed.")
     return redirect("humaneval-study", slug=slug, number=number)
+
+
+@require_POST
+@role_required(RESEARCHER)
+def cite(request, slug, number):
+    """Cite a closed study on the release's card page, or stop citing it."""
+    benchmark, study = _study(request, slug, number)
+    cited = request.POST.get("cite") == "1"
+    try:
+        services.cite_on_card(study, user=request.user, cite=cited)
+        messages.success(
+            request, f"Release {study.release.version}'s card {'cites' if cited else 'no longer cites'} study {study.number}."
+        )
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("humaneval-study", slug=slug, number=number)

@@ -20,6 +20,11 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.AddField(
+            model_name="study",
+            name="cited_on_card",
+            field=models.BooleanField(default=False, help_text="the release's card page cites this closed study"),
+        ),
+        migrations.AddField(
             model_name="studyitem",
             name="options",
             field=models.JSONField(blank=True, default=dict),

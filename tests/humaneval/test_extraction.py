@@ -179,3 +179,29 @@ def test_extraction_ratings_export_and_import_all_or_nothing(mcq, researcher, ra
         (g["item"], g["choice"], "import") for g in good
     )
     assert all(r["reader"] in ("rule", "extractor") and r["reader_choice"] for r in exported)
+
+
+def test_a_closed_study_can_be_cited_on_the_release_card_page_and_the_bundle_readme_stays_as_frozen(
+    mcq, researcher, raters, client_for
+):
+    from exports import card
+
+    study = start(mcq, researcher, raters[:2])
+    for rating in Rating.objects.filter(study=study).select_related("rater__user", "item", "study"):
+        services.save_rating(rating, user=rating.rater.user, choice=_choose(rating))
+    client = client_for(researcher)
+    url = f"/b/demo/human-eval/{study.number}/cite/"
+    refused = client.post(url, {"cite": "1"}, follow=True).content.decode()
+    assert "Close the study" in refused and "a card cites finished studies only" in refused
+    assert client_for(raters[0]).post(url, {"cite": "1"}).status_code == 403
+    readme = card.dataset_card(mcq["release"], "public")
+    services.close_study(study, user=researcher)
+    client.post(url, {"cite": "1"})
+    figures = selectors.study_agreement(study)
+    page = client_for(raters[0]).get("/b/demo/releases/1.0.0/card/").content.decode()
+    assert f"Study {study.number}: extraction check</a>" in page
+    assert f"8 ratings of 4 answers by 2 raters; {selectors.headline(study, figures)}" in page
+    assert "rule reader 100.0%, LLM extractor —" in page
+    assert card.dataset_card(mcq["release"], "public") == readme  # the bundle's README is not touched
+    client.post(url, {"cite": "0"})
+    assert "Validated by people" not in client.get("/b/demo/releases/1.0.0/card/").content.decode()
