@@ -13,47 +13,9 @@ from harness import metrics
 from humaneval import selectors, services
 from humaneval.models import Rating
 
+from .conftest import MCQ_LABEL
+
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
-
-MCQ_LABEL = "SECRET-MODEL-DELTA"
-API = "/api/v1/benchmarks/demo/releases/1.0.0/leaderboard/"
-
-
-def _letter_in(body, option: str) -> str | None:
-    match = re.search(rf"([A-D])\. {option}", json.dumps(body["messages"][-1]["content"]))
-    return match.group(1) if match else None
-
-
-def model_reply(body) -> str:
-    """Items 6 and 8 answered with a bare letter (the rules read it); 7 and 9 in words the rules
-    cannot settle (the extractor's turn). Always the option "three", wherever the pass put it."""
-    number = int(re.findall(r"How many\? \((\d+)\)", json.dumps(body["messages"][-1]["content"]))[-1])
-    letter = _letter_in(body, "three")
-    return letter if number % 2 == 0 else f"Looking closely, I would go with the one saying three, so {letter.lower()}-ish maybe"
-
-
-def extractor_reply(body) -> str:
-    return _letter_in(body, "three") or "Z"
-
-
-@pytest.fixture
-def mcq(built, researcher, api_for, declare, fake_llm, django_capture_on_commit_callbacks):  # noqa: F811
-    from exports import services as exports
-    from exports.models import Score
-
-    release = exports.freeze(built(), user=researcher)
-    declare("secret-vlm-endpoint", model="vlm-model", vision=True)
-    declare("reader", model="extractor-model")
-    fake_llm.script("vlm-model", model_reply)
-    fake_llm.script("extractor-model", extractor_reply)
-    with django_capture_on_commit_callbacks(execute=True):
-        response = api_for(researcher).post(
-            API, {"label": MCQ_LABEL, "method": "mcq", "endpoint": "secret-vlm-endpoint", "judge": "reader"}, format="json"
-        )
-    assert response.status_code == 201, response.content
-    score = Score.objects.get(pk=response.json()["id"])
-    assert score.status == Score.Status.DONE, score.job.message
-    return {"release": release, "extraction": score}
 
 
 def start(mcq, researcher, raters, **settings):
