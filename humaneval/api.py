@@ -26,7 +26,19 @@ class StudySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Study
-        fields = ["number", "title", "mode", "release", "models", "per_task", "ratings_per_item", "seed", "status", "created_at"]
+        fields = [
+            "number",
+            "title",
+            "mode",
+            "release",
+            "models",
+            "per_task",
+            "ratings_per_item",
+            "seed",
+            "status",
+            "cited_on_card",
+            "created_at",
+        ]
         read_only_fields = fields
 
     def get_models(self, study) -> list[str]:
@@ -245,6 +257,26 @@ class RatingsFile(APIView):
 
 RatingsFile = accepts_uploads("data_file")(RatingsFile)
 
+
+class CardCitationSerializer(serializers.Serializer):
+    cited = serializers.BooleanField(help_text="true: the release's card page cites this closed study; false: no longer")
+
+
+class CardCitation(APIView):
+    """Cite a closed study on its release's card page, or stop (researchers)."""
+
+    permission_classes = [role_permission(RESEARCHER)]
+
+    @extend_schema(request=CardCitationSerializer, responses={200: StudySerializer})
+    def put(self, request, slug, number):
+        benchmark = get_benchmark_for(request.user, slug)
+        study = selectors.get_study_for(request.user, benchmark, number)
+        serializer = CardCitationSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        services.cite_on_card(study, user=request.user, cite=serializer.validated_data["cited"])
+        return Response(StudySerializer(study).data)
+
+
 urlpatterns = [
     path("benchmarks/<slug:slug>/human-eval/studies/", StudyList.as_view(), name="api-studies"),
     path("benchmarks/<slug:slug>/human-eval/estimate/", StudyEstimate.as_view(), name="api-study-estimate"),
@@ -252,4 +284,5 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/human-eval/studies/<id:number>/queue/", Queue.as_view(), name="api-study-queue"),
     path("benchmarks/<slug:slug>/human-eval/studies/<id:number>/ratings/<id:pk>/", RatingSave.as_view(), name="api-rating"),
     path("benchmarks/<slug:slug>/human-eval/studies/<id:number>/ratings/", RatingsFile.as_view(), name="api-study-ratings"),
+    path("benchmarks/<slug:slug>/human-eval/studies/<id:number>/card/", CardCitation.as_view(), name="api-study-card"),
 ]

@@ -144,7 +144,7 @@ def test_extraction_ratings_export_and_import_all_or_nothing(mcq, researcher, ra
 
 
 def test_a_closed_study_can_be_cited_on_the_release_card_page_and_the_bundle_readme_stays_as_frozen(
-    mcq, researcher, raters, client_for
+    mcq, researcher, raters, client_for, api_for
 ):
     from exports import card
 
@@ -165,5 +165,7 @@ def test_a_closed_study_can_be_cited_on_the_release_card_page_and_the_bundle_rea
     assert f"8 ratings of 4 answers by 2 raters; {selectors.headline(study, figures)}" in page
     assert "rule reader 100.0%, LLM extractor —" in page
     assert card.dataset_card(mcq["release"], "public") == readme  # the bundle's README is not touched
-    client.post(url, {"cite": "0"})
+    api = f"/api/v1/benchmarks/demo/human-eval/studies/{study.number}/card/"
+    assert api_for(raters[0]).put(api, {"cited": False}, format="json").status_code == 403
+    assert api_for(researcher).put(api, {"cited": False}, format="json").json()["cited_on_card"] is False
     assert "Validated by people" not in client.get("/b/demo/releases/1.0.0/card/").content.decode()
