@@ -10,7 +10,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench setup migrate demo worker clean screenshots
+.PHONY: run test lint bench setup migrate demo worker clean screenshots messages
 
 # The harness is its own distribution (harness/pyproject.toml), installed first so the platform's
 # dependency on it is met from the repo. The wheelhouse holds the wheels of the harness's openai extra,
@@ -26,7 +26,12 @@ $(STAMP): pyproject.toml harness/pyproject.toml
 	  $$($(BIN)/python -c 'import tomllib; print(*tomllib.load(open("harness/pyproject.toml", "rb"))["project"]["optional-dependencies"]["openai"])')
 	touch $(STAMP)
 
-setup: $(STAMP)
+# The interface's translation catalogs, compiled beside their .po files (benchforge/catalogs.py).
+CATALOGS := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
+%.mo: %.po $(STAMP)
+	$(BIN)/python -m benchforge.catalogs compile
+
+setup: $(STAMP) $(CATALOGS)
 
 migrate: setup
 	$(BIN)/python manage.py migrate --noinput
@@ -70,6 +75,10 @@ screenshots: setup
 # A worker for the scaled runtime: needs CELERY_BROKER_URL (and DATABASE_URL shared with the web).
 worker: setup
 	$(BIN)/celery -A benchforge worker --loglevel=INFO
+
+# After changing interface text: bring the Chinese catalog up to date, then translate what is new.
+messages: setup
+	$(BIN)/python manage.py makemessages -l zh_Hans $$($(BIN)/python -c 'from benchforge.catalogs import MAKEMESSAGES_OPTIONS as o; print(*o)')
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache

@@ -101,7 +101,7 @@ def field_as_text(field: str, value, task_names: dict[int, str]) -> str:
     if field == "question_type":
         return Item.QuestionType(value).label if value in Item.QuestionType.values else str(value)
     if field == "status":
-        return STATUS_LABELS.get(value, str(value))
+        return str(STATUS_LABELS.get(value, value))
     if field == "incoherent":
         return "yes" if value else "no"
     if field == "history":

@@ -103,7 +103,7 @@ class Item(models.Model):
 
     @property
     def status_label(self) -> str:
-        return STATUS_LABELS.get(self.status, self.status)
+        return str(STATUS_LABELS.get(self.status, self.status))
 
 
 class ItemImage(models.Model):

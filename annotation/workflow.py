@@ -1,6 +1,8 @@
 """The one transition table of an Item's life (docs/architecture.md). Services call `check_transition`
 before changing a status; an illegal move raises IllegalTransition (a 409 with a message)."""
 
+from django.utils.translation import gettext_lazy as _
+
 from benchforge.errors import IllegalTransition
 
 DRAFT = "draft"
@@ -15,16 +17,16 @@ RELEASED = "released"
 REJECTED = "rejected"
 
 STATUS_CHOICES = [
-    (DRAFT, "Draft"),
-    (ANSWERED, "Answered"),
-    (IN_REVIEW, "In review"),
-    (REVISION, "Needs revision"),
-    (ACCEPTED, "Accepted"),
-    (REWRITTEN, "Rewritten"),
-    (QC_PASSED, "QC passed"),
-    (QC_FLAGGED, "QC flagged"),
-    (RELEASED, "Released"),
-    (REJECTED, "Rejected"),
+    (DRAFT, _("Draft")),
+    (ANSWERED, _("Answered")),
+    (IN_REVIEW, _("In review")),
+    (REVISION, _("Needs revision")),
+    (ACCEPTED, _("Accepted")),
+    (REWRITTEN, _("Rewritten")),
+    (QC_PASSED, _("QC passed")),
+    (QC_FLAGGED, _("QC flagged")),
+    (RELEASED, _("Released")),
+    (REJECTED, _("Rejected")),
 ]
 STATUS_LABELS = dict(STATUS_CHOICES)
 # Annotators and reviewers edit work in progress only; researchers may also correct items
@@ -51,7 +53,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 
 def check_transition(current: str, target: str) -> None:
     if target not in TRANSITIONS.get(current, frozenset()):
-        allowed = sorted(STATUS_LABELS[s] for s in TRANSITIONS.get(current, ()))
+        allowed = sorted(str(STATUS_LABELS[s]) for s in TRANSITIONS.get(current, ()))
         hint = f" From '{STATUS_LABELS.get(current, current)}' it can go to: {', '.join(allowed)}." if allowed else ""
         raise IllegalTransition(
             f"An item cannot move from '{STATUS_LABELS.get(current, current)}' to '{STATUS_LABELS.get(target, target)}'.{hint}"

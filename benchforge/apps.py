@@ -37,5 +37,10 @@ class BenchforgeConfig(AppConfig):
 
         # Before any URLconf is imported: app routes use <id:...>.
         register_converter(IdConverter, "id")
+        from django.contrib.auth.signals import user_logged_in
+
+        from .i18n import remember_on_login
+
+        user_logged_in.connect(remember_on_login, dispatch_uid="benchforge.i18n.remember_on_login")
         if starting_a_server(sys.argv, os.environ):
             warn_about_dev_key()

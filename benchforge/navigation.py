@@ -16,6 +16,7 @@ from functools import cache
 from django.db.models import IntegerField, Subquery
 from django.urls import reverse
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext_lazy as _
 
 from .roles import ANNOTATOR, RESEARCHER, REVIEWER, has_role, user_role
 
@@ -72,80 +73,80 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage(
         "collect",
-        "Collect",
+        _("Collect"),
         links=(
-            Link("Images", "image-grid"),
-            Link("Upload", "image-upload"),
-            Link("Near duplicates", "near-duplicates"),
-            Link("Contamination", "contamination"),
-            Link("Taxonomy", "taxonomy"),
-            Link("Known sets", "known-sets", role=RESEARCHER, global_page=True, from_benchmark="from"),
+            Link(_("Images"), "image-grid"),
+            Link(_("Upload"), "image-upload"),
+            Link(_("Near duplicates"), "near-duplicates"),
+            Link(_("Contamination"), "contamination"),
+            Link(_("Taxonomy"), "taxonomy"),
+            Link(_("Known sets"), "known-sets", role=RESEARCHER, global_page=True, from_benchmark="from"),
         ),
         waiting="curation.selectors.images_to_screen",
-        waiting_text=("%(n)s image waits for screening", "%(n)s images wait for screening"),
+        waiting_text=(_("%(n)s image waits for screening"), _("%(n)s images wait for screening")),
         pages=("image-", "near-duplicate", "contamination", "taxonomy", "task-edit", "preset-load", "known-set"),
     ),
     Stage(
         "author",
-        "Author",
+        _("Author"),
         links=(
-            Link("Items", "item-list"),
-            Link("My queue", "queue"),
-            Link("New item", "item-new"),
-            Link("Assign", "assign", role=RESEARCHER),
-            Link("Import", "item-import", role=RESEARCHER),
+            Link(_("Items"), "item-list"),
+            Link(_("My queue"), "queue"),
+            Link(_("New item"), "item-new"),
+            Link(_("Assign"), "assign", role=RESEARCHER),
+            Link(_("Import"), "item-import", role=RESEARCHER),
         ),
         waiting="annotation.selectors.open_assignments",
-        waiting_text=("%(n)s assignment waits in your queue", "%(n)s assignments wait in your queue"),
+        waiting_text=(_("%(n)s assignment waits in your queue"), _("%(n)s assignments wait in your queue")),
         start={ANNOTATOR: "queue"},  # an annotator's work starts from their queue
         pages=("item-", "queue", "assign"),
     ),
     Stage(
         "review",
-        "Review",
+        _("Review"),
         role=REVIEWER,
-        links=(Link("My reviews", "review-queue"), Link("Rounds", "review-home")),
+        links=(Link(_("My reviews"), "review-queue"), Link(_("Rounds"), "review-home")),
         waiting="review.selectors.waiting_for",
-        waiting_text=("%(n)s review or item waits for you", "%(n)s reviews or items wait for you"),
+        waiting_text=(_("%(n)s review or item waits for you"), _("%(n)s reviews or items wait for you")),
         start={RESEARCHER: "review-home"},
         pages=("review-",),
     ),
     Stage(
         "rewrite",
-        "Rewrite",
+        _("Rewrite"),
         role=REVIEWER,
         links=(
-            Link("Batches", "rewrite-home"),
-            Link("Verify", "rewrite-next"),
-            Link("Prompt templates", "rewrite-templates"),
+            Link(_("Batches"), "rewrite-home"),
+            Link(_("Verify"), "rewrite-next"),
+            Link(_("Prompt templates"), "rewrite-templates"),
         ),
         waiting="rewrite.selectors.waiting_for",
-        waiting_text=("%(n)s seed has rewrites to verify", "%(n)s seeds have rewrites to verify"),
+        waiting_text=(_("%(n)s seed has rewrites to verify"), _("%(n)s seeds have rewrites to verify")),
         pages=("rewrite-",),
     ),
     Stage(
         "qc",
-        "QC",
+        _("QC"),
         role=RESEARCHER,
-        links=(Link("Runs", "qc-home"), Link("Import a benchmark", "qc-import", global_page=True)),
+        links=(Link(_("Runs"), "qc-home"), Link(_("Import a benchmark"), "qc-import", global_page=True)),
         waiting="qc.selectors.waiting_for",
-        waiting_text=("%(n)s flagged item waits for a decision", "%(n)s flagged items wait for a decision"),
+        waiting_text=(_("%(n)s flagged item waits for a decision"), _("%(n)s flagged items wait for a decision")),
         pages=("qc-",),
     ),
     Stage(
         "release",
-        "Release",
-        links=(Link("Releases", "release-list"),),
+        _("Release"),
+        links=(Link(_("Releases"), "release-list"),),
         waiting="exports.selectors.waiting_for",
-        waiting_text=("%(n)s item is ready for a release", "%(n)s items are ready for a release"),
+        waiting_text=(_("%(n)s item is ready for a release"), _("%(n)s items are ready for a release")),
         pages=("release-",),
     ),
     Stage(
         "humaneval",
-        "Human evaluation",
-        links=(Link("Studies", "humaneval-home"), Link("Plan a study", "humaneval-plan", role=RESEARCHER)),
+        _("Human evaluation"),
+        links=(Link(_("Studies"), "humaneval-home"), Link(_("Plan a study"), "humaneval-plan", role=RESEARCHER)),
         waiting="humaneval.selectors.waiting_for",
-        waiting_text=("%(n)s answer waits for your rating", "%(n)s answers wait for your rating"),
+        waiting_text=(_("%(n)s answer waits for your rating"), _("%(n)s answers wait for your rating")),
         pages=("humaneval-",),
     ),
 )
@@ -155,17 +156,17 @@ FIRST_STAGE = {ANNOTATOR: "author", REVIEWER: "review"}
 
 # Pages of the benchmark that belong to no stage, after the stages.
 BENCHMARK_TOOLS: tuple[Link, ...] = (
-    Link("Jobs", "job-list", global_page=True, from_benchmark="benchmark"),
-    Link("Label Studio", "labelstudio", role=RESEARCHER),
-    Link("Settings", "benchmark-settings", role=RESEARCHER),
+    Link(_("Jobs"), "job-list", global_page=True, from_benchmark="benchmark"),
+    Link(_("Label Studio"), "labelstudio", role=RESEARCHER),
+    Link(_("Settings"), "benchmark-settings", role=RESEARCHER),
 )
 
 # The places outside any benchmark, in the top bar.
 GLOBAL_PLACES: tuple[Link, ...] = (
-    Link("Benchmarks", "home", global_page=True),
-    Link("All jobs", "job-list", global_page=True),
-    Link("API docs", "api-docs", global_page=True),
-    Link("Locked logins", "lockouts", role=RESEARCHER, global_page=True),
+    Link(_("Benchmarks"), "home", global_page=True),
+    Link(_("All jobs"), "job-list", global_page=True),
+    Link(_("API docs"), "api-docs", global_page=True),
+    Link(_("Locked logins"), "lockouts", role=RESEARCHER, global_page=True),
 )
 
 

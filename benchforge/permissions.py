@@ -16,7 +16,7 @@ A *refusal* is the reason a person is refused (a sentence naming what would be n
 from django.db.models import Q
 
 from .errors import NotAllowed
-from .roles import ANNOTATOR, RESEARCHER, REVIEWER, has_role, user_role
+from .roles import ANNOTATOR, RESEARCHER, REVIEWER, ROLE_LABELS, has_role, user_role
 
 
 def is_researcher(user) -> bool:
@@ -134,4 +134,9 @@ def context(request) -> dict:
     """Template context processor: the user's role and what it allows, for menus and buttons."""
     user = getattr(request, "user", None)
     role = user_role(user) if user is not None else None
-    return {"user_role": role, "is_researcher": role == RESEARCHER, "is_reviewer": role in (REVIEWER, RESEARCHER)}
+    return {
+        "user_role": role,
+        "user_role_label": ROLE_LABELS.get(role, role),
+        "is_researcher": role == RESEARCHER,
+        "is_reviewer": role in (REVIEWER, RESEARCHER),
+    }

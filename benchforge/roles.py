@@ -12,6 +12,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.db import connection
+from django.utils.translation import gettext_lazy as _
 from rest_framework.permissions import BasePermission
 
 ANNOTATOR = "annotator"
@@ -19,6 +20,8 @@ REVIEWER = "reviewer"
 RESEARCHER = "researcher"
 ROLES = (ANNOTATOR, REVIEWER, RESEARCHER)
 _RANK = {ANNOTATOR: 1, REVIEWER: 2, RESEARCHER: 3}
+# How a role is shown to people (the name above is what code and the API use).
+ROLE_LABELS = {ANNOTATOR: _("annotator"), REVIEWER: _("reviewer"), RESEARCHER: _("researcher"), None: _("no role")}
 
 
 def user_role(user) -> str | None:

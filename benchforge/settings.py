@@ -70,10 +70,12 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "benchforge.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",  # the browser's language (Accept-Language)
     "django.middleware.common.CommonMiddleware",
     "benchforge.inputs.RequestGuardMiddleware",  # before CSRF, the first to read a form body
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "benchforge.i18n.AccountLanguageMiddleware",  # the language kept on the account, when chosen
     "benchforge.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -177,7 +179,10 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The interface's languages; catalogs in locale/, compiled at install (`make setup`).
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -298,6 +303,8 @@ SPECTACULAR_SETTINGS = {
         "RoundRuleEnum": "review.models.ReviewRound.Rule",
         "VerdictEnum": "review.models.Review.Verdict",
         "ItemStatusEnum": "annotation.workflow.STATUS_CHOICES",
+        "BenchmarkLanguageEnum": "curation.models.BENCHMARK_LANGUAGES",
+        "RewriteTemplateLanguageEnum": "rewrite.models.PromptTemplate.Language",
         "ReleaseStatusEnum": "exports.models.Release.Status",
         "ScoreStatusEnum": "exports.models.Score.Status",
         "ScoreMethodEnum": "exports.models.Score.Method",

@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from . import apidocs, views
+from . import apidocs, i18n, views
 
 handler400 = views.bad_request
 handler403 = views.permission_denied
@@ -30,6 +30,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", views.PasswordChange.as_view(), name="password-change"),
     path("accounts/lockouts/", views.lockouts, name="lockouts"),
+    path("accounts/language/", i18n.set_language, name="set-language"),
     path("admin/", admin.site.urls),
     path("", include("dashboard.urls")),
     path("", include("jobs.urls")),

@@ -10,6 +10,7 @@ from django.template import loader
 from django.templatetags.static import static
 from django.urls import reverse_lazy
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from . import navigation
 from .auth import active_lockouts, lift_lockout, revoke_tokens
@@ -61,7 +62,7 @@ def lockouts(request):
 
 # ---- error pages: JSON under /api/, a page with navigation and the reason elsewhere ---------------
 
-ERROR_TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found"}
+ERROR_TITLES = {400: _("Bad request"), 403: _("Not allowed"), 404: _("Not found")}
 
 
 def _benchmark_of(request):
@@ -80,7 +81,7 @@ def _benchmark_of(request):
 def _error(request, status: int, reason: str):
     if request.path_info.startswith("/api/"):
         return JsonResponse(
-            {"detail": reason, "code": {400: "bad_request", 403: "forbidden", 404: "not_found"}[status]}, status=status
+            {"detail": str(reason), "code": {400: "bad_request", 403: "forbidden", 404: "not_found"}[status]}, status=status
         )
     context = {"status": status, "title": ERROR_TITLES[status], "reason": reason}
     if status in (403, 404):
@@ -91,15 +92,15 @@ def _error(request, status: int, reason: str):
 
 
 def bad_request(request, exception=None):
-    return _error(request, 400, "The request could not be understood (malformed or too large). Go back and try again.")
+    return _error(request, 400, _("The request could not be understood (malformed or too large). Go back and try again."))
 
 
 def permission_denied(request, exception=None):
-    reason = str(exception) if exception and str(exception) else "Your account does not have access to this page."
+    reason = str(exception) if exception and str(exception) else _("Your account does not have access to this page.")
     return _error(request, 403, reason)
 
 
-NOT_FOUND = "There is nothing at this address, or it belongs to a benchmark you are not a member of."
+NOT_FOUND = _("There is nothing at this address, or it belongs to a benchmark you are not a member of.")
 
 
 def page_not_found(request, exception=None):
@@ -114,8 +115,11 @@ def server_error(request):
     if request.path_info.startswith("/api/"):
         return JsonResponse(
             {
-                "detail": "Server error: the request could not be finished. Try again; if it persists, "
-                "report the time of the request.",
+                "detail": str(
+                    _(
+                        "Server error: the request could not be finished. Try again; if it persists, report the time of the request."
+                    )
+                ),
                 "code": "server_error",
             },
             status=500,

@@ -51,6 +51,7 @@ class BenchmarkList(generics.ListCreateAPIView):
             description=data.get("description", ""),
             user=request.user,
             preset=data.get("preset", ""),
+            language=data.get("language", ""),
         )
         return Response(self.get_serializer(benchmark).data, status=status.HTTP_201_CREATED)
 

@@ -11,6 +11,12 @@ class BenchmarkCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
     slug = forms.SlugField(max_length=80, required=False, help_text="Short id used in URLs; made from the name if empty.")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    language = forms.ChoiceField(
+        choices=Benchmark._meta.get_field("language").choices,
+        initial=Benchmark._meta.get_field("language").default,
+        required=False,  # left out: the default
+        help_text=Benchmark._meta.get_field("language").help_text,
+    )
     preset = forms.ChoiceField(
         choices=[("", "— empty taxonomy —")] + [(k, p.name) for k, p in PRESETS.items()],
         required=False,
@@ -61,7 +67,7 @@ class BenchmarkSettingsForm(forms.ModelForm):
 
     class Meta:
         model = Benchmark
-        fields = ["name", "description", "near_dup_threshold", "min_short_edge", "members"]
+        fields = ["name", "description", "language", "near_dup_threshold", "min_short_edge", "members"]
 
 
 class ImportForm(forms.Form):

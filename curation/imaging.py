@@ -83,7 +83,9 @@ class ImageAnalysis:
     extension: str
     animated: bool
     low_resolution: bool
-    thumbnail: bytes | None = None  # small JPEG when requested
+    # A small JPEG when requested; None as well when the file itself serves as its thumbnail
+    # (see _serves_as_thumbnail): then there is nothing smaller or plainer to make.
+    thumbnail: bytes | None = None
 
     @property
     def phash_hex(self) -> str:
@@ -269,6 +271,18 @@ class _Decoded:
     width: int  # full displayed size
     height: int
     animated: bool
+    plain: bool  # 8-bit RGB or grey, opaque, upright as stored: browsers show it as we would
+
+
+def _serves_as_thumbnail(decoded: "_Decoded", size: int) -> bool:
+    """Whether a file can be its own thumbnail: a plain still JPEG or PNG no larger than the
+    thumbnail. Writing a re-encoded copy of it would only cost a decode, an encode and a file."""
+    return (
+        decoded.plain
+        and not decoded.animated
+        and decoded.format in ("jpeg", "png")
+        and max(decoded.width, decoded.height) <= size
+    )
 
 
 def _draft_request(width: int, height: int, thumbnail_size: int | None) -> tuple[int, int]:
@@ -299,11 +313,13 @@ def _decode(data: bytes, limits: ImageLimits, thumbnail_size: int | None) -> _De
         # Grayscale output skips colour conversion when no colour thumbnail is needed.
         img.draft("L" if thumbnail_size is None else None, _draft_request(width, height, thumbnail_size))
     _load(img)
-    if img.getexif().get(_EXIF_ORIENTATION) in _SWAPS_AXES:
+    orientation = img.getexif().get(_EXIF_ORIENTATION)
+    if orientation in _SWAPS_AXES:
         width, height = height, width
+    plain = img.mode in ("RGB", "L") and "transparency" not in img.info and orientation in (None, 1)
     ImageOps.exif_transpose(img, in_place=True)
     picture = normalise_mode(img)
-    return _Decoded(picture, fmt, ext, width, height, animated)
+    return _Decoded(picture, fmt, ext, width, height, animated, plain)
 
 
 def perceptual_hashes(data: bytes, *, limits: ImageLimits = DEFAULT_LIMITS) -> tuple[int, int]:
@@ -322,9 +338,11 @@ def analyse_image(
     """Validate ``data`` as an image and compute every hash from one decode.
 
     Raises ImageRejected with a clear message for anything that is not a usable image.
-    ``thumbnail_size`` (longest side in px) also returns a small JPEG made from the same decode.
+    ``thumbnail_size`` (longest side in px) also returns a small JPEG made from the same decode,
+    unless the file can serve as its own thumbnail (_serves_as_thumbnail; thumbnail is None).
     """
     decoded = _decode(data, limits, thumbnail_size)
+    own = bool(thumbnail_size) and _serves_as_thumbnail(decoded, thumbnail_size)
     picture = decoded.picture
     gray = picture if picture.mode == "L" else picture.convert("L")
     return ImageAnalysis(
@@ -338,7 +356,7 @@ def analyse_image(
         extension=decoded.extension,
         animated=decoded.animated,
         low_resolution=min(decoded.width, decoded.height) < limits.min_short_edge,
-        thumbnail=make_thumbnail(picture, thumbnail_size) if thumbnail_size else None,
+        thumbnail=make_thumbnail(picture, thumbnail_size) if thumbnail_size and not own else None,
     )
 
 

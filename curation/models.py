@@ -5,6 +5,11 @@ from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from harness import DEFAULT_LANGUAGE, LANGUAGES
+
+# The languages a benchmark may be in: those the scoring harness has prompts in.
+BENCHMARK_LANGUAGES = list(LANGUAGES.items())
+
 
 class Benchmark(models.Model):
     """A benchmark under construction: its taxonomy, images, items and releases hang off it."""
@@ -13,6 +18,12 @@ class Benchmark(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     description = models.TextField(blank=True)
     preset = models.CharField(max_length=40, blank=True, help_text="Preset the taxonomy was loaded from, if any.")
+    language = models.CharField(
+        max_length=8,
+        choices=BENCHMARK_LANGUAGES,
+        default=DEFAULT_LANGUAGE,
+        help_text="The language of its questions: the scoring harness asks and judges in it.",
+    )
     is_external = models.BooleanField(default=False, help_text="Imported from an existing benchmark (e.g. an MMBench TSV).")
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="benchmarks")
     near_dup_threshold = models.PositiveSmallIntegerField(

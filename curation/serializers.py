@@ -42,6 +42,7 @@ class BenchmarkSerializer(serializers.ModelSerializer):
             "slug",
             "name",
             "description",
+            "language",
             "preset",
             "loaded_preset",
             "is_external",

@@ -74,7 +74,7 @@ def benchmark_create(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         benchmark = services.create_benchmark(
-            name=data["name"], slug=data["slug"], description=data["description"], user=request.user
+            name=data["name"], slug=data["slug"], description=data["description"], user=request.user, language=data["language"]
         )
         if data["preset"]:
             services.start_preset_load(benchmark, data["preset"], user=request.user)

@@ -18,7 +18,7 @@ from django.utils.text import slugify
 import harness
 from benchforge import permissions
 from benchforge.errors import DomainError
-from harness import PREDICTIONS_FORMAT, InputError, parse_item, read_predictions, scoring
+from harness import DEFAULT_LANGUAGE, PREDICTIONS_FORMAT, InputError, in_language, parse_item, read_predictions, scoring
 from harness import Release as HarnessRelease
 from harness.scoring import FINAL
 from jobs import services as jobs
@@ -39,11 +39,12 @@ def scoring_release(release: Release) -> HarnessRelease:
     """The release as its bundled harness loads it from the private bundle: the same items (parsed
     by the harness), the same taxonomy.json (so the same judge rules) and name."""
     rows = bundle_rows(release, "private")
+    language = release.language or DEFAULT_LANGUAGE
     return HarnessRelease(
         root=Path(release.top),
-        items=[parse_item(row, f"items.jsonl:{n}") for n, row in enumerate(rows, 1)],
+        items=in_language([parse_item(row, f"items.jsonl:{n}") for n, row in enumerate(rows, 1)], language),
         taxonomy=release.taxonomy,
-        manifest={"name": release.benchmark.slug, "version": release.version},
+        manifest={"name": release.benchmark.slug, "version": release.version, "language": language},
     )
 
 
@@ -87,24 +88,25 @@ def submit(
         raise DomainError("Name the model: its label is how the leaderboard shows it.")
     if method not in Score.Method.values:
         raise DomainError(f"Unknown scoring method {method!r}; choose among {', '.join(Score.Method.values)}.")
+    mode = scoring.MODES[method]
     if (predictions is None) == (not endpoint):
         raise DomainError("Either upload a predictions file or name an endpoint to ask, not both.")
-    if method == Score.Method.MCQ and predictions is not None:
+    if not mode.takes("answers") and predictions is not None:
         raise DomainError(
             "Multiple-choice items are scored under CircularEval, which asks the model each question with its "
             "options rotated: name the model's endpoint instead of uploading answers."
         )
-    if method in (Score.Method.POINTWISE, Score.Method.PAIRWISE) and not judge:
+    if mode.takes("judge") and not judge:
         raise DomainError("Name the judge endpoint for pointwise or pairwise scoring.")
-    if method == Score.Method.PAIRWISE:
+    if mode.takes("anchor"):
         if anchor is None or anchor.release_id != release.pk or not anchor.answers:
             raise DomainError("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
     scored = scoring_release(release)
     rows = scored.items
     open_ids = [item.id for item in rows if not item.is_mcq]
-    if method == Score.Method.MCQ and not any(item.is_mcq and item.answer for item in rows):
+    if not mode.takes("answers") and not any(item.is_mcq and item.answer for item in rows):
         raise DomainError(f"Release {release.version} has no multiple-choice item with an answer key.")
-    if method != Score.Method.MCQ and not open_ids:
+    if mode.takes("answers") and not open_ids:
         raise DomainError(f"Release {release.version} has no open question to judge.")
     answers = parse_predictions(predictions, scored, label=label) if predictions is not None else {}
     names = [n for n in (endpoint, judge) if n]
@@ -133,7 +135,7 @@ def submit(
             scored_with=scored_with,
             created_by=user,
         )
-        calls = len(open_ids) if endpoint and method != Score.Method.MCQ else 0
+        calls = len(open_ids) if endpoint and mode.takes("answers") else 0
         calls += {Score.Method.POINTWISE: len(open_ids), Score.Method.PAIRWISE: 2 * len(open_ids)}.get(method, 0)
         job = jobs.create_job(
             SCORE_JOB, user=user, benchmark=release.benchmark, total=calls or len(rows), params={"score": score.pk}
@@ -193,49 +195,35 @@ def run_score(run) -> dict:
         with default_storage.open(images[name], "rb") as handle:
             return handle.read()
 
+    mode = scoring.MODES[score.method]
     client = get_client(payer=(run.job.pk, run.job.runs))
     try:
-        if score.method == Score.Method.MCQ:
-            # The judge endpoint of an MCQ score is its choice extractor: replies the rules cannot read.
-            result = scoring.circular_eval(
-                client,
-                rows,
-                [score.endpoint],
-                sink=JobSink(run, "mcq"),
-                extractor=score.judge or None,
-                image_loader=load_image,
-                workers=1,
+        answers = score.answers
+        if mode.takes("answers") and score.source == Score.Source.INFER and not answers:
+            run.say(f"Asking {score.endpoint} the open questions…")
+            answers, _stats = scoring.answer_questions(
+                client, score.endpoint, rows, sink=JobSink(run, "answer"), image_loader=load_image
             )
-            summary = scoring.summarize_circular(result)
-            summary.pop("item_rows", None)
-            results = summary["models"][score.endpoint]
-        else:
-            answers = score.answers
-            if score.source == Score.Source.INFER and not answers:
-                run.say(f"Asking {score.endpoint} the open questions…")
-                answers, _stats = scoring.answer_questions(
-                    client, score.endpoint, rows, sink=JobSink(run, "answer"), image_loader=load_image
-                )
-                Score.objects.filter(pk=score.pk).update(answers=answers)
+            Score.objects.filter(pk=score.pk).update(answers=answers)
+        if mode.takes("judge"):
             run.say(f"Judging with {score.judge}…")
-            if score.method == Score.Method.POINTWISE:
-                scored = scoring.pointwise_judge(
-                    client, score.judge, rows, {score.label: answers}, sink=JobSink(run, "judge"), rules=rules
-                )
-            else:
-                scored = scoring.pairwise_judge(
-                    client,
-                    score.judge,
-                    rows,
-                    score.anchor.label,
-                    score.anchor.answers,
-                    {score.label: answers},
-                    sink=JobSink(run, "judge"),
-                    image_loader=load_image,
-                )
-            results = scored.results["models"][score.label]
-            if "elo" in scored.results:
-                results["elo"] = scored.results["elo"]
+        settings = {
+            "models": [score.endpoint],
+            "judge": score.judge,
+            # an MCQ score's judge endpoint is its choice extractor: it reads the replies the rules cannot
+            "extractor": score.judge or None,
+            "answers": {score.label: answers},
+            "anchor": score.anchor.label if score.anchor else None,
+            "anchor_answers": score.anchor.answers if score.anchor else None,
+            "rules": rules,
+            "image_loader": load_image,
+        }
+        scored = mode.run(
+            client, rows, sink=JobSink(run, "judge" if mode.takes("judge") else mode.name), **mode.accepts(settings)
+        )
+        (results,) = scored.results["models"].values()
+        if "elo" in scored.results:
+            results["elo"] = scored.results["elo"]
     except Exception:
         Score.objects.filter(pk=score.pk).update(status=Score.Status.FAILED)
         raise
@@ -334,25 +322,10 @@ def reproduce_commands(score: Score) -> list[str]:
 
 
 def headline(method: str, results: dict) -> str:
-    """The leaderboard's one number, as text."""
-    if not results:
-        return "—"
-    if method == Score.Method.MCQ:
-        return _percent(results.get("circular"))
-    if method == Score.Method.PAIRWISE:
-        return f"win {_percent(results.get('win_rate'))}"
-    mean = results.get("mean")
-    return "—" if mean is None else f"{mean:.2f} / 10"
+    """The leaderboard's one number, as text (the scoring mode's headline)."""
+    return scoring.MODES[method].headline_text(results)
 
 
 def per_group(method: str, results: dict) -> list[tuple[str, float | None, int]]:
     """(task or category, value on a 0-1 scale, n) rows for the table and the chart."""
-    if method == Score.Method.MCQ:
-        return [(name, g.get("circular"), g.get("n", 0)) for name, g in results.get("by_task", {}).items()]
-    if method == Score.Method.PAIRWISE:
-        return [(name, g.get("win_rate"), g.get("total", 0)) for name, g in results.get("by_category", {}).items()]
-    return [(name, g["mean"] / 10, g["n"]) for name, g in results.get("by_task", {}).items()]
-
-
-def _percent(value) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
+    return scoring.MODES[method].per_group(results)

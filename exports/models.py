@@ -13,6 +13,7 @@ from django.db import models, transaction
 
 from annotation.withholding import PARTS, default_private
 from benchforge.errors import DomainError
+from harness import scoring
 
 SEMVER = RegexValidator(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$", "Use a semantic version: MAJOR.MINOR.PATCH, e.g. 1.0.0.")
 # What a public bundle may withhold (name: words); annotation.withholding is the one home.
@@ -127,6 +128,7 @@ class Release(models.Model):
     # Filled by the build: the snapshot's time (the manifest's created_at), taxonomy, numbers.
     built_at = models.DateTimeField(null=True, blank=True)
     taxonomy = models.JSONField(default=dict, blank=True)
+    language = models.CharField(max_length=8, blank=True, help_text="the benchmark's language when the release was built")
     counts = models.JSONField(default=dict, blank=True)
     construction = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -242,10 +244,10 @@ class Score(models.Model):
     """One model's result on a frozen release (its leaderboard): scored by the harness's library
     as a job, with the settings that produced it, so the number can be traced and reproduced."""
 
-    class Method(models.TextChoices):
-        POINTWISE = "pointwise", "Pointwise judge (1-10) with alignment"
-        PAIRWISE = "pairwise", "Pairwise judge against an anchor"
-        MCQ = "mcq", "Multiple choice under CircularEval"
+    # The harness's scoring modes a leaderboard offers (harness.scoring.MODES), in its order.
+    Method = models.TextChoices(
+        "Method", [(mode.name.upper(), (mode.name, mode.title)) for mode in scoring.MODES.values() if mode.leaderboard]
+    )
 
     class Source(models.TextChoices):
         UPLOAD = "upload", "Uploaded predictions"

@@ -40,7 +40,7 @@ from benchforge import permissions
 from benchforge.concurrency import create_unique, lock
 from benchforge.errors import AlreadyExists, Conflict, DomainError
 from benchforge.inputs import is_digits
-from harness import SCHEMA_VERSION, distribution, sha256_file, write_manifest, write_tar_gz, write_zip
+from harness import DEFAULT_LANGUAGE, SCHEMA_VERSION, distribution, sha256_file, write_manifest, write_tar_gz, write_zip
 from jobs import services as jobs
 from jobs.models import Job
 
@@ -401,6 +401,7 @@ def snapshot(release: Release) -> dict:
     Release.objects.filter(pk=release.pk).update(
         built_at=timezone.now().replace(microsecond=0),
         taxonomy=taxonomy_of(release.benchmark),
+        language=release.benchmark.language,
         counts=totals,
         construction=provenance.construction(release.benchmark, units),
     )
@@ -494,6 +495,8 @@ def write_bundle(release: Release, variant: str, folder: Path) -> None:
         created_at=release.created_at.replace(microsecond=0).isoformat(),
         schema_version=SCHEMA_VERSION,
         harness_version=harness.__version__,
+        # the harness asks and judges every item that does not name its own language in this one
+        language=release.language or DEFAULT_LANGUAGE,
         counts=release.counts,
         withheld=[] if variant == "private" else release.private,
         source_release=release.source.version if release.source_id else None,

@@ -7,7 +7,8 @@ script). Provider SDKs (openai; zai-sdk or zhipuai for GLM) are imported when a 
 The public API, what the CLI and the benchforge platform use (harness/README.md, "As a library"):
 
     harness            the names in __all__ below, each imported on first use
-    harness.scoring    the scoring functions (CircularEval, the four judges, answering), the sink
+    harness.scoring    the registry of scoring modes (MODES: CircularEval, the judges, the quality
+                       filters, agreement), their one result shape (Scores), answering, the sink
                        protocol and the vocabulary of their results
     harness.llm        endpoints, the chat client, its cache and limiter protocols, token
                        estimates and cost
@@ -31,10 +32,7 @@ __version__ = "0.2.0"
 _EXPORTS = {
     # the release reader
     "Release": "harness.release",
-    "Item": "harness.release",
-    "Predictions": "harness.release",
     "load_release": "harness.release",
-    "load_items": "harness.release",
     "load_predictions": "harness.release",
     "CHOICE_LETTERS": "harness.release",
     "SCHEMA_VERSION": "harness.release",
@@ -43,10 +41,11 @@ _EXPORTS = {
     "PREDICTIONS_FORMAT": "harness.release",
     "read_predictions": "harness.release",
     "parse_item": "harness.release",
+    # the task rules a judge reads (the human-evaluation stage shows raters the same text)
     "judge_rules": "harness.release",
+    "in_language": "harness.release",
     # the release writer: manifest, verification, reproducible archives
     "write_manifest": "harness.bundle",
-    "read_manifest": "harness.bundle",
     "verify_bundle": "harness.bundle:verify",
     "sha256_file": "harness.bundle",
     "write_tar_gz": "harness.bundle",
@@ -54,22 +53,17 @@ _EXPORTS = {
     "ZIP_TIME": "harness.bundle",
     # judge prompts (built in, or a folder of edited copies)
     "Prompts": "harness.prompts",
+    # the languages a release, an item and the prompts may be in (en, zh) and the default
+    "LANGUAGES": "harness.prompts",
+    "DEFAULT_LANGUAGE": "harness.prompts",
     # the client
     "LLMClient": "harness.llm",
-    "Endpoint": "harness.llm",
     "load_endpoints": "harness.llm",
     "ResponseCache": "harness.llm",
-    "ConfigError": "harness.llm",
-    "LLMError": "harness.llm",
-    # scoring: one path for the CLI and the platform
-    "circular_eval": "harness.scoring",
+    # scoring (the README's example; every mode is in harness.scoring.MODES)
     "pointwise_judge": "harness.scoring",
-    "pairwise_judge": "harness.scoring",
-    "touchstone_judge": "harness.scoring",
-    "hallucination_judge": "harness.scoring",
-    "answer_questions": "harness.scoring",
-    "MemorySink": "harness.scoring",
-    "SampleLog": "harness.scoring",
+    "MemorySink": "harness.calls",
+    "SampleLog": "harness.calls",
     # the subpackages themselves (from harness import scoring)
     "scoring": "harness.scoring:",
     "llm": "harness.llm:",

@@ -23,6 +23,9 @@ items.jsonl: one JSON object per line, one line per question (a seed or an appro
     choices           object letter -> text | null multiple-choice options, letters A, B, C... in order
     answer            string | null                correct letter of a multiple-choice item
     split             string | null                dev | test
+    language          string | null                en | zh: the language of the question and of the
+                                                   prompts that ask and judge it; null: the
+                                                   release's ("language" in manifest.json, else en)
     meta              object                       anything else the exporter wants to keep
 
 taxonomy.json (optional): {"categories": [...], "tasks": [{"name", "category", "subcategory",
@@ -37,11 +40,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.io import InputError, iter_jsonl_numbered
+from harness.prompts import DEFAULT_LANGUAGE, LANGUAGES
 from harness.tabular import loads_bounded
 
 SCHEMA_VERSION = 1
@@ -60,6 +64,7 @@ _STRING_FIELDS = (
     "hint",
     "answer",
     "split",
+    "language",
 )
 _KNOWN_FIELDS = {"id", "question", "history", "images", "criteria", "choices", "meta", *_STRING_FIELDS}
 
@@ -82,6 +87,7 @@ class Item:
     choices: dict[str, str] | None = None
     answer: str | None = None
     split: str | None = None
+    language: str | None = None
     meta: dict = field(default_factory=dict)
 
     @property
@@ -100,6 +106,15 @@ class Release:
     items: list[Item]
     taxonomy: dict
     manifest: dict
+
+    @property
+    def language(self) -> str:
+        return self.manifest.get("language") or DEFAULT_LANGUAGE
+
+    @property
+    def languages(self) -> list[str]:
+        """The languages its items are in (each item's own, else the release's), sorted."""
+        return sorted({item.language or self.language for item in self.items})
 
     @property
     def name(self) -> str:
@@ -131,6 +146,11 @@ class Release:
         return judge_rules(self.taxonomy, {item.task for item in self.items})
 
 
+def in_language(items: Iterable[Item], language: str) -> list[Item]:
+    """The items, those that do not name their own language put in `language` (the release's)."""
+    return [item if item.language else replace(item, language=language) for item in items]
+
+
 def judge_rules(taxonomy: dict, tasks: Iterable[str | None]) -> dict[str, str]:
     """{task: its judge_rule in `taxonomy` (taxonomy.json)} for those of `tasks` that have one."""
     wanted = {task for task in tasks if task}
@@ -155,6 +175,8 @@ def parse_item(row: dict[str, Any], where: str) -> Item:
         if value is not None and not isinstance(value, str):
             raise InputError(f"{where}: '{name}' must be a string or null, got {type(value).__name__}")
         values[name] = value or None
+    if values["language"] is not None and values["language"] not in LANGUAGES:
+        raise InputError(f"{where}: language {values['language']!r} is not one of {', '.join(LANGUAGES)}")
     if values["question_type"] is not None and values["question_type"] not in QUESTION_TYPES:
         raise InputError(f"{where}: question_type {values['question_type']!r} is not one of {', '.join(QUESTION_TYPES)}")
     values["history"] = tuple(_parse_history(row.get("history") or [], where))
@@ -220,11 +242,15 @@ def load_release(root: str | os.PathLike) -> Release:
     items_path = root / "items.jsonl"
     if not items_path.exists():
         raise InputError(f"{items_path}: file not found (is {root} a release folder?)")
+    manifest = _optional_json(root / "manifest.json")
+    language = manifest.get("language") or DEFAULT_LANGUAGE
+    if language not in LANGUAGES:
+        raise InputError(f"{root / 'manifest.json'}: language {language!r} is not one of {', '.join(LANGUAGES)}")
     return Release(
         root=root,
-        items=load_items(items_path),
+        items=in_language(load_items(items_path), language),
         taxonomy=_optional_json(root / "taxonomy.json"),
-        manifest=_optional_json(root / "manifest.json"),
+        manifest=manifest,
     )
 
 

@@ -21,6 +21,7 @@ from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
 
 from . import registry
@@ -134,7 +135,7 @@ class JobRun:
             fresh = [
                 JobEntry(job_id=self.job.pk, key=k, outcome=o, message=m, data=d) for k, o, m, d in rows if k not in existing
             ]
-            JobEntry.objects.bulk_create(fresh)
+            bulk_insert(fresh)
             for key, outcome, message, data in rows:
                 if key in existing:
                     JobEntry.objects.filter(job_id=self.job.pk, key=key).update(outcome=outcome, message=message, data=data)

@@ -6,12 +6,15 @@ transition table (qc.services.decisions)."""
 from django.conf import settings
 from django.db import models
 
+from harness import scoring
+
 
 class QCRun(models.Model):
-    class Filter(models.TextChoices):
-        TEXT_ONLY = "text_only", "Text-only (answerable without the image)"
-        ALL_FAIL = "all_fail", "All-fail (no model solves it with the image)"
-        JUDGED_TEXT_ONLY = "judged_text_only", "Judged text-only (open items, scored by a judge)"
+    # The filters the harness's scoring modes decide (harness.scoring.MODES).
+    Filter = models.TextChoices(
+        "Filter",
+        [(name.upper(), (name, scoring.FILTER_TITLES[name])) for mode in scoring.MODES.values() for name in mode.filters],
+    )
 
     class Status(models.TextChoices):
         RUNNING = "running", "Running"

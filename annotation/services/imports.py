@@ -3,6 +3,7 @@
 from django.db import transaction
 
 from benchforge import permissions
+from benchforge.bulk import bulk_insert
 from benchforge.errors import NotAllowed
 from benchforge.roles import RESEARCHER, user_role
 from curation.models import Benchmark
@@ -46,22 +47,22 @@ def import_external_items(benchmark: Benchmark, specs: list[dict], *, user) -> t
         items.append(item)
         states.append({**state, "status": ACCEPTED})
     with transaction.atomic():
-        Item.objects.bulk_create(items)
-        ItemImage.objects.bulk_create(
+        bulk_insert(items, ids=True)
+        bulk_insert(
             [
                 ItemImage(item=item, image_id=image_id, order=n)
                 for item, state in zip(items, states)
                 for n, image_id in enumerate(state["images"])
             ]
         )
-        Criterion.objects.bulk_create(
+        bulk_insert(
             [
                 Criterion(item=item, order=n, kind=c["kind"], text=c["text"])
                 for item, state in zip(items, states)
                 for n, c in enumerate(state["criteria"], 1)
             ]
         )
-        ItemRevision.objects.bulk_create(
+        bulk_insert(
             [
                 ItemRevision(item=item, version=1, snapshot=state, action=ItemRevision.Action.IMPORTED, changed_by=user)
                 for item, state in zip(items, states)

@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 from django.db import transaction
 
+from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
 from harness.tabular import CSV, LINES, TSV, FileProblem, Record, TableReader, format_for
 
@@ -76,7 +77,7 @@ def flag_contamination_of_batch(benchmark: Benchmark, images: list[Image]) -> No
         if best:
             image.contaminated = True
             flagged.append(image)
-    ContaminationMatch.objects.bulk_create(matches)
+    bulk_insert(matches)
     Image.objects.bulk_update(flagged, ["contaminated"])
 
 
@@ -168,7 +169,7 @@ def import_known_set(
         if key not in present:
             present.add(key)
             fresh.append(KnownHash(known_set=known_set, md5=key[0], phash=key[1], label=row.get("label", "")))
-    KnownHash.objects.bulk_create(fresh, batch_size=2000)
+    bulk_insert(fresh)
     return KnownSetImport(known_set, len(fresh), rescan_contamination(known_set))
 
 
@@ -201,7 +202,7 @@ def rescan_contamination(known_set: KnownImageSet) -> int:
                         image_id=image_id, known_set=known_set, known_hash_id=int(ids[0]), kind="phash", distance=int(dists[0])
                     )
                 )
-    ContaminationMatch.objects.bulk_create(new_matches, batch_size=2000, ignore_conflicts=True)
+    bulk_insert(new_matches, ignore_conflicts=True)
     Image.objects.filter(pk__in=[m.image_id for m in new_matches]).update(contaminated=True)
     return len(new_matches)
 

@@ -13,6 +13,7 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
 
 from ..imaging import ImageAnalysis, ImageLimits, ImageRejected, analyse_image, hamming
@@ -28,6 +29,15 @@ def image_limits(benchmark: Benchmark) -> ImageLimits:
 
 def _content_name(folder: str, sha256: str, ext: str) -> str:
     return f"{folder}/{sha256[:2]}/{sha256[2:4]}/{sha256}.{ext}"
+
+
+def _stored_files(analysis: ImageAnalysis, data: bytes) -> tuple[tuple[str, bytes], ...]:
+    """(name, bytes) of the files an image is stored as: the file, and its thumbnail unless the
+    file serves as its own (a small plain JPEG or PNG: analysis.thumbnail is None)."""
+    file = (_content_name("images", analysis.sha256, analysis.extension), data)
+    if analysis.thumbnail is None:
+        return (file,)
+    return file, (_content_name("thumbs", analysis.sha256, "jpg"), analysis.thumbnail)
 
 
 def _store(name: str, data: bytes) -> bool:
@@ -102,13 +112,14 @@ def check_tasks(benchmark: Benchmark, tasks) -> list[Task]:
     return tasks
 
 
-def _image_row(benchmark, analysis, *, size, original_name, source, license, collected_by, collected_at, job) -> Image:
+def _image_row(benchmark, analysis, *, data, original_name, source, license, collected_by, collected_at, job) -> Image:
     """The (unsaved) Image row of an analysed file: one place for both ingest paths, one at a time
     and batched, so they store the same fields."""
+    names = [name for name, _ in _stored_files(analysis, data)]
     return Image(
         benchmark=benchmark,
-        file=_content_name("images", analysis.sha256, analysis.extension),
-        thumbnail=_content_name("thumbs", analysis.sha256, "jpg"),
+        file=names[0],
+        thumbnail=names[-1],
         original_name=original_name[:255],
         sha256=analysis.sha256,
         md5=analysis.md5,
@@ -117,7 +128,7 @@ def _image_row(benchmark, analysis, *, size, original_name, source, license, col
         width=analysis.width,
         height=analysis.height,
         format=analysis.format,
-        file_size=size,
+        file_size=len(data),
         animated=analysis.animated,
         low_resolution=analysis.low_resolution,
         source=source[:1000],
@@ -152,18 +163,16 @@ def ingest_image(
         return IngestOutcome(existing, created=False)
     analysis = analyse_image(data, limits=image_limits(benchmark), thumbnail_size=THUMBNAIL_PX)
 
-    file_name = _content_name("images", analysis.sha256, analysis.extension)
-    thumb_name = _content_name("thumbs", analysis.sha256, "jpg")
     written: list[str] = []
     try:
         with transaction.atomic():
-            for name, content in ((file_name, data), (thumb_name, analysis.thumbnail)):
+            for name, content in _stored_files(analysis, data):
                 if _store(name, content):
                     written.append(name)
             image = _image_row(
                 benchmark,
                 analysis,
-                size=len(data),
+                data=data,
                 original_name=original_name,
                 source=source,
                 license=license,
@@ -281,8 +290,7 @@ class Ingester:
             prepared.error = exc
             return prepared
         # The files too, here in the thread (storage is I/O): a file no row ends up using is removed by store().
-        names = (_content_name("images", analysis.sha256, analysis.extension), _content_name("thumbs", analysis.sha256, "jpg"))
-        prepared.written = tuple(name for name, content in zip(names, (data, analysis.thumbnail)) if _store(name, content))
+        prepared.written = tuple(name for name, content in _stored_files(analysis, data) if _store(name, content))
         return prepared
 
     def submit(self, files: Sequence[IngestFile]) -> list:
@@ -359,13 +367,13 @@ class Ingester:
                     else:
                         fresh[ready.md5] = (n, self._new_image(file, ready, tasks))
                 images = [image for _, image in fresh.values()]
-                Image.objects.bulk_create(images)
+                bulk_insert(images, ids=True)
                 links = [
                     Image.tasks.through(image_id=image.pk, task_id=task.pk)
                     for image in images
                     for task in {t.pk: t for t in image._ingest_tasks}.values()
                 ]
-                Image.tasks.through.objects.bulk_create(links)
+                bulk_insert(links)
                 dedup.flag_near_duplicates_of_batch(self.benchmark, images)
                 contamination.flag_contamination_of_batch(self.benchmark, images)
                 for n, image in fresh.values():
@@ -389,7 +397,7 @@ class Ingester:
         image = _image_row(
             self.benchmark,
             ready.analysis,
-            size=len(ready.data),
+            data=ready.data,
             original_name=file.original_name,
             source=file.source,
             license=file.license,

@@ -16,12 +16,16 @@ def unique_task_slug(name: str) -> str:
 
 
 @transaction.atomic
-def create_benchmark(*, name: str, slug: str = "", description: str = "", user=None, preset: str = "") -> Benchmark:
+def create_benchmark(
+    *, name: str, slug: str = "", description: str = "", user=None, preset: str = "", language: str = ""
+) -> Benchmark:
     slug = slug or slugify(name)[:80]
     if not slug:
         raise DomainError("A benchmark needs a name made of letters or digits.")
     benchmark, created = create_unique(
-        lambda: Benchmark.objects.create(name=name, slug=slug, description=description, created_by=user),
+        lambda: Benchmark.objects.create(
+            name=name, slug=slug, description=description, created_by=user, **({"language": language} if language else {})
+        ),
         lambda: Benchmark.objects.filter(slug=slug).first(),
     )
     if not created:

@@ -49,6 +49,10 @@ from inspect_ai.solver import TaskState, generate
 
 BUNDLE = Path(__file__).resolve().parent
 PROMPTS = BUNDLE / "harness" / "prompts"
+# The release's language (manifest.json); an item may name its own. English prompts sit in
+# PROMPTS, each other language's in a subfolder named by its code, as the harness keeps them.
+MANIFEST = BUNDLE / "manifest.json"
+RELEASE_LANGUAGE = (json.loads(MANIFEST.read_text(encoding="utf-8")) if MANIFEST.is_file() else {}).get("language") or "en"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -63,9 +67,14 @@ def _items(split: str | None) -> list[dict]:
     return rows
 
 
-def _render(name: str, **values) -> str:
+def _prompts(row: dict):
+    language = row.get("language") or RELEASE_LANGUAGE
+    return PROMPTS if language == "en" else PROMPTS / language
+
+
+def _render(folder: Path, name: str, **values) -> str:
     """The harness's template syntax: {{name}} inserts, {{#name}}...{{/name}} keeps a block when set."""
-    text = (PROMPTS / name).read_text(encoding="utf-8")
+    text = (folder / name).read_text(encoding="utf-8")
     text = re.sub(r"\{\{#(\w+)\}\}(.*?)\{\{/\1\}\}\n?", lambda m: m.group(2) if values.get(m.group(1)) else "", text, flags=re.S)
     return re.sub(r"\{\{(\w+)\}\}", lambda m: str(values.get(m.group(1)) or ""), text).strip() + "\n"
 
@@ -100,7 +109,7 @@ def _rotations(row: dict, images: bool) -> list[Sample]:
         shown = {LETTERS[j]: row["choices"][letters[(j + k) % len(letters)]] for j in range(len(letters))}
         answer = LETTERS[(letters.index(row["answer"]) - k) % len(letters)]
         options = "\n".join(f"{letter}. {text}" for letter, text in shown.items())
-        prompt = _render("mcq_question.txt", hint=row.get("hint") or "", question=row["question"], options=options)
+        prompt = _render(_prompts(row), "mcq_question.txt", hint=row.get("hint") or "", question=row["question"], options=options)
         samples.append(
             Sample(
                 id=f"{row['id']}#{k + 1}",
@@ -169,12 +178,12 @@ def mcq(split: str | None = None, images: bool = True) -> Task:
 # ---- open items, graded 1-10 against the reference answer
 
 
-def _rule(task_name: str | None, rules: dict[str, str]) -> str:
+def _rule(task_name: str | None, rules: dict[str, str], folder: Path) -> str:
     if not task_name:
         return ""
     if rules.get(task_name):
         return rules[task_name]
-    builtin = PROMPTS / "rules" / (re.sub(r"[^a-z0-9]+", "-", task_name.lower()).strip("-") + ".txt")
+    builtin = folder / "rules" / (re.sub(r"[^a-z0-9]+", "-", task_name.lower()).strip("-") + ".txt")
     return builtin.read_text(encoding="utf-8").strip() if builtin.is_file() else ""
 
 
@@ -216,10 +225,12 @@ def rubric_grade(grader: str | None, rules: dict[str, str]):
     async def score(state: TaskState, target: Target) -> Score:
         meta = state.metadata
         history = "\n".join(f"{turn['role'].title()}: {turn['content']}" for turn in meta["history"])
+        folder = Path(meta["prompts"])
         prompt = _render(
+            folder,
             "pointwise.txt",
             task=meta["task"] or "",
-            task_rule=_rule(meta["task"], rules),
+            task_rule=_rule(meta["task"], rules, folder),
             history=history,
             question_type=meta["question_type"] or "",
             question=meta["question"],
@@ -253,6 +264,7 @@ def open_ended(split: str | None = None, grader: str | None = None, images: bool
                 "question": row["question"],
                 "history": row.get("history") or [],
                 "question_type": row.get("question_type"),
+                "prompts": str(_prompts(row)),
             },
         )
         for row in _items(split)

@@ -1,15 +1,24 @@
-"""The CLI commands: each parses its options, calls the scoring library and writes a report.
+"""The CLI commands: each parses its options, runs a scoring mode and writes a report.
 
-Each command module has NAME, add_parser(subparsers) and run(args) -> exit status; scoring
-commands also have build_report(results) -> Report, which `report` uses to rebuild a report.
-COMMANDS is the one registry both cli.py and `report` read.
+Each command module has NAME, add_parser(subparsers) and run(args) -> exit status. The scoring
+commands are the registry's modes that have a command (harness.scoring.MODES): one module per
+mode, named after its command; `report` rebuilds a report with the mode's own builder. COMMANDS
+is the one list both cli.py and `report` read.
 """
 
-from harness.commands import agreement, hallucination, infer, judge, mcq, pairwise, report, touchstone, verify
+import importlib
 
-COMMANDS = {module.NAME: module for module in (infer, mcq, judge, pairwise, touchstone, hallucination, agreement, report, verify)}
+from harness.commands import infer, report, verify
+from harness.scoring import MODES
+
+COMMANDS = {
+    infer.NAME: infer,
+    **{m.command: importlib.import_module(f"harness.commands.{m.command}") for m in MODES.values() if m.command},
+    report.NAME: report,
+    verify.NAME: verify,
+}
 
 
 def report_builders() -> dict:
     """results.json "command" -> the function that turns its results into a Report."""
-    return {name: module.build_report for name, module in COMMANDS.items() if hasattr(module, "build_report")}
+    return {m.command: m.build_report for m in MODES.values() if m.command and m.report}

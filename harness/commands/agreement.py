@@ -7,8 +7,9 @@ from pathlib import Path
 
 from harness.commands import common
 from harness.io import InputError, iter_jsonl_numbered
-from harness.metrics import RANGE_RULE, agreement, undefined_correlations
+from harness.metrics import RANGE_RULE
 from harness.report import Report, Section, Table, json_safe
+from harness.scoring.agreement import judge_agreement
 
 NAME = "agreement"
 
@@ -71,63 +72,18 @@ def read_scores(path: str, field: str, skip_not_ok: bool) -> tuple[list[tuple[st
     return scores, skipped
 
 
-def pair_scores(judge: list, human: list, judge_file: str = "judge", human_file: str = "human") -> tuple[list, int, int]:
-    """[(model or None, id, judge score, human score)], unpaired judge rows, unpaired human rows.
-
-    By (model, id) when every row of both files names a model; otherwise by id, which must then
-    name one row on each side: a side with several models' scores for one id, facing a side that
-    does not say which model its score rates, is ambiguous and refused."""
-    if judge and human and all(m is not None for m, _, _ in judge) and all(m is not None for m, _, _ in human):
-        judge_by = {(m, i): v for m, i, v in judge}
-        human_by = {(m, i): v for m, i, v in human}
-        pairs = [(m, i, v, human_by[(m, i)]) for (m, i), v in judge_by.items() if (m, i) in human_by]
-        return pairs, len(judge) - len(pairs), len(human) - len(pairs)
-    for rows, name, other in ((judge, judge_file, human_file), (human, human_file, judge_file)):
-        by_id: dict[str, list] = {}
-        for model, item_id, _ in rows:
-            by_id.setdefault(item_id, []).append(model)
-        shared = {i: ms for i, ms in by_id.items() if len(ms) > 1}
-        if shared:
-            example, models = next(iter(shared.items()))
-            raise InputError(
-                f"{name} has {len(shared)} id(s) scored for several models (e.g. {example!r}: "
-                f"{', '.join(str(m) for m in models)}), but {other} does not name the model in every row, so which "
-                f"answer each of its scores rates is ambiguous: add a 'model' field to every row of {other}"
-            )
-    human_by_id = {i: (m, v) for m, i, v in human}
-    pairs = [(m, i, v, human_by_id[i][1]) for m, i, v in judge if i in human_by_id]
-    return pairs, len(judge) - len(pairs), len(human) - len(pairs)
-
-
 def run(args) -> int:
     judge, skipped = read_scores(args.judge, args.judge_field, skip_not_ok=True)
     human, _ = read_scores(args.human, args.human_field, skip_not_ok=False)
-    paired, judge_only, human_only = pair_scores(judge, human, args.judge, args.human)
-    if not paired:
-        raise InputError(f"no row of {args.judge} pairs with a row of {args.human} (check ids and models)")
-    results = {
-        "command": "agreement",
-        "judge_file": str(args.judge),
-        "human_file": str(args.human),
-        "paired": len(paired),
-        "judge_only": judge_only,
-        "human_only": human_only,
-        "judge_rows_not_ok": skipped,
-        "overall": agreement([p[2] for p in paired], [p[3] for p in paired]),
-        "by_model": {},
-        "undefined": {},
-        "range_rule": RANGE_RULE,
-    }
-    scopes = {"all": paired}
-    for model in sorted({p[0] for p in paired if p[0] is not None}):
-        scopes[model] = [p for p in paired if p[0] == model]
-        results["by_model"][model] = agreement([p[2] for p in scopes[model]], [p[3] for p in scopes[model]])
-    for scope, rows in scopes.items():
-        why = undefined_correlations([p[2] for p in rows], [p[3] for p in rows])
-        if why:
-            results["undefined"][scope] = why
+    scored = judge_agreement(judge_scores=judge, human_scores=human, judge_file=args.judge, human_file=args.human)
+    results = {**scored.results, "judge_rows_not_ok": skipped}
     return common.finish(
-        NAME, Path(args.out), results, build_report(json_safe(results)), [], f"{len(paired)} pairs of judge and human scores"
+        NAME,
+        Path(args.out),
+        results,
+        build_report(json_safe(results)),
+        [],
+        f"{results['paired']} pairs of judge and human scores",
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness import __version__, llm
 from harness.calls import AUTO, AUTO_MAX_WORKERS, AUTO_MIN_CALLS, AUTO_MIN_CONCURRENCY, ERROR
 from harness.io import InputError
-from harness.prompts import Prompts
+from harness.prompts import LANGUAGES, Prompts
 from harness.release import Predictions, Release, load_predictions
 from harness.report import Report, Table, text_table, write_outputs
 from harness.scoring.inputs import ImageLoader, path_loader
@@ -80,6 +80,11 @@ def add_run_options(parser: argparse.ArgumentParser, default_out: str, *, retrie
     )
     parser.add_argument(
         "--prompts", metavar="DIR", help="folder of prompt templates that replace the built-in ones of the same name"
+    )
+    parser.add_argument(
+        "--language",
+        choices=sorted(LANGUAGES),
+        help="write every prompt in this language (default: each item's own, else the release's, else en)",
     )
     if retries:
         parser.add_argument(
@@ -165,8 +170,22 @@ def release_rules(release: Release) -> dict[str, str]:
 
 
 def rules_fingerprint(prompts: Prompts, release: Release, tasks: set) -> str:
-    text = "\n".join(f"{t}={release.judge_rule(t) or prompts.task_rule(t)}" for t in sorted(tasks, key=str))
+    text = "\n".join(
+        f"{t}={release.judge_rule(t) or prompts.task_rule(t, language)}"
+        for language in release.languages
+        for t in sorted(tasks, key=str)
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prompt_versions(prompts: Prompts, release: Release, names: Iterable[str]) -> dict:
+    """The languages the run asks in and the sha256 of each template it uses, found before any call:
+    what run.json compares on resuming and results.json records."""
+    languages = [prompts.forced] if prompts.forced else release.languages
+    for language in languages:
+        for name in names:
+            prompts.get(name, language)
+    return {"languages": languages, **prompts.versions()}
 
 
 def require_same_settings(out_dir: Path, settings: dict, restart: bool) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from harness import charts
 from harness.commands.judging import JudgeCommand, per_category_means
 from harness.report import Chart, Report, Section, Table
-from harness.scoring.judges import hallucination_judge
 
 NAME = "hallucination"
 
@@ -45,12 +44,7 @@ def build_report(results: dict) -> Report:
 
 
 COMMAND = JudgeCommand(
-    NAME,
-    "0-10 hallucination degree from the image description",
-    DESCRIPTION,
-    template="hallucination",
-    judge=hallucination_judge,
-    build_report=build_report,
+    "hallucination", "0-10 hallucination degree from the image description", DESCRIPTION, template="hallucination"
 )
 add_parser = COMMAND.add_parser
 run = COMMAND.run

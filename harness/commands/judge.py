@@ -7,7 +7,6 @@ from harness.commands import common
 from harness.commands.judging import JudgeCommand, Prepared, per_category_means
 from harness.io import InputError
 from harness.report import Chart, Report, Section, Table, number
-from harness.scoring.judges import pointwise_judge
 
 NAME = "judge"
 
@@ -121,13 +120,7 @@ def build_report(results: dict) -> Report:
 
 
 COMMAND = JudgeCommand(
-    NAME,
-    "pointwise 1-10 judging and the alignment score",
-    DESCRIPTION,
-    template="pointwise",
-    judge=pointwise_judge,
-    build_report=build_report,
-    prepare=prepare,
+    "pointwise", "pointwise 1-10 judging and the alignment score", DESCRIPTION, template="pointwise", prepare=prepare
 )
 add_parser = COMMAND.add_parser
 run = COMMAND.run

@@ -1,10 +1,10 @@
 """The skeleton every judge command shares (judge, pairwise, touchstone, hallucination).
 
 A judge command reads a release and the predictions of the models under test, asks one judge
-endpoint about each answer through a scoring function of harness.scoring.judges, keeps the
-samples in a resumable log and writes results.json and the report. What differs between the
-commands is said by a JudgeCommand: its options, the prompt template, anything it checks or
-adds before scoring (`prepare`), the scoring function and its report.
+endpoint about each answer through its scoring mode (harness.scoring.MODES), keeps the samples
+in a resumable log and writes results.json and the mode's report. What differs between the
+commands is said by a JudgeCommand: its mode, options, the prompt template, and anything it
+checks or adds before scoring (`prepare`).
 """
 
 from __future__ import annotations
@@ -18,33 +18,35 @@ from harness.calls import SampleLog
 from harness.commands import common
 from harness.prompts import Prompts
 from harness.release import Release, load_release
-from harness.report import Report, Section, Table, json_safe
+from harness.report import Section, Table, json_safe
+from harness.scoring import MODES
 
 
 @dataclass
 class Prepared:
     """What a command adds before scoring: `settings` join run.json's settings (after "retry"),
-    `inputs` go to the scoring function before the answers, `options` as keywords."""
+    `options` go to the mode's run as keywords."""
 
     settings: dict = field(default_factory=dict)
-    inputs: tuple = ()
     options: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class JudgeCommand:
-    name: str
+    mode: str  # its scoring mode, whose command name it has
     summary: str  # the line in the command list of --help
     description: str
     template: str  # the prompt template; "retry_" + template re-asks an unreadable reply
-    judge: Callable  # (client, judge, items, *inputs, answers, sink=, prompts=, parse_retries=, ...) -> Scored
-    build_report: Callable[[dict], Report]
     noun: str = "judged"  # "<sent> <noun> this run" in the closing line
     # Options of this command only: the first set before --predictions, the second after it.
     options_before: Callable[[argparse.ArgumentParser], None] | None = None
     options_after: Callable[[argparse.ArgumentParser], None] | None = None
     # Checks and inputs of this command, once the client is ready (args, release, prompts, answers, client).
     prepare: Callable[..., Prepared] | None = None
+
+    @property
+    def name(self) -> str:
+        return MODES[self.mode].command
 
     def add_parser(self, subparsers) -> None:
         parser = subparsers.add_parser(
@@ -63,7 +65,8 @@ class JudgeCommand:
 
     def run(self, args) -> int:
         release: Release = load_release(args.release)
-        prompts = Prompts(args.prompts)
+        prompts = Prompts(args.prompts, args.language)
+        versions = common.prompt_versions(prompts, release, [self.template, f"retry_{self.template}"])
         answers = common.answers_of(common.load_all_predictions(args.predictions, release))
         client = common.ready_client(args, [args.judge])
         prepared = self.prepare(args, release, prompts, answers, client) if self.prepare else Prepared()
@@ -73,38 +76,38 @@ class JudgeCommand:
             {
                 "command": self.name,
                 "judge": common.endpoint_identity(client.endpoints[args.judge]),
-                "template": prompts.get(self.template).sha256,
-                "retry": prompts.get(f"retry_{self.template}").sha256,
+                "prompts": versions,
                 **prepared.settings,
                 "parse_retries": args.parse_retries,
             },
             args.restart,
         )
         log = SampleLog(out / "samples.jsonl")
-        scored = self.judge(
+        mode = MODES[self.mode]
+        scored = mode.run(
             client,
-            args.judge,
             release.items,
-            *prepared.inputs,
-            answers,
             sink=log,
+            judge=args.judge,
+            answers=answers,
             prompts=prompts,
             parse_retries=args.parse_retries,
             **prepared.options,
             **common.run_options(args),
         )
         log.compact(scored.rows)
+        stats = scored.stats[args.judge]
         results = {
             **scored.results,
             "release": release.name,
-            "run": common.run_section(scored.stats, client, args.judge, "judge"),
+            "prompts": versions,
+            "run": common.run_section(stats, client, args.judge, "judge"),
         }
-        stats = scored.stats
         return common.finish(
             self.name,
             out,
             results,
-            self.build_report(json_safe(results)),
+            mode.build_report(json_safe(results)),
             common.failed_rows(scored.rows.values()),
             f"{stats.sent} {self.noun} this run ({stats.cached} from the cache), {stats.skipped} already done, "
             f"{stats.usage.get('calls', 0)} judge calls",

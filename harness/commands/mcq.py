@@ -12,7 +12,8 @@ from harness.io import InputError, write_jsonl
 from harness.prompts import Prompts
 from harness.release import load_release
 from harness.report import Chart, Report, Section, Table, json_safe, percent
-from harness.scoring.circular import ALL_FAIL, TEXT_ONLY, circular_eval, summarize_circular
+from harness.scoring.circular import circular_eval
+from harness.scoring.filters import ALL_FAIL, TEXT_ONLY
 
 NAME = "mcq"
 
@@ -66,7 +67,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     release = load_release(args.release)
-    prompts = Prompts(args.prompts)
+    prompts = Prompts(args.prompts, args.language)
+    versions = common.prompt_versions(prompts, release, ["mcq_question", "mcq_extract", "retry_mcq_extract"])
     if len(set(args.model)) != len(args.model):
         raise InputError("the same --model is given twice")
     client = common.ready_client(args, [*args.model, *([args.extractor] if args.extractor else [])])
@@ -77,9 +79,7 @@ def run(args) -> int:
             "command": NAME,
             "models": {n: common.endpoint_identity(client.endpoints[n]) for n in args.model},
             "extractor": common.endpoint_identity(client.endpoints[args.extractor]) if args.extractor else None,
-            "question_template": prompts.get("mcq_question").sha256,
-            "extract_template": prompts.get("mcq_extract").sha256,
-            "retry": prompts.get("retry_mcq_extract").sha256,
+            "prompts": versions,
             "text_only": args.text_only,
             "parse_retries": args.parse_retries,
             "stop_when_decided": args.qc_filter,
@@ -87,39 +87,40 @@ def run(args) -> int:
         args.restart,
     )
     calls = SampleLog(out / "calls.jsonl")
-    result = circular_eval(
+    scored = circular_eval(
         client,
         release.items,
-        args.model,
+        models=args.model,
         sink=calls,
         extractor=args.extractor,
         text_only=args.text_only,
         all_passes=args.all_passes,
-        stop_when_decided=args.qc_filter,
+        qc_filter=args.qc_filter,
         image_loader=common.image_loader(release),
         prompts=prompts,
         parse_retries=args.parse_retries,
         **common.run_options(args),
     )
     calls.compact()
-    write_jsonl(out / "samples.jsonl", result.verdicts.values())
-    results = summarize_circular(result)
+    write_jsonl(out / "samples.jsonl", scored.rows.values())
+    results = scored.results
     results["release"] = release.name
+    results["prompts"] = versions
     results["run"] = {
-        "usage": {name: stats.usage for name, stats in result.stats.items()},
+        "usage": {name: stats.usage for name, stats in scored.stats.items()},
         "extractor": args.extractor,
-        "calls": result.call_counts(),
+        "calls": results.pop("calls"),
     }
-    costs = {name: llm.cost(client.endpoints[name], stats.usage) for name, stats in result.stats.items()}
+    costs = {name: llm.cost(client.endpoints[name], stats.usage) for name, stats in scored.stats.items()}
     if any(c is not None for c in costs.values()):
         results["run"]["cost"] = costs
     write_jsonl(out / "item_results.jsonl", results.pop("item_rows"))
     failures = [
         {"status": ERROR, "error": v.get("error")}
-        for v in result.verdicts.values()
+        for v in scored.rows.values()
         if v["method"] in ("model_error", "extractor_error")
     ]
-    made = {name: stats.usage.get("calls", 0) for name, stats in result.stats.items()}
+    made = {name: stats.usage.get("calls", 0) for name, stats in scored.stats.items()}
     return common.finish(NAME, out, results, build_report(json_safe(results)), failures, f"model calls this run {made}")
 
 

@@ -12,7 +12,6 @@ from harness.prompts import slug
 from harness.release import load_predictions
 from harness.report import Chart, Report, Section, Table, number, percent
 from harness.scoring.inputs import attach_images
-from harness.scoring.judges import pairwise_judge
 
 NAME = "pairwise"
 
@@ -51,8 +50,14 @@ def prepare(args, release, prompts, answers, client) -> Prepared:
     )
     return Prepared(
         settings={"images": attach, "anchor": anchor.model},
-        inputs=(anchor.model, anchor.answers),
-        options={"text_only": args.text_only, "image_loader": loader, "bootstrap": args.bootstrap, "seed": args.seed},
+        options={
+            "anchor": anchor.model,
+            "anchor_answers": anchor.answers,
+            "text_only": args.text_only,
+            "image_loader": loader,
+            "bootstrap": args.bootstrap,
+            "seed": args.seed,
+        },
     )
 
 
@@ -154,12 +159,10 @@ def _wtl(row: dict | None) -> str:
 
 
 COMMAND = JudgeCommand(
-    NAME,
+    "pairwise",
     "pairwise votes against an anchor model (win/tie/lose, Elo)",
     DESCRIPTION,
     template="pairwise",
-    judge=pairwise_judge,
-    build_report=build_report,
     noun="votes",
     options_before=anchor_option,
     options_after=vote_options,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from harness import charts
 from harness.commands.judging import JudgeCommand
 from harness.report import Chart, Report, Section, Table
-from harness.scoring.judges import touchstone_judge
 
 NAME = "touchstone"
 
@@ -68,13 +67,6 @@ def build_report(results: dict) -> Report:
     return report
 
 
-COMMAND = JudgeCommand(
-    NAME,
-    "description-based scoring against the reference answer",
-    DESCRIPTION,
-    template="touchstone",
-    judge=touchstone_judge,
-    build_report=build_report,
-)
+COMMAND = JudgeCommand("touchstone", "description-based scoring against the reference answer", DESCRIPTION, template="touchstone")
 add_parser = COMMAND.add_parser
 run = COMMAND.run

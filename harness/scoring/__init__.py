@@ -1,14 +1,20 @@
-"""Scoring as plain functions, called by the CLI commands and by the platform alike.
+"""Scoring as a registry of modes, called by the CLI commands and by the platform alike.
 
-Each takes an LLMClient, endpoint names, items (harness.release.Item or dicts of the same
-fields; images as paths, bytes, callables, or references an image_loader resolves), answers
-as {model: {item id: text}}, settings, and a sink that receives one row per finished call
-(calls.Sink; SampleLog is the CLI's JSONL one, MemorySink keeps rows in memory).
+Every mode (modes.py) is run(client, items, *, sink, **settings) -> Scores: an LLMClient, items
+(harness.release.Item or dicts of the same fields; images as paths, bytes, callables, or
+references an image_loader resolves), a sink that receives one row per finished call
+(Sink; harness.SampleLog is the CLI's JSONL one, harness.MemorySink keeps rows in memory), and the mode's
+own settings (models to ask, the judge, answers as {model: {item id: text}}, ...). MODES lists
+them by name; the CLI's scoring commands, the leaderboard's methods and the QC filters are
+read from it.
 
-    circular.py  circular_eval (CircularEval over models, early stopping, QC filters),
-                 extract_choice, filter_flag, verdict_decided, summarize_circular,
+    modes.py     Mode, Scores (the one result shape), MODES, register, mode_for_filter
+    filters.py   the QC filters: filter_flag, verdict_decided (with a threshold), asking models in turn
+    circular.py  circular_eval (mode "mcq": CircularEval, the text-only and all-fail filters), extract_choice,
                  recorded_passes (a finished run's passes read again from its sink rows)
     judges.py    pointwise_judge, pairwise_judge, touchstone_judge, hallucination_judge
+    judged.py    judged_text_only (the judged text-only filter: answers without images, graded)
+    agreement.py judge_agreement (judge vs human scores)
     answers.py   answer_questions (a model under test answers the open questions)
     inputs.py    as_item(s), image loading, the conversation of an item
 
@@ -16,68 +22,135 @@ __all__ is the public part (what the CLI and the platform use); the modules are 
 sink's rows have status OK, UNPARSED (both FINAL: not asked again) or ERROR (asked again).
 """
 
-from harness.calls import ERROR, FINAL, OK, UNPARSED, MemorySink, RunStats, SampleLog, Sink
+from harness.calls import ERROR, FINAL, Sink
 from harness.mcq import circular_passes, format_options
+from harness.scoring.agreement import judge_agreement
 from harness.scoring.answers import answer_questions
-from harness.scoring.circular import (
+from harness.scoring.circular import CALL_FAILURES, EXTRACTOR_METHODS, circular_eval, extract_choice, recorded_passes
+from harness.scoring.filters import (
     ALL_FAIL,
     CALL_ERROR,
-    CALL_FAILURES,
-    EXTRACTOR_METHODS,
+    DEFAULT_THRESHOLD,
     FAILED,
+    JUDGED_TEXT_ONLY,
     SKIPPED,
     SOLVED,
     TEXT_ONLY,
-    Choice,
-    CircularEvalResult,
-    circular_eval,
-    extract_choice,
     filter_flag,
-    recorded_passes,
-    summarize_circular,
     verdict_decided,
 )
-from harness.scoring.inputs import ImageLoader, as_item, as_items, conversation, path_loader
-from harness.scoring.judges import Scored, hallucination_judge, pairwise_judge, pointwise_judge, touchstone_judge
+from harness.scoring.filters import TITLES as FILTER_TITLES
+from harness.scoring.judged import judged_text_only
+from harness.scoring.judges import hallucination_judge, pairwise_judge, pointwise_judge, touchstone_judge
+from harness.scoring.modes import MODES, Mode, Scores, mode_for_filter, register
 from harness.votes import combine_votes
+
+# The registry, in the order the leaderboard offers its methods.
+register(
+    Mode(
+        "pointwise",
+        "judge",
+        "Pointwise judge (1-10) with alignment",
+        pointwise_judge,
+        headline="mean",
+        scale=10,
+        report="harness.commands.judge:build_report",
+        leaderboard=True,
+    )
+)
+register(
+    Mode(
+        "pairwise",
+        "pairwise",
+        "Pairwise judge against an anchor",
+        pairwise_judge,
+        headline="win_rate",
+        groups=("by_category", "win_rate", "total"),
+        report="harness.commands.pairwise:build_report",
+        leaderboard=True,
+        prefix="win ",
+    )
+)
+register(
+    Mode(
+        "mcq",
+        "mcq",
+        "Multiple choice under CircularEval",
+        circular_eval,
+        headline="circular",
+        groups=("by_task", "circular", "n"),
+        filters=(TEXT_ONLY, ALL_FAIL),
+        report="harness.commands.mcq:build_report",
+        leaderboard=True,
+    )
+)
+register(
+    Mode(
+        "touchstone",
+        "touchstone",
+        "TouchStone: both answers scored from the image description",
+        touchstone_judge,
+        headline="score",
+        scale=10,
+        groups=("by_category", "mean", "n"),
+        report="harness.commands.touchstone:build_report",
+    )
+)
+register(
+    Mode(
+        "hallucination",
+        "hallucination",
+        "Hallucination degree (0-10, lower is better) from the image description",
+        hallucination_judge,
+        headline="mean",
+        scale=10,
+        groups=("by_category", "mean", "n"),
+        report="harness.commands.hallucination:build_report",
+    )
+)
+register(Mode(JUDGED_TEXT_ONLY, "", "Judged text-only filter", judged_text_only, headline="solved", filters=(JUDGED_TEXT_ONLY,)))
+register(
+    Mode(
+        "agreement",
+        "agreement",
+        "Judge-human agreement",
+        judge_agreement,
+        headline="spearman",
+        report="harness.commands.agreement:build_report",
+    )
+)
 
 __all__ = [
     "ALL_FAIL",
     "CALL_ERROR",
     "CALL_FAILURES",
+    "DEFAULT_THRESHOLD",
     "ERROR",
     "EXTRACTOR_METHODS",
     "FAILED",
     "FINAL",
-    "OK",
+    "JUDGED_TEXT_ONLY",
+    "MODES",
+    "Mode",
     "SKIPPED",
     "SOLVED",
-    "TEXT_ONLY",
-    "UNPARSED",
-    "Choice",
-    "CircularEvalResult",
-    "ImageLoader",
-    "MemorySink",
-    "RunStats",
-    "SampleLog",
-    "Scored",
+    "Scores",
     "Sink",
+    "TEXT_ONLY",
+    "FILTER_TITLES",
     "answer_questions",
-    "as_item",
-    "as_items",
     "circular_eval",
     "circular_passes",
     "combine_votes",
-    "conversation",
     "extract_choice",
     "filter_flag",
     "format_options",
     "hallucination_judge",
+    "mode_for_filter",
     "pairwise_judge",
-    "path_loader",
     "pointwise_judge",
     "recorded_passes",
-    "summarize_circular",
+    "register",
     "touchstone_judge",
     "verdict_decided",
 ]

@@ -2,18 +2,16 @@
 
 An item with N options is asked N times, the options rotated one place each pass; it is solved
 only if every pass is right. Once a pass fails, the model's remaining passes on that item are
-skipped (all_passes=True runs them anyway). Models are asked one after the other, so with
-`stop_when_decided` a QC run stops asking further models about an item once its filter verdict
-cannot change:
-  * TEXT_ONLY: asked without images, an item is flagged when more than half the models solve it;
-  * ALL_FAIL: asked with images, an item is flagged when no model solves it.
+skipped (all_passes=True runs them anyway). Models are asked one after the other; given a QC
+filter (text-only or all-fail, filters.py), the result carries each item's flag, and a model is
+not asked about an item whose flag is already settled (stop_when_decided).
 A model call that failed leaves the item's outcome for that model "error" (asked again next run).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness import llm
@@ -23,12 +21,21 @@ from harness.mcq import NONE_OF_THEM, CircularPass, circular_passes, format_opti
 from harness.parsing import ParseError
 from harness.prompts import Prompts
 from harness.release import Item
+from harness.scoring.filters import (
+    ALL_FAIL,
+    CALL_ERROR,
+    FAILED,
+    SKIPPED,
+    SOLVED,
+    TEXT_ONLY,
+    ask_in_turn,
+    check_filter,
+    item_flags,
+)
 from harness.scoring.inputs import ImageLoader, as_items, attach_images, conversation
+from harness.scoring.modes import Scores
 
 ANSWER, EXTRACT = "answer", "extract"  # the two kinds of rows a circular_eval run writes to its sink
-TEXT_ONLY, ALL_FAIL = "text_only", "all_fail"
-FILTERS = (TEXT_ONLY, ALL_FAIL)
-SOLVED, FAILED, CALL_ERROR, SKIPPED = "solved", "failed", "error", "skipped"
 EXTRACTOR_METHODS = ("extractor", "extractor_none", "unresolved", "extractor_error")
 CALL_FAILURES = ("model_error", "extractor_error")  # a pass whose call failed for good: undecided, not wrong
 
@@ -48,9 +55,11 @@ class Choice:
     error: str | None = None
 
 
-def _extraction_prompt(prompts: Prompts, question: str, options: Mapping[str, str], reply: str) -> tuple[str, str]:
+def _extraction_prompt(
+    prompts: Prompts, question: str, options: Mapping[str, str], reply: str, language: str | None
+) -> tuple[str, str]:
     letters = "".join(options)
-    prompt = prompts.get("mcq_extract").render(
+    prompt = prompts.get("mcq_extract", language).render(
         question=question, options=format_options(options), output=reply, letters=", ".join(letters)
     )
     return prompt, letters
@@ -65,17 +74,18 @@ def extract_choice(
     *,
     prompts: Prompts | None = None,
     parse_retries: int = 2,
+    language: str | None = None,
 ) -> Choice:
     """Step 1 reads the letter by rules; step 2, only when the rules cannot settle it, asks the
-    extractor endpoint (a letter or Z), re-asking up to parse_retries times when its reply cannot
-    be read. Never guesses: what stays unsettled is "unresolved"."""
+    extractor endpoint (a letter or Z, prompted in `language`), re-asking up to parse_retries times
+    when its reply cannot be read. Never guesses: what stays unsettled is "unresolved"."""
     letter = heuristic_choice(reply, dict(options))
     if letter is not None:
         return Choice(letter, "heuristic" if letter != NONE_OF_THEM else "heuristic_none")
     if client is None or extractor is None:
         return Choice(None, "unresolved")
     prompts = prompts or Prompts()
-    prompt, letters = _extraction_prompt(prompts, question, options, reply)
+    prompt, letters = _extraction_prompt(prompts, question, options, reply, language)
     messages = [llm.text_message("user", prompt)]
     outputs: list[str] = []
     for attempt in range(parse_retries + 1):
@@ -90,164 +100,85 @@ def extract_choice(
             if attempt < parse_retries:
                 messages = messages + [
                     llm.text_message("assistant", text),
-                    llm.text_message("user", prompts.get("retry_mcq_extract").render(problem=str(exc))),
+                    llm.text_message("user", prompts.get("retry_mcq_extract", language).render(problem=str(exc))),
                 ]
             continue
         return Choice(letter, "extractor" if letter != NONE_OF_THEM else "extractor_none", tuple(outputs))
     return Choice(None, "unresolved", tuple(outputs))
 
 
-# --------------------------------------------------------------------------- the QC filters
-
-
-def filter_flag(filter: str, solved: int, models: int) -> bool:
-    """TEXT_ONLY: flagged when more than half the models solve the item; ALL_FAIL: when none does."""
-    _check_filter(filter)
-    return solved > models / 2 if filter == TEXT_ONLY else solved == 0
-
-
-def verdict_decided(filter: str, solved: int, failed: int, models: int) -> bool:
-    """Whether the item's flag is settled whatever the models not yet counted do."""
-    _check_filter(filter)
-    open_ = models - solved - failed
-    if filter == TEXT_ONLY:
-        return solved > models / 2 or solved + open_ <= models / 2
-    return solved >= 1 or open_ == 0
-
-
-def _check_filter(filter: str | None) -> None:
-    if filter is not None and filter not in FILTERS:
-        raise InputError(f"unknown QC filter {filter!r}: expected {' or '.join(FILTERS)}")
-
-
 # --------------------------------------------------------------------------- CircularEval
-
-
-@dataclass
-class CircularEvalResult:
-    items: list[Item]  # the items scored (multiple choice with an answer key)
-    models: list[str]
-    passes: dict[str, list[CircularPass]]  # item id -> its rotations
-    verdicts: dict[str, dict]  # "model\\titem\\tpass" -> one pass's verdict (the CLI's samples.jsonl rows)
-    outcomes: dict[str, dict[str, str]]  # model -> item id -> solved | failed | error | skipped
-    skipped_without_answer_key: int = 0
-    stop_when_decided: str | None = None
-    all_passes: bool = False
-    text_only: bool = False
-    stats: dict[str, RunStats] = field(default_factory=dict)  # per endpoint, this run
-
-    def flags(self, filter: str | None = None) -> dict[str, dict]:
-        """Per item: whether `filter` (default: stop_when_decided) flags it, with who solved it,
-        who failed, whose calls failed and who was not asked."""
-        filter = filter or self.stop_when_decided
-        _check_filter(filter)
-        if filter is None:
-            raise InputError("flags() needs a filter: text_only or all_fail")
-        flags = {}
-        for item in self.items:
-            by = {
-                outcome: [m for m in self.models if self.outcomes[m].get(item.id) == outcome]
-                for outcome in (SOLVED, FAILED, CALL_ERROR, SKIPPED)
-            }
-            solved, failed = len(by[SOLVED]), len(by[FAILED])
-            decided = verdict_decided(filter, solved, failed, len(self.models))
-            flags[item.id] = {
-                # Models whose calls failed count as open: an outage never flags an item, nor clears it.
-                "flagged": decided and filter_flag(filter, solved, len(self.models)),
-                "decided": decided,
-                "solved_by": by[SOLVED],
-                "failed_by": by[FAILED],
-                "errors": by[CALL_ERROR],
-                "not_asked": by[SKIPPED],
-            }
-        return flags
-
-    def call_counts(self) -> dict:
-        """Model passes asked vs asked without any stopping (every pass of every model on every
-        item), and extractor calls needed."""
-        asked = len(self.verdicts)
-        without = len(self.models) * sum(len(p) for p in self.passes.values())
-        extracted = sum(1 for v in self.verdicts.values() if v["extractor_outputs"] or v["method"] == "extractor_error")
-        return {"passes_asked": asked, "passes_without_stopping": without, "saved": without - asked, "extractions": extracted}
 
 
 def circular_eval(
     client: llm.LLMClient,
     items: Iterable[Item | Mapping[str, Any]],
-    models: Sequence[str],
     *,
     sink: Sink,
+    models: Sequence[str],
     extractor: str | None = None,
     text_only: bool = False,
     all_passes: bool = False,
-    stop_when_decided: str | None = None,
+    qc_filter: str | None = None,
+    threshold: float | None = None,
+    stop_when_decided: bool = True,
     image_loader: ImageLoader | None = None,
     prompts: Prompts | None = None,
     parse_retries: int = 2,
     workers: int | str = 1,
     reopen=None,
     progress_stream=None,
-) -> CircularEvalResult:
+) -> Scores:
     """Ask every model every multiple-choice item under CircularEval.
 
     items: Items or dicts (items without choices are ignored, items without an answer key
     counted and skipped). models: endpoint names, asked in this order. extractor: endpoint name
-    of the choice extractor (None: rules only). text_only: send no images. stop_when_decided:
-    TEXT_ONLY or ALL_FAIL to stop asking further models once that filter's verdict on an item is
-    settled (TEXT_ONLY requires text_only=True). sink: where the answer and extraction rows go
-    (resumable: finished rows are not asked again). workers/reopen: see runner.send_calls.
+    of the choice extractor (None: rules only). text_only: send no images. qc_filter: TEXT_ONLY
+    or ALL_FAIL, whose flag on each item the result carries (`flags`), at `threshold` (a share of
+    the models; None: the filter's published line); with stop_when_decided a model is not asked
+    about an item whose flag is already settled (TEXT_ONLY requires text_only=True). sink: where
+    the answer and extraction rows go (resumable: finished rows are not asked again).
+    workers/reopen: see calls.send_calls. `rows` of the result: each pass's verdict by
+    "model\titem id\tpass" (the CLI's samples.jsonl); `unasked`: the answer rows a stop saved.
     """
-    _check_filter(stop_when_decided)
-    if stop_when_decided == TEXT_ONLY and not text_only:
+    threshold = check_filter(qc_filter, threshold)
+    if qc_filter == TEXT_ONLY and not text_only:
         raise InputError("the text-only filter asks the models without images: pass text_only=True")
+    if qc_filter not in (None, TEXT_ONLY, ALL_FAIL):
+        raise InputError(f"CircularEval decides the {TEXT_ONLY} and {ALL_FAIL} filters, not {qc_filter!r}")
     if len(set(models)) != len(models):
         raise InputError("the same model is given twice")
     prompts = prompts or Prompts()
-    question_template, retry = prompts.get("mcq_question"), prompts.get("retry_mcq_extract")
     mcq_items = [item for item in as_items(items) if item.is_mcq]
     scored = [item for item in mcq_items if item.answer]
     if not scored:
         raise InputError("no multiple-choice item with an answer key")
+    by_id = {item.id: item for item in scored}
+    # each item is asked, and its reply read, in its own language: every template found before any call
+    question_template = {i.language: prompts.get("mcq_question", i.language) for i in scored}
+    retry = {i.language: prompts.get("retry_mcq_extract", i.language) for i in scored}
     endpoints = {name: _endpoint(client, name) for name in [*models, *([extractor] if extractor else [])]}
     attach = {name: attach_images(endpoints[name], scored, text_only, "model", image_loader) for name in models}
-
-    result = CircularEvalResult(
-        items=scored,
-        models=list(models),
-        passes={item.id: circular_passes(item.choices, item.answer) for item in scored},
-        verdicts={},
-        outcomes={name: {} for name in models},
-        skipped_without_answer_key=len(mcq_items) - len(scored),
-        stop_when_decided=stop_when_decided,
-        all_passes=all_passes,
-        text_only=text_only,
-        stats={name: RunStats() for name in endpoints},
-    )
+    passes = {item.id: circular_passes(item.choices, item.answer) for item in scored}
+    verdicts: dict[str, dict] = {}
+    stats = {name: RunStats() for name in endpoints}
     rows: dict[str, dict] = {}
     run = {"sink": sink, "workers": workers, "reopen": reopen, "progress_stream": progress_stream}
-    for index, name in enumerate(models):
-        decided = set()
-        if stop_when_decided:
-            for item in scored:
-                counts = [result.outcomes[m].get(item.id) for m in models[:index]]
-                if verdict_decided(stop_when_decided, counts.count(SOLVED), counts.count(FAILED), len(models)):
-                    decided.add(item.id)
-        for k in range(max(len(p) for p in result.passes.values())):
+
+    def ask(name: str, ids: list[str]) -> dict[str, str]:
+        asking = [by_id[i] for i in ids]
+        for k in range(max(len(passes[item.id]) for item in asking)):
             alive = [
-                item
-                for item in scored
-                if item.id not in decided
-                and len(result.passes[item.id]) > k
-                and (all_passes or _still_solving(result.verdicts, name, item, k))
+                item for item in asking if len(passes[item.id]) > k and (all_passes or _still_solving(verdicts, name, item, k))
             ]
             if not alive:
                 continue
             calls = [
                 Call(
                     key=_row_key(ANSWER, name, item, k),
-                    build=lambda item=item, shown=result.passes[item.id][k], name=name: conversation(
+                    build=lambda item=item, shown=passes[item.id][k], name=name: conversation(
                         item,
-                        question_template.render(
+                        question_template[item.language].render(
                             hint=item.hint or "", question=item.question, options=format_options(shown.options)
                         ),
                         attach[name],
@@ -258,7 +189,7 @@ def circular_eval(
                 )
                 for item in alive
             ]
-            stats = send_calls(
+            sent = send_calls(
                 client,
                 name,
                 calls,
@@ -268,35 +199,46 @@ def circular_eval(
                 with_images=attach[name],
                 **run,
             )
-            result.stats[name].add(stats.as_dict())
-            rows.update(stats.rows)
+            stats[name].add(sent.as_dict())
+            rows.update(sent.rows)
             pending = []
             for item in alive:
                 row = rows.get(_row_key(ANSWER, name, item, k))
-                shown = result.passes[item.id][k]
+                shown = passes[item.id][k]
                 if row and row["status"] == OK and extractor and heuristic_choice(row["answer"], shown.options) is None:
-                    prompt, letters = _extraction_prompt(prompts, item.question, shown.options, row["answer"])
+                    prompt, letters = _extraction_prompt(prompts, item.question, shown.options, row["answer"], item.language)
                     pending.append(
                         Call(
                             key=_row_key(EXTRACT, name, item, k),
                             build=lambda prompt=prompt: [llm.text_message("user", prompt)],
                             meta={"step": EXTRACT, "model": name, "id": item.id, "pass": k},
                             parse=lambda text, letters=letters: {"letter": parse_extractor_reply(text, letters)},
-                            retry=lambda problem: retry.render(problem=problem),
+                            retry=lambda problem, item=item: retry[item.language].render(problem=problem),
                         )
                     )
             if pending:
-                stats = send_calls(
+                sent = send_calls(
                     client, extractor, pending, label=f"mcq extract pass {k + 1}", parse_retries=parse_retries, **run
                 )
-                result.stats[extractor].add(stats.as_dict())
-                rows.update(stats.rows)
+                stats[extractor].add(sent.as_dict())
+                rows.update(sent.rows)
             for item in alive:
-                key = _verdict_key(name, item, k)
-                result.verdicts[key] = _verdict(item, result.passes[item.id][k], name, k, rows)
-        for item in scored:
-            result.outcomes[name][item.id] = SKIPPED if item.id in decided else _outcome(result, name, item)
-    return result
+                verdicts[_verdict_key(name, item, k)] = _verdict(item, passes[item.id][k], name, k, rows)
+        return {item.id: _outcome(verdicts, passes, name, item) for item in asking}
+
+    ids = [item.id for item in scored]
+    outcomes = ask_in_turn(list(models), ids, ask, filter=qc_filter, threshold=threshold, stop_when_decided=stop_when_decided)
+    flags = item_flags(qc_filter, threshold, models, ids, outcomes) if qc_filter else {}
+    unasked = [
+        _row_key(ANSWER, name, item, k)
+        for name in models
+        for item in scored
+        for k in range(len(passes[item.id]))
+        if _verdict_key(name, item, k) not in verdicts
+    ]
+    results = _summary(scored, list(models), passes, verdicts, outcomes, flags, qc_filter)
+    results.update(skipped_without_answer_key=len(mcq_items) - len(scored), all_passes=all_passes, text_only=text_only)
+    return Scores("mcq", results, verdicts, stats, outcomes, flags, unasked)
 
 
 def recorded_passes(items: Iterable[Item | Mapping[str, Any]], model: str, rows: Mapping[str, dict]) -> list[dict]:
@@ -333,14 +275,14 @@ def _still_solving(verdicts: dict, model: str, item: Item, k: int) -> bool:
     return all(verdicts.get(_verdict_key(model, item, j), {}).get("correct") for j in range(k))
 
 
-def _outcome(result: CircularEvalResult, model: str, item: Item) -> str:
+def _outcome(verdicts: dict, passes: dict, model: str, item: Item) -> str:
     """Failed when a pass was answered wrong; else "error" (undecided) when a pass's call failed for
     good; else solved. A failed call is not a wrong answer: it leaves its pass, and so the item, open."""
-    verdicts = [result.verdicts.get(_verdict_key(model, item, k)) for k in range(len(result.passes[item.id]))]
-    asked = [v for v in verdicts if v is not None]
+    mine = [verdicts.get(_verdict_key(model, item, k)) for k in range(len(passes[item.id]))]
+    asked = [v for v in mine if v is not None]
     if any(v["method"] not in CALL_FAILURES and not v["correct"] for v in asked):
         return FAILED
-    if len(asked) < len(verdicts) or any(v["method"] in CALL_FAILURES for v in asked):
+    if len(asked) < len(mine) or any(v["method"] in CALL_FAILURES for v in asked):
         return CALL_ERROR
     return SOLVED
 
@@ -393,31 +335,21 @@ def _verdict(item: Item, shown: CircularPass, model: str, k: int, rows: dict) ->
 # --------------------------------------------------------------------------- results
 
 
-def summarize_circular(result: CircularEvalResult) -> dict:
+def _summary(items, models, passes, verdicts, outcomes, flags, qc_filter) -> dict:
     """The numbers of a run: accuracy (circular and vanilla) per model, category, subcategory and
     task, and how each pass's choice was read. Items a QC run did not ask a model are left out of
-    that model's accuracy and counted in `not_asked`. "item_rows" holds one row per model and item."""
-    results = {
-        "command": "mcq",
-        "items": len(result.items),
-        "skipped_without_answer_key": result.skipped_without_answer_key,
-        "all_passes": result.all_passes,
-        "text_only": result.text_only,
-        "models": {},
-    }
+    that model's accuracy and counted in `not_asked`. "item_rows" holds one row per model and item;
+    "calls" the passes asked against every pass of every model on every item, and the extractions."""
+    results = {"command": "mcq", "items": len(items), "models": {}}
     item_rows = []
-    for model in result.models:
+    for model in models:
         rows = []
         methods: dict[str, int] = {}
-        for item in result.items:
-            outcome = result.outcomes[model].get(item.id)
+        for item in items:
+            outcome = outcomes[model].get(item.id)
             if outcome == SKIPPED:
                 continue
-            asked = [
-                v
-                for k in range(len(result.passes[item.id]))
-                if (v := result.verdicts.get(_verdict_key(model, item, k))) is not None
-            ]
+            asked = [v for k in range(len(passes[item.id])) if (v := verdicts.get(_verdict_key(model, item, k))) is not None]
             for v in asked:
                 methods[v["method"]] = methods.get(v["method"], 0) + 1
             first = asked[0] if asked else None
@@ -446,15 +378,21 @@ def summarize_circular(result: CircularEvalResult) -> dict:
             "needed_extractor": sum(methods.get(m, 0) for m in EXTRACTOR_METHODS),
             "item_problems": sum(1 for r in rows if r["problem"]),
             "failed_calls": sum(methods.get(m, 0) for m in CALL_FAILURES),
-            "not_asked": sum(1 for outcome in result.outcomes[model].values() if outcome == SKIPPED),
+            "not_asked": sum(1 for outcome in outcomes[model].values() if outcome == SKIPPED),
         }
-    if result.stop_when_decided:
-        flags = result.flags()
+    without = len(models) * sum(len(p) for p in passes.values())
+    results["calls"] = {
+        "passes_asked": len(verdicts),
+        "passes_without_stopping": without,
+        "saved": without - len(verdicts),
+        "extractions": sum(1 for v in verdicts.values() if v["extractor_outputs"] or v["method"] == "extractor_error"),
+    }
+    if qc_filter:
         results["qc"] = {
-            "filter": result.stop_when_decided,
+            "filter": qc_filter,
             "flagged": [i for i, f in flags.items() if f["flagged"]],
             "undecided": [i for i, f in flags.items() if not f["decided"]],
-            "calls": result.call_counts(),
+            "calls": results["calls"],
         }
     results["item_rows"] = item_rows
     return results

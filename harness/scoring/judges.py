@@ -1,16 +1,16 @@
 """LLM judges as library functions: pointwise grades, pairwise votes, TouchStone, hallucination.
 
-Each takes the client and the judge's endpoint name, the items (Items or dicts), the answers to
-judge as {model name: {item id: answer text}}, and a sink for the sample rows (resumable: rows
-the sink already finished are not asked again). Each returns a Scored: `results` (the numbers,
-as the CLI writes them to results.json), `rows` (every sample row by key) and `stats` (this
-run's counts and the judge endpoint's usage). harness/README.md (section 3) states the rules they encode.
+Each is a scoring mode's run (modes.py): run(client, items, *, sink, judge, answers, ...) with
+the items (Items or dicts), the judge's endpoint name, the answers to judge as {model name:
+{item id: answer text}}, and a sink for the sample rows (resumable: rows the sink already
+finished are not asked again). Each returns Scores: `results` (the numbers, as the CLI writes
+them to results.json), `rows` (every sample row by key) and `stats` (this run's counts and the
+judge endpoint's usage). harness/README.md (section 3) states the rules they encode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness import llm
@@ -21,16 +21,10 @@ from harness.parsing import parse_rating, parse_score_pair, parse_vote
 from harness.prompts import Prompts, Template
 from harness.release import Item
 from harness.scoring.inputs import ImageLoader, as_answers, as_items, attach_images, item_images, render_history
+from harness.scoring.modes import Scores
 from harness.votes import ORDERS, battle_score, combine_votes, outcome_result, vote_side
 
 POINTWISE_FIELDS = ("task", "task_rule", "history", "question_type", "question", "reference", "answer")
-
-
-@dataclass
-class Scored:
-    results: dict
-    rows: dict[str, dict]
-    stats: RunStats
 
 
 def _endpoint(client, name: str) -> llm.Endpoint:
@@ -40,15 +34,64 @@ def _endpoint(client, name: str) -> llm.Endpoint:
     return client.endpoints[name]
 
 
-def _run(client, judge, calls, sink, label, parse_retries, with_images=False, workers=1, reopen=None, progress_stream=None):
+def ask_judge(
+    client,
+    judge: str,
+    template: str,
+    prompts: Prompts,
+    items: list[Item],
+    answers: Mapping[str, Mapping[str, str]],
+    render: Callable[[Template, Item, str, Any], str | None],
+    parse: Callable[[str], dict],
+    *,
+    sink: Sink,
+    variants: Sequence = (None,),
+    variant_field: str = "",
+    meta: Callable[[Item], dict] = lambda item: {"category": item.category, "task": item.task},
+    images: Callable[[Item], list] | None = None,
+    label: str = "",
+    parse_retries: int = 2,
+    workers=1,
+    reopen=None,
+    progress_stream=None,
+) -> RunStats:
+    """Ask the judge about each model's answer to each item (once per variant: an answer order or
+    position, named variant_field in the row), its prompt `template` rendered by render(template, item, answer, variant) (None:
+    not asked), an unreadable reply re-asked with "retry_" + template. Rows are keyed
+    "model\titem id" (plus "\tvariant")."""
+    # each item is judged in its own language: every template found before any call is made
+    template_, retry = _templates(prompts, template, items)
+    calls = []
+    for model, by_id in answers.items():
+        for item in items:
+            if item.id not in by_id:
+                continue
+            for variant in variants:
+                prompt = render(template_[item.language], item, by_id[item.id], variant)
+                if prompt is None:
+                    continue
+                calls.append(
+                    Call(
+                        key=f"{model}\t{item.id}" + ("" if variant is None else f"\t{variant}"),
+                        build=lambda prompt=prompt, item=item: [llm.user_message(prompt, images=images(item) if images else [])],
+                        meta={
+                            "model": model,
+                            "id": item.id,
+                            **({} if variant is None else {variant_field: variant}),
+                            **meta(item),
+                        },
+                        parse=parse,
+                        retry=lambda problem, item=item: retry[item.language].render(problem=problem),
+                    )
+                )
     return send_calls(
         client,
         judge,
         calls,
         sink,
-        label=label,
+        label=label or template,
         parse_retries=parse_retries,
-        with_images=with_images,
+        with_images=images is not None,
         workers=workers,
         reopen=reopen,
         progress_stream=progress_stream,
@@ -63,9 +106,19 @@ def group_mean(rows, key: str, value: str) -> dict:
     return {k: {"mean": sum(v) / len(v), "n": len(v)} for k, v in buckets.items()}
 
 
-def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | None = None) -> str:
-    """The judge's rule for a task: the release's own (rules) first, then the built-in one."""
-    return (rules or {}).get(task or "") or prompts.task_rule(task)
+def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | None = None, language: str | None = None) -> str:
+    """The judge's rule for a task: the release's own (rules) first, then the built-in one in `language`."""
+    return (rules or {}).get(task or "") or prompts.task_rule(task, language)
+
+
+def _templates(prompts: Prompts, name: str, items: Iterable[Item]) -> tuple[dict, dict]:
+    """({item language: template}, {item language: its retry template}) for the languages of
+    `items`, all found before any call is made."""
+    languages = {item.language for item in items} or {None}
+    return (
+        {language: prompts.get(name, language) for language in languages},
+        {language: prompts.get(f"retry_{name}", language) for language in languages},
+    )
 
 
 # --------------------------------------------------------------------------- pointwise
@@ -73,56 +126,58 @@ def task_rule(task: str | None, prompts: Prompts, rules: Mapping[str, str] | Non
 
 def pointwise_judge(
     client,
-    judge: str,
     items: Iterable[Item | Mapping[str, Any]],
-    predictions: Mapping[str, Mapping],
     *,
     sink: Sink,
+    judge: str,
+    answers: Mapping[str, Mapping],
     prompts: Prompts | None = None,
     rules: Mapping[str, str] | None = None,
     parse_retries: int = 2,
     **run,
-) -> Scored:
+) -> Scores:
     """1-10 grades against the reference answer (the judge does not see the image), mean per task,
     category and overall, and the alignment score over seed groups. rules: task -> judging rule
     text that replaces the built-in rule of that task. Items without a reference are skipped
     and counted."""
     prompts = prompts or Prompts()
-    template, retry = prompts.get("pointwise"), prompts.get("retry_pointwise")
-    template.check(POINTWISE_FIELDS)
     _endpoint(client, judge)
     all_items = as_items(items)
     scored = [item for item in all_items if not item.is_mcq and item.reference_answer]
-    answers = as_answers(predictions)
+    for each in _templates(prompts, "pointwise", scored)[0].values():
+        each.check(POINTWISE_FIELDS)
+    answers = as_answers(answers)
+
+    def render(template, item, answer, _):
+        return template.render(
+            task=item.task or "",
+            task_rule=task_rule(item.task, prompts, rules, item.language),
+            history=render_history(item.history),
+            question_type=item.question_type or "",
+            question=item.question,
+            reference=item.reference_answer,
+            answer=answer,
+        )
 
     def parse(text: str) -> dict:
         rating = parse_rating(text)
         return {"rating": rating.value, "reason": rating.reason}
 
-    calls = []
-    for model, by_id in answers.items():
-        for item in scored:
-            if item.id not in by_id:
-                continue
-            fields = {
-                "task": item.task or "",
-                "task_rule": task_rule(item.task, prompts, rules),
-                "history": render_history(item.history),
-                "question_type": item.question_type or "",
-                "question": item.question,
-                "reference": item.reference_answer,
-                "answer": by_id[item.id],
-            }
-            calls.append(
-                Call(
-                    key=f"{model}\t{item.id}",
-                    build=lambda fields=fields: [llm.text_message("user", template.render(**fields))],
-                    meta={"model": model, "id": item.id, "task": item.task, "category": item.category, "group": item.group},
-                    parse=parse,
-                    retry=lambda problem: retry.render(problem=problem),
-                )
-            )
-    stats = _run(client, judge, calls, sink, "judge", parse_retries, **run)
+    stats = ask_judge(
+        client,
+        judge,
+        "pointwise",
+        prompts,
+        scored,
+        answers,
+        render,
+        parse,
+        sink=sink,
+        meta=lambda item: {"task": item.task, "category": item.category, "group": item.group},
+        label="judge",
+        parse_retries=parse_retries,
+        **run,
+    )
     results = {
         "command": "judge",
         "items": len(scored),
@@ -163,7 +218,7 @@ def pointwise_judge(
                 "sigma_sum": alignment.sigma_sum,
             },
         }
-    return Scored(results, stats.rows, stats)
+    return Scores("pointwise", results, stats.rows, {judge: stats})
 
 
 # --------------------------------------------------------------------------- pairwise
@@ -195,13 +250,13 @@ def question_outcome(rows: Mapping[str, dict], model: str, item_id: str) -> tupl
 
 def pairwise_judge(
     client,
-    judge: str,
     items: Iterable[Item | Mapping[str, Any]],
-    anchor_model: str,
-    anchor_answers: Mapping,
-    predictions: Mapping[str, Mapping],
     *,
     sink: Sink,
+    judge: str,
+    answers: Mapping[str, Mapping],
+    anchor: str,
+    anchor_answers: Mapping,
     text_only: bool = False,
     image_loader: ImageLoader | None = None,
     prompts: Prompts | None = None,
@@ -209,43 +264,41 @@ def pairwise_judge(
     bootstrap: int = 1000,
     seed: int = 0,
     **run,
-) -> Scored:
+) -> Scores:
     """MLLM-Bench votes of each model against an anchor model, every question judged in both
     answer orders (order 1: anchor first) with the item's criteria and, unless text_only, its
     images; the two votes combined (votes.combine_votes). Win/tie/lose per category and overall,
     win rate, Elo (bootstrap median) and Bradley-Terry."""
     prompts = prompts or Prompts()
-    template, retry = prompts.get("pairwise"), prompts.get("retry_pairwise")
-    answers = as_answers(predictions)
-    anchor = as_answers({anchor_model: anchor_answers})[anchor_model]
+    answers = as_answers(answers)
+    anchor_model, anchor = anchor, as_answers({anchor: anchor_answers})[anchor]
     if anchor_model in answers:
         raise InputError(f"the anchor {anchor_model!r} is also among the models compared with it")
     scored = [item for item in as_items(items) if not item.is_mcq]
     attach = attach_images(_endpoint(client, judge), scored, text_only, "judge", image_loader)
 
-    def parse(text: str) -> dict:
-        return {"vote": parse_vote(text)}
+    def render(template, item, answer, order):
+        if item.id not in anchor:
+            return None
+        first, second = (anchor[item.id], answer) if order == 1 else (answer, anchor[item.id])
+        return render_pairwise_prompt(template, item, first, second, attach)
 
-    calls = []
-    for model, by_id in answers.items():
-        for item in scored:
-            if item.id not in by_id or item.id not in anchor:
-                continue
-            for order in ORDERS:
-                first, second = (anchor, by_id) if order == 1 else (by_id, anchor)
-                prompt = render_pairwise_prompt(template, item, first[item.id], second[item.id], attach)
-                calls.append(
-                    Call(
-                        key=f"{model}\t{item.id}\t{order}",
-                        build=lambda prompt=prompt, item=item: [
-                            llm.user_message(prompt, images=item_images(item, image_loader) if attach else [])
-                        ],
-                        meta={"model": model, "id": item.id, "order": order, "category": item.category, "task": item.task},
-                        parse=parse,
-                        retry=lambda problem: retry.render(problem=problem),
-                    )
-                )
-    stats = _run(client, judge, calls, sink, "pairwise", parse_retries, with_images=attach, **run)
+    stats = ask_judge(
+        client,
+        judge,
+        "pairwise",
+        prompts,
+        scored,
+        answers,
+        render,
+        lambda text: {"vote": parse_vote(text)},
+        sink=sink,
+        variants=ORDERS,
+        variant_field="order",
+        images=(lambda item: item_images(item, image_loader)) if attach else None,
+        parse_retries=parse_retries,
+        **run,
+    )
     results = {"command": "pairwise", "anchor": anchor_model, "items": len(scored), "images": attach, "models": {}}
     battles = []
     for model, by_id in answers.items():
@@ -288,7 +341,7 @@ def pairwise_judge(
             elo = [results["elo"]["bootstrap"][n]["median"] for n in names if n in results["elo"]["bootstrap"]]
             if len(elo) == len(names):
                 results["elo"]["spearman_win_rate_vs_elo"] = spearman(win_rates, elo)
-    return Scored(results, stats.rows, stats)
+    return Scores("pairwise", results, stats.rows, {judge: stats})
 
 
 # --------------------------------------------------------------------------- TouchStone
@@ -312,46 +365,41 @@ def touchstone_scores(rows: Mapping[str, dict], model: str, item_id: str) -> tup
 
 def touchstone_judge(
     client,
-    judge: str,
     items: Iterable[Item | Mapping[str, Any]],
-    predictions: Mapping[str, Mapping],
     *,
     sink: Sink,
+    judge: str,
+    answers: Mapping[str, Mapping],
     prompts: Prompts | None = None,
     parse_retries: int = 2,
     **run,
-) -> Scored:
+) -> Scores:
     """The judge reads the image description instead of the image and scores the model's answer
     and the reference answer 1-10, twice with positions swapped; a question's score is the mean
     of both. Needs items with a description and a reference answer."""
-    prompts = prompts or Prompts()
-    template, retry = prompts.get("touchstone"), prompts.get("retry_touchstone")
     _endpoint(client, judge)
-    answers = as_answers(predictions)
+    answers = as_answers(answers)
     scored = [item for item in as_items(items) if item.description and item.reference_answer and not item.is_mcq]
 
-    def parse(text: str) -> dict:
-        return {"scores": list(parse_score_pair(text))}
+    def render(template, item, answer, position):  # position: where the model's answer is shown
+        first, second = (answer, item.reference_answer) if position == 1 else (item.reference_answer, answer)
+        return template.render(description=item.description, question=item.question, answer1=first, answer2=second)
 
-    calls = []
-    for model, by_id in answers.items():
-        for item in scored:
-            if item.id not in by_id:
-                continue
-            for position in (1, 2):  # where the model's answer is shown
-                pair = (by_id[item.id], item.reference_answer)
-                first, second = pair if position == 1 else pair[::-1]
-                prompt = template.render(description=item.description, question=item.question, answer1=first, answer2=second)
-                calls.append(
-                    Call(
-                        key=f"{model}\t{item.id}\t{position}",
-                        build=lambda prompt=prompt: [llm.text_message("user", prompt)],
-                        meta={"model": model, "id": item.id, "position": position, "category": item.category, "task": item.task},
-                        parse=parse,
-                        retry=lambda problem: retry.render(problem=problem),
-                    )
-                )
-    stats = _run(client, judge, calls, sink, "touchstone", parse_retries, **run)
+    stats = ask_judge(
+        client,
+        judge,
+        "touchstone",
+        prompts or Prompts(),
+        scored,
+        answers,
+        render,
+        lambda text: {"scores": list(parse_score_pair(text))},
+        sink=sink,
+        variants=(1, 2),
+        variant_field="position",
+        parse_retries=parse_retries,
+        **run,
+    )
     results = {"command": "touchstone", "items": len(scored), "models": {}}
     for model, by_id in answers.items():
         rows, counts = [], {UNPARSED: 0, ERROR: 0, "no_answer": 0}
@@ -376,7 +424,7 @@ def touchstone_judge(
             "by_category": group_mean(rows, "category", "model"),
             "by_task": group_mean(rows, "task", "model"),
         }
-    return Scored(results, stats.rows, stats)
+    return Scores("touchstone", results, stats.rows, {judge: stats})
 
 
 # --------------------------------------------------------------------------- hallucination
@@ -384,43 +432,38 @@ def touchstone_judge(
 
 def hallucination_judge(
     client,
-    judge: str,
     items: Iterable[Item | Mapping[str, Any]],
-    predictions: Mapping[str, Mapping],
     *,
     sink: Sink,
+    judge: str,
+    answers: Mapping[str, Mapping],
     prompts: Prompts | None = None,
     parse_retries: int = 2,
     **run,
-) -> Scored:
+) -> Scores:
     """0-10: how much of an answer's content about the image the human description does not
     support (lower is better). Needs items with a description."""
-    prompts = prompts or Prompts()
-    template, retry = prompts.get("hallucination"), prompts.get("retry_hallucination")
     _endpoint(client, judge)
-    answers = as_answers(predictions)
+    answers = as_answers(answers)
     scored = [item for item in as_items(items) if item.description and not item.is_mcq]
 
     def parse(text: str) -> dict:
         rating = parse_rating(text, low=0, high=10, keys=("score", "hallucination", "rating"))
         return {"score": rating.value, "reason": rating.reason}
 
-    calls = []
-    for model, by_id in answers.items():
-        for item in scored:
-            if item.id not in by_id:
-                continue
-            prompt = template.render(description=item.description, question=item.question, answer=by_id[item.id])
-            calls.append(
-                Call(
-                    key=f"{model}\t{item.id}",
-                    build=lambda prompt=prompt: [llm.text_message("user", prompt)],
-                    meta={"model": model, "id": item.id, "category": item.category, "task": item.task},
-                    parse=parse,
-                    retry=lambda problem: retry.render(problem=problem),
-                )
-            )
-    stats = _run(client, judge, calls, sink, "hallucination", parse_retries, **run)
+    stats = ask_judge(
+        client,
+        judge,
+        "hallucination",
+        prompts or Prompts(),
+        scored,
+        answers,
+        lambda template, item, answer, _: template.render(description=item.description, question=item.question, answer=answer),
+        parse,
+        sink=sink,
+        parse_retries=parse_retries,
+        **run,
+    )
     results = {"command": "hallucination", "items": len(scored), "models": {}}
     for model, by_id in answers.items():
         rows = [stats.rows.get(f"{model}\t{item.id}") for item in scored if item.id in by_id]
@@ -433,4 +476,4 @@ def hallucination_judge(
             "mean": sum(r["score"] for r in ok_rows) / len(ok_rows) if ok_rows else None,
             "by_category": group_mean(ok_rows, "category", "score"),
         }
-    return Scored(results, stats.rows, stats)
+    return Scores("hallucination", results, stats.rows, {judge: stats})

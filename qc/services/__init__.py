@@ -2,7 +2,6 @@
 
 runs.py       scope, estimate, start_run, and the `qc_run` job (run_qc_part)
 sink.py       the harness Sink that keeps a run's calls as job entries (resumable)
-rules.py      when a filter flags an item and when its verdict is settled
 decisions.py  remove / keep / fix a flagged item
 imports.py    external benchmarks (MMBench TSV, MLLM-Bench, AlignMMBench) as the `qc_import` job
 """

@@ -36,6 +36,7 @@ from django.db import transaction
 from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
 from benchforge import permissions
+from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
 from benchforge.inputs import is_digits
 from curation.models import Benchmark, Category, Image, Task
@@ -224,7 +225,7 @@ class _Batch:
                         {"row": True, "item": item.pk, "line": line, **source, "images": spec.get("images", [])},
                     )
                 )
-            ExternalSource.objects.bulk_create(sources)
+            bulk_insert(sources)
             self.run.record_many(entries)
 
 

@@ -1,12 +1,13 @@
 """QC runs: which items (scope), what a run would cost (estimate), starting one (start_run) and the
 `qc_run` job that asks the models (run_qc_part), one job per part of the items.
 
-Multiple choice (text-only, all-fail): the harness's CircularEval, one model at a time. Once a
-pass fails, that model's remaining passes on the item are skipped (harness); once the item's
-verdict cannot change, further models are not asked (here, with the run's threshold). Open items
-(judged text-only): each model answers without the image and the pointwise judge grades it.
-Every call is a unit of the job (sink.JobSink): a killed or failed part resumes without asking
-again what was answered. Every answer is kept as a QCAnswer row.
+Each filter is decided by the harness's scoring mode registered for it (harness.scoring.MODES):
+multiple choice (text-only, all-fail) by CircularEval, open items (judged text-only) by answers
+without the image that the pointwise judge grades. The models are asked in turn; with early
+stopping, a model's remaining passes on an item are skipped once one fails, and further models
+are not asked about an item whose verdict (at the run's threshold) cannot change. Every call is
+a unit of the job (sink.JobSink), and so is every call a stop saved (skipped): a killed or failed
+part resumes without asking again what was answered. Every answer is kept as a QCAnswer row.
 """
 
 from __future__ import annotations
@@ -30,22 +31,12 @@ from benchforge.errors import DomainError
 from curation.models import Benchmark
 from harness import Prompts
 from harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
-from harness.scoring import (
-    CALL_ERROR,
-    EXTRACTOR_METHODS,
-    FAILED,
-    SOLVED,
-    answer_questions,
-    circular_eval,
-    format_options,
-    pointwise_judge,
-)
+from harness.scoring import DEFAULT_THRESHOLD, EXTRACTOR_METHODS, SOLVED, format_options, mode_for_filter
 from jobs import services as jobs
 from jobs.runner import JobRun
 from llm.client import check_endpoints, get_client, get_endpoint
 
 from ..models import QCAnswer, QCItem, QCRun
-from . import rules
 from .sink import JobSink
 
 QC_RUN_JOB = "qc_run"
@@ -88,11 +79,13 @@ def _image_names(item: Item) -> list[str]:
     return [link.image.file.name for link in source.item_images.all()]
 
 
-def harness_item(item: Item, *, with_images: bool) -> dict:
-    """The item as the harness scores it (its release row), keyed by our id, with its images as
-    storage names (load_image reads them) when the filter sends them."""
+def harness_item(item: Item, *, with_images: bool, language: str) -> dict:
+    """The item as the harness scores it (its release row, asked in the benchmark's `language`),
+    keyed by our id, with its images as storage names (load_image reads them) when the filter
+    sends them."""
     row = release_row(item)
     row["id"] = str(item.pk)
+    row["language"] = language
     row["images"] = _image_names(item) if with_images else []
     return row
 
@@ -138,7 +131,7 @@ def estimate(
     _check_models(filter, models, extractor, judge)
     items = scope(benchmark, filter=filter, tasks=tasks, item_ids=item_ids) if items is None else items
     prompts = Prompts()
-    template = prompts.get("mcq_question")
+    template = prompts.get("mcq_question", benchmark.language)
     prompt_tokens = calls = 0
     judge_tokens = 0
     for item in items:
@@ -203,7 +196,7 @@ def start_run(
     the items that several workers ask at once). Returns the run."""
     permissions.require_researcher(user, "Starting a QC run")
     models = [m.strip() for m in models if m and m.strip()]
-    threshold = rules.DEFAULT_THRESHOLD.get(filter, 0.5) if threshold is None else float(threshold)
+    threshold = DEFAULT_THRESHOLD.get(filter, 0.5) if threshold is None else float(threshold)
     if not 0 <= threshold < 1:
         raise DomainError("The threshold is a share of the models, from 0 up to (not including) 1.")
     if not 1 <= min_score <= 10:
@@ -260,29 +253,9 @@ def start_run(
 # ---------------------------------------------------------------- the job
 
 
-class _Verdicts:
-    """Per item: which models solved it, failed it, whose calls failed, who was not asked."""
-
-    def __init__(self, run: QCRun, ids: list[str]):
-        self.run = run
-        self.n = len(run.model_names)
-        self.by_id = {i: {"solved_by": [], "failed_by": [], "errors": [], "not_asked": []} for i in ids}
-
-    def decided(self, item_id: str) -> bool:
-        v = self.by_id[item_id]
-        return rules.decided(self.run.threshold, len(v["solved_by"]), len(v["failed_by"]), self.n)
-
-    def flagged(self, item_id: str) -> bool:
-        return rules.flagged(self.run.filter, self.run.threshold, len(self.by_id[item_id]["solved_by"]), self.n)
-
-    def add(self, item_id: str, model: str, outcome: str) -> None:
-        field = {SOLVED: "solved_by", FAILED: "failed_by", CALL_ERROR: "errors"}.get(outcome, "not_asked")
-        self.by_id[item_id][field].append(model)
-
-
-def _skip(run: JobRun, sink: JobSink, keys: list[str], model: str) -> None:
+def _skip(run: JobRun, sink: JobSink, keys: list[str]) -> None:
     """Calls a stop saved are units too (skipped), so the progress bar ends full."""
-    message = f"not asked: {model}'s verdict was settled or an earlier pass failed"
+    message = "not asked: the item's verdict was settled or an earlier pass failed"
     rows = [(key, "skipped", message, {}) for key in keys if key not in sink.rows]
     for start in range(0, len(rows), 1000):
         run.record_many(rows[start : start + 1000])
@@ -297,106 +270,49 @@ def _save_answers(run: QCRun, rows: list[dict]) -> None:
     )
 
 
-def _circular(qc: QCRun, run: JobRun, client, sink: JobSink, items: list[dict], verdicts: _Verdicts) -> None:
-    text_only = not qc.with_images
-    for model in qc.model_names:
-        alive = [i for i in items if not (qc.early_stop and verdicts.decided(i["id"]))]
-        alive_ids = {i["id"] for i in alive}
-        stopped = []
-        for item in items:
-            if item["id"] not in alive_ids:
-                verdicts.add(item["id"], model, "not_asked")
-                stopped += [f"answer\t{model}\t{item['id']}\t{k}" for k in range(len(item["choices"]))]
-        _skip(run, sink, stopped, model)
-        if not alive:
-            continue
-        run.say(f"{model}: asking {len(alive)} item(s) under CircularEval{' without images' if text_only else ''}")
-        result = circular_eval(
-            client,
-            alive,
-            [model],
-            sink=sink,
-            extractor=qc.extractor or None,
-            text_only=text_only,
-            all_passes=not qc.early_stop,
-            image_loader=load_image,
-        )
-        answers = []
-        for verdict in result.verdicts.values():
-            answers.append(
-                {
-                    "item_id": int(verdict["id"]),
-                    "model": model,
-                    "shift": verdict["pass"],
-                    "options": verdict["options"],
-                    "shown_answer": verdict["shown_answer"] or "",
-                    "output": verdict["output"] or "",
-                    "letter": verdict["letter"] or "",
-                    "method": verdict["method"] or "",
-                    "correct": bool(verdict["correct"]),
-                    "score": None,
-                    "reason": "",
-                    "error": verdict.get("error") or "",
-                }
-            )
-        _save_answers(qc, answers)
-        skipped = []
-        for item in alive:
-            verdicts.add(item["id"], model, result.outcomes[model][item["id"]])
-            asked = {k for k in range(len(item["choices"])) if f"{model}\t{item['id']}\t{k}" in result.verdicts}
-            skipped += [f"answer\t{model}\t{item['id']}\t{k}" for k in range(len(item["choices"])) if k not in asked]
-        _skip(run, sink, skipped, model)
+def _answer(row: dict) -> dict:
+    """A QCAnswer's fields from a row of the harness's result: a CircularEval pass's verdict, or a
+    judged item's answer and grade."""
+    return {
+        "item_id": int(row["id"]),
+        "model": row["model"],
+        "shift": row.get("pass", 0),
+        "options": row.get("options") or {},
+        "shown_answer": row.get("shown_answer") or "",
+        "output": row.get("output") or row.get("answer") or "",
+        "letter": row.get("letter") or "",
+        "method": row["method"] or "",
+        "correct": bool(row["correct"]) if "correct" in row else row["outcome"] == SOLVED,
+        "score": row.get("score"),
+        "reason": row.get("reason") or "",
+        "error": row.get("error") or "",
+    }
 
 
-def _judged(qc: QCRun, run: JobRun, client, sink: JobSink, items: list[dict], verdicts: _Verdicts) -> None:
-    for model in qc.model_names:
-        alive = [i for i in items if not (qc.early_stop and verdicts.decided(i["id"]))]
-        alive_ids = {i["id"] for i in alive}
-        stopped = []
-        for item in items:
-            if item["id"] not in alive_ids:
-                verdicts.add(item["id"], model, "not_asked")
-                stopped += [f"answer\t{model}\t{item['id']}", f"judge\t{model}\t{item['id']}"]
-        _skip(run, sink, stopped, model)
-        if not alive:
-            continue
-        run.say(f"{model}: answering {len(alive)} open item(s) without images, then the judge grades them")
-        answers, _stats = answer_questions(client, model, alive, sink=sink.scoped(f"answer\t{model}\t"), text_only=True)
-        rows = {}
-        if answers:
-            scored = pointwise_judge(
-                client, qc.judge, [i for i in alive if i["id"] in answers], {model: answers}, sink=sink.scoped("judge\t")
-            )
-            rows = scored.rows
-        saved = []
-        for item in alive:
-            answer, row = answers.get(item["id"]), rows.get(f"{model}\t{item['id']}")
-            if answer is None or row is None or row["status"] == "error":
-                outcome, error = CALL_ERROR, (row or {}).get("error") or "the model's answer call failed"
-                score = None
-            elif row["status"] != "ok":
-                outcome, error, score = FAILED, row.get("parse_error", "the judge's grade could not be read"), None
-            else:
-                score = int(row["rating"])
-                outcome, error = (SOLVED if score >= qc.min_score else FAILED), ""
-            verdicts.add(item["id"], model, outcome)
-            saved.append(
-                {
-                    "item_id": int(item["id"]),
-                    "model": model,
-                    "shift": 0,
-                    "options": {},
-                    "shown_answer": "",
-                    "output": answer or "",
-                    "letter": "",
-                    "method": "judged" if score is not None else ("model_error" if answer is None else "judge_error"),
-                    "correct": outcome == SOLVED,
-                    "score": score,
-                    "reason": (row or {}).get("reason") or "",
-                    "error": error,
-                }
-            )
-        _save_answers(qc, saved)
+def _score(qc: QCRun, run: JobRun, client, sink: JobSink, items: list[dict]):
+    """Ask the filter's scoring mode about the items, models in turn, and keep every answer."""
+    mode = mode_for_filter(qc.filter)
+    run.say(
+        f"{mode.title}: {len(items)} item(s), {len(qc.model_names)} model(s) in turn"
+        + (", each asked only about items still undecided" if qc.early_stop else "")
+        + ("" if qc.with_images else ", without images")
+    )
+    settings = {
+        "models": qc.model_names,
+        "extractor": qc.extractor or None,
+        "judge": qc.judge,
+        "text_only": not qc.with_images,
+        "all_passes": not qc.early_stop,
+        "qc_filter": qc.filter,
+        "threshold": qc.threshold,
+        "stop_when_decided": qc.early_stop,
+        "min_score": qc.min_score,
+        "image_loader": load_image,
+    }
+    scored = mode.run(client, items, sink=sink, **mode.accepts(settings))
+    _save_answers(qc, [_answer(row) for row in scored.rows.values()])
+    _skip(run, sink, scored.unasked)
+    return scored
 
 
 def run_qc_part(run: JobRun) -> dict:
@@ -406,15 +322,16 @@ def run_qc_part(run: JobRun) -> dict:
     part = run.params.get("part", 0)
     entries = {e.item_id: e for e in QCItem.objects.filter(run=qc, part=part, done=False)}
     items = [
-        harness_item(item, with_images=qc.with_images) for item in with_payload_data(Item.objects.filter(pk__in=list(entries)))
+        harness_item(item, with_images=qc.with_images, language=qc.benchmark.language)
+        for item in with_payload_data(Item.objects.filter(pk__in=list(entries)))
     ]
     items.sort(key=lambda i: int(i["id"]))
-    verdicts = _Verdicts(qc, [i["id"] for i in items])
     client = get_client(payer=(run.job.pk, run.job.runs))
     sink = JobSink(run)
+    flags = {}
     try:
         if items:
-            (_judged if qc.filter == Filter.JUDGED_TEXT_ONLY else _circular)(qc, run, client, sink, items, verdicts)
+            flags = _score(qc, run, client, sink, items).flags
     finally:
         sink.close()
         usage = {name: counts for name, counts in client.usage.items() if any(counts.values())}
@@ -425,7 +342,7 @@ def run_qc_part(run: JobRun) -> dict:
             locked.usage[f"job {run.job.pk} run {run.job.runs}"] = {"usage": usage, "cost": costs}
             locked.save(update_fields=["usage"])
     without = sum(passes_of(e.item, qc.filter) for e in QCItem.objects.filter(run=qc, part=part).select_related("item"))
-    return _finish_part(qc, run, entries, verdicts, without * len(qc.model_names))
+    return _finish_part(qc, run, entries, flags, without * len(qc.model_names))
 
 
 def calls_made(answers) -> int:
@@ -449,14 +366,13 @@ def earlier_decisions(qc: QCRun, item_ids, *, kinds=None) -> dict[int, QCItem]:
     return {item_id: e for item_id, e in latest.items() if kinds is None or e.decision in kinds}
 
 
-def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], verdicts: _Verdicts, without: int) -> dict:
+def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], flags: dict[str, dict], without: int) -> dict:
     changed, to_flag = [], []
-    for item_id, state in verdicts.by_id.items():
+    for item_id, flag in flags.items():
         entry = entries[int(item_id)]
-        for field, models in state.items():
-            setattr(entry, field, models)
-        entry.flagged = verdicts.flagged(item_id)
-        entry.done = verdicts.decided(item_id)
+        for field in ("solved_by", "failed_by", "errors", "not_asked"):
+            setattr(entry, field, flag[field])
+        entry.flagged, entry.done = flag["flagged"], flag["decided"]
         changed.append(entry)
         if entry.flagged and entry.done:
             to_flag.append(entry.item_id)

@@ -348,3 +348,12 @@ def test_schema_lists_the_image_endpoints(api_for, annotator):
         "/api/v1/known-sets/{id}/",
     ):
         assert path in paths
+
+
+def test_a_benchmark_has_a_language_english_unless_chosen(api_for, researcher):
+    api = api_for(researcher)
+    made = api.post("/api/v1/benchmarks/", {"name": "Chinese set", "language": "zh"}, format="json")
+    assert made.status_code == 201 and made.json()["language"] == "zh"
+    assert api.post("/api/v1/benchmarks/", {"name": "Plain set"}, format="json").json()["language"] == "en"
+    refused = api.post("/api/v1/benchmarks/", {"name": "Klingon set", "language": "tlh"}, format="json")
+    assert refused.status_code == 400 and "language" in refused.json()

@@ -95,6 +95,26 @@ def test_thumbnail_comes_from_the_same_decode_and_is_small():
     assert analyse_image(encode(photo())).thumbnail is None
 
 
+def test_a_small_plain_file_is_its_own_thumbnail_and_anything_a_browser_would_show_differently_is_not():
+    small = photo((200, 150))
+    for own in (encode(small), encode(small, "PNG"), encode(small.convert("L"), "PNG"), encode(photo((256, 100)))):
+        assert analyse_image(own, thumbnail_size=256).thumbnail is None
+    rgba = small.convert("RGBA")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # stored on its side
+    needs_one = {
+        "larger than the thumbnail": encode(photo((257, 100))),
+        "transparent": encode(rgba, "PNG"),
+        "palette": encode(small.convert("P"), "PNG"),
+        "CMYK": encode(small.convert("CMYK")),
+        "rotated by EXIF": encode(small, exif=exif),
+        "not JPEG or PNG": encode(small, "WEBP"),
+    }
+    for what, data in needs_one.items():
+        thumb = analyse_image(data, thumbnail_size=256).thumbnail
+        assert thumb is not None and Image.open(io.BytesIO(thumb)).format == "JPEG", what
+
+
 def test_low_resolution_is_flagged_not_rejected():
     small = analyse_image(encode(photo((600, 400))))
     assert small.low_resolution

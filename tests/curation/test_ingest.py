@@ -54,6 +54,14 @@ def entries(job):
 # ---- one image -------------------------------------------------------------------------------
 
 
+def test_a_small_plain_image_is_stored_once_and_serves_as_its_own_thumbnail(benchmark, settings):
+    data = encode(photo((200, 150)))
+    image = services.ingest_image(benchmark, data).image
+    assert image.thumbnail.name == image.file.name
+    assert (Path(settings.MEDIA_ROOT) / image.thumbnail.name).read_bytes() == data
+    assert not (Path(settings.MEDIA_ROOT) / "thumbs").exists()
+
+
 def test_ingest_stores_content_addressed_file_and_thumbnail(benchmark, annotator, settings):
     task = benchmark.tasks.first()
     data = jpeg(1)

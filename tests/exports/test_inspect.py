@@ -15,6 +15,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import require
 
 from .conftest import stored
@@ -45,8 +47,16 @@ def grade(body: dict) -> str:
     return json.dumps({"rating": n + 3, "reason": "follows the reference"})
 
 
-def test_inspect_eval_of_a_bundle_scores_what_the_harness_scores(built, counting, tmp_path, fake_llm):
+# What only the English, or only the Chinese, templates say (the grader's rubric, the MCQ question).
+RUBRIC = {"en": "Choose a grade from 1 to 10", "zh": "从 1 到 10 中选一个分数"}
+ASK = {"en": "Answer with the letter of the option you choose", "zh": "请只回答你所选选项的字母"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_inspect_eval_of_a_bundle_scores_what_the_harness_scores(built, benchmark, counting, tmp_path, fake_llm, language):
     require(INSPECT.is_file(), "inspect-ai (the `inspect` extra, installed by make test)")
+    benchmark.language = language  # Inspect asks and grades in the release's language, as the harness does
+    benchmark.save(update_fields=["language"])
     counting.judge_rules = "RELEASE-RULE: every apple on the table counts."
     counting.save()
     release = built()
@@ -112,10 +122,11 @@ def test_inspect_eval_of_a_bundle_scores_what_the_harness_scores(built, counting
     # The grader saw the release's rubric, and the model the item's image.
     graded = fake_llm.requests("judge")
     assert len(graded) == len(open_items)
-    assert all("Choose a grade from 1 to 10" in _text(body) for body in graded)
+    assert all(RUBRIC[language] in _text(body) for body in graded)
     counted = [i for i in open_items if i["task"] == counting.name]
     assert counted and sum("RELEASE-RULE: every apple" in _text(body) for body in graded) == len(counted)
     asked = fake_llm.requests("vlm")
+    assert all(ASK[language] in _text(body) for body in asked if re.search(r"^[A-Z]\. ", _text(body), flags=re.M))
     assert all(
         any(p.get("type") == "image_url" for m in b["messages"] if isinstance(m["content"], list) for p in m["content"])
         for b in asked

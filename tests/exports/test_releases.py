@@ -319,3 +319,22 @@ def test_release_notes_and_license_go_into_the_card_as_text_not_html(built, clie
     shown = page.split('id="dataset-card"')[1]
     assert "<script>alert(2)" not in shown and "<img src=x" not in shown and "<a href='javascript" not in shown
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in shown  # shown, as text
+
+
+def test_a_release_keeps_the_language_of_its_benchmark_and_its_harness_asks_in_it(benchmark, built, tmp_path):
+    benchmark.language = "zh"
+    benchmark.save(update_fields=["language"])
+    release = built()
+    benchmark.language = "en"  # changed later: the release keeps the language it was built in
+    benchmark.save(update_fields=["language"])
+    release.refresh_from_db()
+    assert release.language == "zh"
+    with tarfile.open(stored(release, "private.tar.gz")) as archive:
+        archive.extractall(tmp_path, filter="data")
+    root = tmp_path / release.top
+    assert json.loads((root / "manifest.json").read_text())["language"] == "zh"
+    from harness import Prompts, load_release
+
+    bundle = load_release(root)
+    assert {item.language for item in bundle.items} == {"zh"}
+    assert "从 1 到 10 中选一个分数" in Prompts().get("pointwise", bundle.items[0].language).text

@@ -262,7 +262,7 @@ def test_resuming_with_other_settings_is_refused(env, capsys):
     (prompts / "pointwise.txt").write_text("Grade {{answer}} against {{reference}} for {{question}}.", encoding="utf-8")
     code = env.run("judge", "--judge", "judge", "--predictions", preds, "--out", str(env.root / "j"), "--prompts", str(prompts))
     assert code == 2
-    assert "different settings (template)" in capsys.readouterr().err
+    assert "different settings (prompts)" in capsys.readouterr().err
     assert (
         env.run(
             "judge",

@@ -4,6 +4,7 @@ No release folder and no CLI here: items are dicts, images come as bytes or load
 sink that is not a file.
 """
 
+import inspect
 import json
 import threading
 
@@ -15,6 +16,8 @@ from harness.scoring import (
     ALL_FAIL,
     CALL_ERROR,
     FAILED,
+    JUDGED_TEXT_ONLY,
+    MODES,
     SKIPPED,
     SOLVED,
     TEXT_ONLY,
@@ -24,10 +27,10 @@ from harness.scoring import (
     extract_choice,
     filter_flag,
     hallucination_judge,
+    mode_for_filter,
     pairwise_judge,
     pointwise_judge,
     recorded_passes,
-    summarize_circular,
     touchstone_judge,
     verdict_decided,
 )
@@ -123,25 +126,25 @@ def test_circular_eval_over_several_models_writes_to_any_sink(client, fake_llm):
     fake_llm.script("a", mcq_script({"Which fruit?", "What colour?"}))
     fake_llm.script("b", mcq_script({"Which fruit?"}))
     sink = DatabaseSink()
-    result = circular_eval(client, MCQ, ["a", "b"], sink=sink)
-    assert [i.id for i in result.items] == ["q1", "q2", "q3"] and result.skipped_without_answer_key == 1
+    result = circular_eval(client, MCQ, models=["a", "b"], sink=sink)
+    assert list(result.outcomes["a"]) == ["q1", "q2", "q3"] and result.results["skipped_without_answer_key"] == 1
     assert result.outcomes == {"a": {"q1": SOLVED, "q2": SOLVED, "q3": FAILED}, "b": {"q1": SOLVED, "q2": FAILED, "q3": FAILED}}
     # early stop: a wrong first pass skips the other rotations of that model on that item
     assert len(fake_llm.requests("b")) == 3 + 1 + 1
-    assert result.call_counts() == {
+    assert result.results["calls"] == {
         "passes_asked": (3 + 2 + 1) + (3 + 1 + 1),
         "passes_without_stopping": 2 * (3 + 2 + 2),
         "saved": 3,
         "extractions": 0,
     }
     assert sink.writes == 11 and all(json.loads(v)["step"] == "answer" for v in sink.table.values())
-    summary = summarize_circular(result)
+    summary = result.results
     assert summary["models"]["a"]["circular"] == pytest.approx(2 / 3) and summary["models"]["b"]["vanilla"] == pytest.approx(
         1 / 3
     )
 
     fake_llm.reset()  # resumed from the sink's rows: nothing is asked again
-    again = circular_eval(client, MCQ, ["a", "b"], sink=sink)
+    again = circular_eval(client, MCQ, models=["a", "b"], sink=sink)
     assert fake_llm.requests() == [] and again.outcomes == result.outcomes
 
 
@@ -152,30 +155,32 @@ def test_text_only_filter_stops_asking_once_the_verdict_is_settled(client, fake_
     fake_llm.script("a", mcq_script({"Which fruit?", "Which shape?"}))
     fake_llm.script("b", mcq_script({"Which fruit?"}))
     fake_llm.script("c", mcq_script({"Which shape?"}))
-    result = circular_eval(client, MCQ, ["a", "b", "c"], sink=MemorySink(), text_only=True, stop_when_decided=TEXT_ONLY)
+    result = circular_eval(client, MCQ, models=["a", "b", "c"], sink=MemorySink(), text_only=True, qc_filter=TEXT_ONLY)
     assert result.outcomes["c"] == {"q1": SKIPPED, "q2": SKIPPED, "q3": SOLVED}
     assert len(fake_llm.requests("c")) == 2 and all("Which shape?" in json.dumps(r) for r in fake_llm.requests("c"))
-    flags = result.flags()
+    flags = result.flags
     assert {i: f["flagged"] for i, f in flags.items()} == {"q1": True, "q2": False, "q3": True}
     assert all(f["decided"] for f in flags.values())
     assert flags["q1"]["not_asked"] == ["c"] and flags["q3"]["solved_by"] == ["a", "c"]
-    counts = result.call_counts()
+    counts = result.results["calls"]
     # a: 3 + 1 + 2 passes; b: 3 + 1 + 1; c: only q3, 2 passes
     assert counts["passes_asked"] == 6 + 5 + 2 and counts["passes_without_stopping"] == 3 * 7
     assert counts["saved"] == 21 - 13
 
-    without = circular_eval(client, MCQ, ["a", "b", "c"], sink=MemorySink(), text_only=True)
-    assert without.call_counts()["passes_asked"] > counts["passes_asked"]
-    assert {i: f["flagged"] for i, f in without.flags(TEXT_ONLY).items()} == {i: f["flagged"] for i, f in flags.items()}
+    without = circular_eval(
+        client, MCQ, models=["a", "b", "c"], sink=MemorySink(), text_only=True, qc_filter=TEXT_ONLY, stop_when_decided=False
+    )
+    assert without.results["calls"]["passes_asked"] > counts["passes_asked"]
+    assert {i: f["flagged"] for i, f in without.flags.items()} == {i: f["flagged"] for i, f in flags.items()}
 
 
 def test_all_fail_filter_stops_once_one_model_solves_the_item(client, fake_llm):
     fake_llm.script("a", mcq_script({"Which fruit?"}))
     fake_llm.script("b", mcq_script(set()))
-    result = circular_eval(client, MCQ, ["a", "b"], sink=MemorySink(), stop_when_decided=ALL_FAIL)
+    result = circular_eval(client, MCQ, models=["a", "b"], sink=MemorySink(), qc_filter=ALL_FAIL)
     assert result.outcomes["b"] == {"q1": SKIPPED, "q2": FAILED, "q3": FAILED}
-    assert {i: f["flagged"] for i, f in result.flags().items()} == {"q1": False, "q2": True, "q3": True}
-    assert summarize_circular(result)["qc"]["flagged"] == ["q2", "q3"]
+    assert {i: f["flagged"] for i, f in result.flags.items()} == {"q1": False, "q2": True, "q3": True}
+    assert result.results["qc"]["flagged"] == ["q2", "q3"]
 
 
 def test_filter_rules():
@@ -190,11 +195,52 @@ def test_filter_rules():
         filter_flag("most", 1, 2)
 
 
+def test_the_filter_rules_at_every_count_and_a_moved_threshold():
+    # The published rules (METHODS section 6) at the default threshold, for every count of models.
+    for models in range(1, 7):
+        for solved in range(models + 1):
+            for failed in range(models - solved + 1):
+                still_open = models - solved - failed
+                assert filter_flag(TEXT_ONLY, solved, models) == (solved > models / 2)
+                assert filter_flag(JUDGED_TEXT_ONLY, solved, models) == (solved > models / 2)
+                assert filter_flag(ALL_FAIL, solved, models) == (solved == 0)
+                assert verdict_decided(TEXT_ONLY, solved, failed, models) == (
+                    solved > models / 2 or solved + still_open <= models / 2
+                )
+                assert verdict_decided(ALL_FAIL, solved, failed, models) == (solved >= 1 or still_open == 0)
+    # A run may move the line: all-fail at 0.4 of 5 models flags items at most 2 models solve.
+    assert filter_flag(ALL_FAIL, 2, 5, threshold=0.4) and not filter_flag(ALL_FAIL, 3, 5, threshold=0.4)
+    assert verdict_decided(ALL_FAIL, 3, 0, 5, threshold=0.4) and not verdict_decided(ALL_FAIL, 2, 2, 5, threshold=0.4)
+    assert verdict_decided(ALL_FAIL, 2, 3, 5, threshold=0.4)  # nobody left to push it over the line
+    # text-only at 0.8 of 4 models: flagged only when all 4 solve it (more than 3.2).
+    assert filter_flag(TEXT_ONLY, 4, 4, threshold=0.8) and not filter_flag(TEXT_ONLY, 3, 4, threshold=0.8)
+    assert verdict_decided(TEXT_ONLY, 2, 1, 4, threshold=0.8) and not verdict_decided(TEXT_ONLY, 3, 0, 4, threshold=0.8)
+    from harness.io import InputError
+
+    with pytest.raises(InputError, match="share of the models"):
+        filter_flag(TEXT_ONLY, 1, 2, threshold=1.5)
+
+
+def test_a_moved_threshold_changes_what_circular_eval_flags_and_when_it_stops(client, fake_llm):
+    # a solves q1 and q2, b solves q1. All-fail at 0.5 of 2 models flags items at most one model
+    # solves: a's solving an item settles nothing (b is asked q1 and q2, and q2 is flagged), while
+    # a's failing q3 settles it (at most b would solve it), so b is not asked q3.
+    # At the published line (none solves it) a's solving q1 and q2 settles them: b is not asked.
+    fake_llm.script("a", mcq_script({"Which fruit?", "What colour?"}))
+    fake_llm.script("b", mcq_script({"Which fruit?"}))
+    result = circular_eval(client, MCQ, models=["a", "b"], sink=MemorySink(), qc_filter=ALL_FAIL, threshold=0.5)
+    assert {i: f["flagged"] for i, f in result.flags.items()} == {"q1": False, "q2": True, "q3": True}
+    assert result.outcomes["b"] == {"q1": SOLVED, "q2": FAILED, "q3": SKIPPED}
+    published = circular_eval(client, MCQ, models=["a", "b"], sink=MemorySink(), qc_filter=ALL_FAIL)
+    assert {i: f["flagged"] for i, f in published.flags.items()} == {"q1": False, "q2": False, "q3": True}
+    assert published.outcomes["b"]["q1"] == SKIPPED and published.outcomes["b"]["q2"] == SKIPPED
+
+
 def test_text_only_filter_refuses_to_send_images(client):
     from harness.io import InputError
 
     with pytest.raises(InputError, match="text_only=True"):
-        circular_eval(client, MCQ, ["a"], sink=MemorySink(), stop_when_decided=TEXT_ONLY)
+        circular_eval(client, MCQ, models=["a"], sink=MemorySink(), qc_filter=TEXT_ONLY)
 
 
 def test_a_failed_call_leaves_the_item_undecided_and_is_asked_again(client, fake_llm):
@@ -207,13 +253,13 @@ def test_a_failed_call_leaves_the_item_undecided_and_is_asked_again(client, fake
         ),
     )
     sink = MemorySink()
-    result = circular_eval(client, MCQ, ["a"], sink=sink, stop_when_decided=ALL_FAIL)
+    result = circular_eval(client, MCQ, models=["a"], sink=sink, qc_filter=ALL_FAIL)
     assert result.outcomes["a"]["q2"] == CALL_ERROR
-    assert result.flags()["q2"]["errors"] == ["a"] and not result.flags()["q2"]["decided"]
-    assert not result.flags()["q2"]["flagged"]  # an outage is never the reason an item is flagged
+    assert result.flags["q2"]["errors"] == ["a"] and not result.flags["q2"]["decided"]
+    assert not result.flags["q2"]["flagged"]  # an outage is never the reason an item is flagged
     fake_llm.script("a", mcq_script({"What colour?"}))
     fake_llm.reset()
-    again = circular_eval(client, MCQ, ["a"], sink=sink, stop_when_decided=ALL_FAIL)
+    again = circular_eval(client, MCQ, models=["a"], sink=sink, qc_filter=ALL_FAIL)
     assert again.outcomes["a"]["q2"] == SOLVED
     assert all("What colour?" in json.dumps(r) for r in fake_llm.requests("a"))  # only the failed item
 
@@ -243,13 +289,13 @@ def test_calls_that_fail_for_good_leave_passes_undecided_not_wrong(client, fake_
     known_a, known_b = {0, 2, 4, 6, 8, 10}, {0, 3, 6, 9}
     fake_llm.script("a", knows(known_a))
     fake_llm.script("b", knows(known_b))
-    clean = circular_eval(client, LETTERED, ["a", "b"], sink=MemorySink(), stop_when_decided=ALL_FAIL)
-    clean_summary = summarize_circular(clean)
+    clean = circular_eval(client, LETTERED, models=["a", "b"], sink=MemorySink(), qc_filter=ALL_FAIL)
+    clean_summary = clean.results
 
     fake_llm.script("a", knows(known_a, FAILING))
     sink = MemorySink()
-    failing = circular_eval(client, LETTERED, ["a", "b"], sink=sink, stop_when_decided=ALL_FAIL)
-    summary = summarize_circular(failing)
+    failing = circular_eval(client, LETTERED, models=["a", "b"], sink=sink, qc_filter=ALL_FAIL)
+    summary = failing.results
 
     # Items 0 and 4 (known, their second pass fails), 6 (its first pass fails); 1 and 9 are not known,
     # so a wrong first pass decides them before their failing rotation is asked: only 0, 4 and 6
@@ -264,7 +310,7 @@ def test_calls_that_fail_for_good_leave_passes_undecided_not_wrong(client, fake_
     assert a["vanilla"] == pytest.approx(sum(r["vanilla"] for r in first_pass_ok) / len(first_pass_ok))
 
     # QC: every decided item has the clean run's flag; the outage flags nothing and clears nothing.
-    flags, clean_flags = failing.flags(), clean.flags()
+    flags, clean_flags = failing.flags, clean.flags
     undecided = {i for i, f in flags.items() if not f["decided"]}
     assert undecided == {"i4"}  # a's call failed and b did not solve it (b solves 0 and 6)
     assert not flags["i4"]["flagged"] and summary["qc"]["undecided"] == ["i4"]
@@ -276,7 +322,7 @@ def test_calls_that_fail_for_good_leave_passes_undecided_not_wrong(client, fake_
     # Resumable: the failed calls are asked again, and then the run equals the clean one.
     fake_llm.script("a", knows(known_a))
     fake_llm.reset()
-    resumed = summarize_circular(circular_eval(client, LETTERED, ["a", "b"], sink=sink, stop_when_decided=ALL_FAIL))
+    resumed = circular_eval(client, LETTERED, models=["a", "b"], sink=sink, qc_filter=ALL_FAIL).results
     # Items 0 and 4 from their failed second pass (2 passes each), item 6 from its failed first (3).
     assert len(fake_llm.requests("a")) == 2 + 2 + 3
     for model in ("a", "b"):
@@ -294,7 +340,7 @@ def test_images_as_bytes_or_a_loader_reach_a_vision_model(client, fake_llm):
         return {"images/x.png": PNG_1PX}[name]
 
     items = [{**MCQ[0], "images": ["images/x.png"]}, {**MCQ[2], "images": [PNG_1PX]}]
-    result = circular_eval(client, items, ["vlm"], sink=MemorySink(), image_loader=load)
+    result = circular_eval(client, items, models=["vlm"], sink=MemorySink(), image_loader=load)
     assert result.outcomes["vlm"]["q1"] == FAILED  # "B" is right on pass 1 only
     for body in fake_llm.requests("vlm"):
         first = body["messages"][0]["content"][0]
@@ -317,10 +363,10 @@ def test_a_finished_runs_passes_are_read_again_from_its_rows_as_the_run_read_the
     fake_llm.script("a", reply)
     fake_llm.script("extractor", lambda body: next(k for k, v in options(body).items() if v.startswith("y")))
     sink = MemorySink()
-    result = circular_eval(client, LETTERED[:4], ["a"], sink=sink, extractor="extractor")
+    result = circular_eval(client, LETTERED[:4], models=["a"], sink=sink, extractor="extractor")
     rows = dict(sink.rows)  # what a store kept
     again = recorded_passes(LETTERED[:4], "a", rows)
-    assert again == sorted(result.verdicts.values(), key=lambda v: (v["id"], v["pass"]))
+    assert again == sorted(result.rows.values(), key=lambda v: (v["id"], v["pass"]))
     assert [v["method"] for v in again if v["id"] == "i0"] == ["extractor"] * 3
     assert [v["method"] for v in again if v["id"] == "i1"] == ["heuristic"] * 3
     assert recorded_passes(LETTERED[:4], "b", rows) == []  # a model the run never asked
@@ -372,9 +418,9 @@ def test_pointwise_judge_with_dict_items_and_integer_ids(client, fake_llm):
     sink = DatabaseSink()
     scored = pointwise_judge(
         client,
-        "judge",
         ITEMS,
-        {"m": {1: "three", "2": "four"}},
+        judge="judge",
+        answers={"m": {1: "three", "2": "four"}},
         sink=sink,
         rules={"Counting": "RELEASE RULE: counts must match."},
     )
@@ -397,11 +443,11 @@ def test_pairwise_judge_both_orders_and_the_vote_combination(client, fake_llm):
     )
     scored = pairwise_judge(
         client,
-        "judge",
         ITEMS,
-        "anchor",
-        {"1": "anchor says", "2": "anchor says"},
-        {"m": {"1": "model says", "2": "model says"}},
+        judge="judge",
+        anchor="anchor",
+        anchor_answers={"1": "anchor says", "2": "anchor says"},
+        answers={"m": {"1": "model says", "2": "model says"}},
         sink=MemorySink(),
         bootstrap=10,
     )
@@ -422,9 +468,11 @@ def test_touchstone_and_hallucination_judges(client, fake_llm):
     fake_llm.script(
         "judge", lambda body: "7 5" if "Assistant 1" in body["messages"][0]["content"] else '{"score": 2, "reason": "x"}'
     )
-    touch = touchstone_judge(client, "judge", ITEMS, {"m": {"1": "three apples"}}, sink=MemorySink())
+    touch = touchstone_judge(client, ITEMS, judge="judge", answers={"m": {"1": "three apples"}}, sink=MemorySink())
     assert touch.results["models"]["m"]["score"] == 6 and touch.results["models"]["m"]["no_answer"] == 1
-    hall = hallucination_judge(client, "judge", ITEMS, {"m": {"1": "three apples", "2": "a dragon"}}, sink=MemorySink())
+    hall = hallucination_judge(
+        client, ITEMS, judge="judge", answers={"m": {"1": "three apples", "2": "a dragon"}}, sink=MemorySink()
+    )
     assert hall.results["models"]["m"]["mean"] == 2 and hall.results["models"]["m"]["scored"] == 2
 
 
@@ -434,3 +482,58 @@ def test_answer_questions_records_empty_replies_as_failures(client, fake_llm):
     assert answers == {"1": "three"}
     assert stats.rows["2"]["status"] == "error" and "content filter" in stats.rows["2"]["error"]
     assert stats.cached == 0 and stats.errors == 1
+
+
+# ------------------------------------------------------------------ the registry and the judged filter
+
+OPEN = [{"id": f"o{i}", "question": f"Open question {i}?", "reference_answer": f"Answer {i}."} for i in range(3)]
+
+
+def answering(grades: dict[str, int]):
+    """A model whose answer to each open question names the grade it should get ("grade 8.")."""
+    return lambda body: f"grade {grades['o' + json.dumps(body).split('Open question ')[1][0]]}."
+
+
+def grader(body):
+    """A judge that gives each answer the grade its text names."""
+    answer = body["messages"][0]["content"].split("[Assistant's answer]")[1]
+    return json.dumps({"rating": int(answer.split("grade ")[1].split(".")[0]), "reason": "as told"})
+
+
+def test_judged_text_only_grades_answers_and_stops_once_the_verdict_is_settled(client, fake_llm):
+    # Three models: flagged when more than 1.5 of them reach min_score 7. After a and b, o0 is solved
+    # twice (flagged, settled) and o1 failed twice (two solvers are out of reach: settled), so c is
+    # asked only o2 (solved by a, failed by b).
+    grades = {"a": {"o0": 9, "o1": 3, "o2": 8}, "b": {"o0": 9, "o1": 2, "o2": 2}, "c": {"o0": 1, "o1": 1, "o2": 7}}
+    for model, by_item in grades.items():
+        fake_llm.script(model, answering(by_item))
+    fake_llm.script("judge", grader)
+    sink = MemorySink()
+    scored = MODES["judged_text_only"].run(client, OPEN, sink=sink, models=["a", "b", "c"], judge="judge", min_score=7)
+    assert scored.outcomes == {
+        "a": {"o0": SOLVED, "o1": FAILED, "o2": SOLVED},
+        "b": {"o0": SOLVED, "o1": FAILED, "o2": FAILED},
+        "c": {"o0": SKIPPED, "o1": SKIPPED, "o2": SOLVED},
+    }
+    assert {i: f["flagged"] for i, f in scored.flags.items()} == {"o0": True, "o1": False, "o2": True}
+    assert len(fake_llm.requests("c")) == 1 and len(fake_llm.requests("judge")) == 3 + 3 + 1
+    assert sorted(scored.unasked) == ["answer\tc\to0", "answer\tc\to1", "judge\tc\to0", "judge\tc\to1"]
+    assert scored.rows["c\to2"]["score"] == 7 and scored.rows["b\to2"]["method"] == "judged"
+    assert {k.split("\t")[0] for k in sink.rows} == {"answer", "judge"}
+
+    fake_llm.reset()  # resumed from the sink: nothing is asked again, the verdicts are the same
+    again = MODES["judged_text_only"].run(client, OPEN, sink=sink, models=["a", "b", "c"], judge="judge", min_score=7)
+    assert fake_llm.requests() == [] and again.flags == scored.flags
+
+
+def test_every_mode_has_one_signature_and_a_headline_and_groups_the_leaderboard_reads():
+    for mode in MODES.values():
+        parameters = list(inspect.signature(mode.run).parameters.values())
+        assert [p.name for p in parameters[:2]] == ["client", "items"], mode.name
+        assert parameters[2].kind == inspect.Parameter.KEYWORD_ONLY and parameters[2].name == "sink", mode.name
+    assert MODES["mcq"].headline_text({"circular": 0.5}) == "50.0%"
+    assert MODES["pairwise"].headline_text({"win_rate": 0.25}) == "win 25.0%"
+    assert MODES["pointwise"].headline_text({"mean": 7}) == "7.00 / 10" and MODES["pointwise"].headline_text({}) == "—"
+    assert MODES["pointwise"].per_group({"by_task": {"Counting": {"mean": 8, "n": 3}}}) == [("Counting", 0.8, 3)]
+    assert MODES["pointwise"].accepts({"judge": "j", "models": ["m"], "answers": {}}) == {"judge": "j", "answers": {}}
+    assert mode_for_filter(ALL_FAIL) is MODES["mcq"] and mode_for_filter(JUDGED_TEXT_ONLY) is MODES["judged_text_only"]

@@ -1,0 +1,107 @@
+"""The scoring-mode registry: every way the harness scores, under one name, one signature and one
+result shape (in the spirit of lm-evaluation-harness's task registry).
+
+A mode registers:
+  name      what the platform stores (a leaderboard method, a QC filter's mode)
+  command   its CLI command (`python -m harness <command>`), whose results.json says "command"
+  run       run(client, items, *, sink, **settings) -> Scores; the settings a mode takes are its
+            keyword arguments (models to ask, a judge, answers to judge, ...), see `accepts`
+  headline  the field of a model's results that is its one number
+  scale     what the headline is out of (1: a share, shown as a percentage; 10: a grade)
+  groups    the per-group breakdown the leaderboard shows ("by_task" or "by_category") and the
+            field of each group that is its value
+  filters   the QC filters it decides (an item flagged or not, per model in turn)
+  report    "module:function" of its report section builder (results -> Report), loaded when asked for
+  leaderboard  whether a release's leaderboard offers it
+
+Scores is the one result shape: per item (`rows`, `outcomes`, `flags`), per group and headline
+(`results["models"][model]`, as results.json holds them), and the calls it took (`stats`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from harness.calls import RunStats
+
+
+@dataclass
+class Scores:
+    mode: str
+    # Headline and per-group numbers: results["models"][model] (results.json's body, the report's input).
+    results: dict
+    # Per item: every row by key (a call's sink row; under CircularEval, each pass's verdict).
+    rows: dict[str, dict]
+    # The calls of this run, per endpoint asked.
+    stats: dict[str, RunStats] = field(default_factory=dict)
+    # Per item and model: solved | failed | error | skipped (modes that decide QC filters).
+    outcomes: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Per item, when a QC filter was given: flagged, decided, solved_by, failed_by, errors, not_asked.
+    flags: dict[str, dict] = field(default_factory=dict)
+    # Sink keys of the calls a stop saved (never asked): a job counts them done.
+    unasked: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    command: str
+    title: str
+    run: Callable[..., Scores]
+    headline: str  # the field of a model's results that is its one number
+    scale: float = 1.0
+    groups: tuple[str, str, str] = ("by_task", "mean", "n")  # (breakdown, value field, count field)
+    filters: tuple[str, ...] = ()
+    report: str = ""
+    leaderboard: bool = False  # a release's leaderboard scores with it
+    prefix: str = ""  # before the headline's text ("win 40.0%")
+
+    def takes(self, setting: str) -> bool:
+        return setting in inspect.signature(self.run).parameters
+
+    def accepts(self, settings: dict) -> dict:
+        """The settings this mode's run takes, out of a larger set (the others are not its business)."""
+        return {key: value for key, value in settings.items() if self.takes(key)}
+
+    def headline_value(self, results: dict) -> float | None:
+        return (results or {}).get(self.headline)
+
+    def headline_text(self, results: dict) -> str:
+        value = self.headline_value(results)
+        if value is None:
+            return "—"
+        return f"{self.prefix}{100 * value:.1f}%" if self.scale == 1 else f"{self.prefix}{value:.2f} / {self.scale:g}"
+
+    def per_group(self, results: dict) -> list[tuple[str, float | None, int]]:
+        """(group, value on a 0-1 scale, n) for a model's results."""
+        breakdown, value, count = self.groups
+        rows = []
+        for name, group in results.get(breakdown, {}).items():
+            number = group.get(value)
+            rows.append((name, None if number is None else number / self.scale, group.get(count, 0)))
+        return rows
+
+    def build_report(self, results: dict):
+        module, _, function = self.report.partition(":")
+        return getattr(importlib.import_module(module), function)(results)
+
+
+MODES: dict[str, Mode] = {}
+
+
+def register(mode: Mode) -> Mode:
+    if mode.name in MODES or any(mode.command and m.command == mode.command for m in MODES.values()):
+        raise ValueError(f"a scoring mode named {mode.name!r} (command {mode.command!r}) is already registered")
+    MODES[mode.name] = mode
+    return mode
+
+
+def mode_for_filter(filter: str) -> Mode:
+    """The mode that decides a QC filter."""
+    for mode in MODES.values():
+        if filter in mode.filters:
+            return mode
+    raise KeyError(filter)

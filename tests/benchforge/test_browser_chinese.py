@@ -1,0 +1,139 @@
+"""The interface in Chinese, in headless Chromium: a browser that asks for Chinese gets the login
+page in Chinese, each role walks the pages translated so far and finds no English word outside
+user content (names, descriptions, task labels) and a short list of proper names; the switch in
+the header turns an English page Chinese and the choice stays with the account."""
+
+import re
+
+import pytest
+from django.urls import reverse
+from playwright.sync_api import expect
+
+from benchforge.models import AccountSettings
+from curation.services import load_preset
+from tests.conftest import PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Words that are the same in a Chinese interface: proper names and a key shown on a button.
+ALLOWED = {"benchforge", "API", "English", "Label", "Studio", "N"}
+# What people wrote or named (not interface text): hidden before the page's text is read.
+USER_CONTENT = [
+    ".brand",
+    ".topbar-here",
+    ".bench-name",
+    ".user",
+    "code",
+    "kbd",
+    "#benchmarks tbody td",
+    "#queue tbody td:first-child",
+    "#review-queue tbody td:nth-child(3)",
+    "#stage-counts tbody td:nth-child(-n+2)",
+    "#progress-people tbody td:first-child",
+    "#progress-tasks tbody td:first-child",
+]
+# Pages translated so far, per role (URL names; "{slug}" pages take the benchmark's slug).
+PAGES = {
+    "annotator": ["home", "dashboard", "queue", "password-change"],
+    "reviewer": ["home", "dashboard", "queue", "review-queue", "password-change"],
+    "researcher": ["home", "dashboard", "queue", "review-queue", "password-change"],
+}
+
+
+def english_words(page, names=()) -> list[str]:
+    """English words in the page's title and visible text, less user content and `names` (what
+    people named, shown inside interface text: the benchmark in the title)."""
+    text = page.evaluate(
+        """selectors => {
+            document.querySelectorAll('details').forEach(d => d.open = true);  // folded text counts too
+            for (const s of selectors) document.querySelectorAll(s).forEach(e => e.style.display = 'none');
+            return document.title + '\\n' + document.body.innerText;
+        }""",
+        USER_CONTENT,
+    )
+    for name in names:
+        text = text.replace(name, "")
+    return sorted({w for w in re.findall(r"[A-Za-z]{2,}", text) if w not in ALLOWED})
+
+
+@pytest.fixture
+def world(make_user):
+    from annotation.services import create_item
+
+    demo = load_preset("alignmmbench", slug="demo")
+    anna = make_user("annotator", "anna", benchmarks=[demo])
+    # a draft: its stage shows on the dashboard
+    create_item(demo, task=demo.tasks.first(), user=anna, assignee=anna)
+    return {
+        "benchmark": demo,
+        "annotator": anna,
+        "reviewer": make_user("reviewer", "rita", benchmarks=[demo]),
+        "researcher": make_user("researcher", "ross"),
+    }
+
+
+@pytest.fixture
+def chinese_page(browser, live_server):
+    """A page in a browser whose language is Chinese (it sends Accept-Language: zh-CN)."""
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+def log_in(page, user):
+    page.context.clear_cookies()
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("main button[type=submit]")
+    page.wait_for_load_state()
+
+
+def test_the_login_page_follows_the_browser_language(chinese_page):
+    chinese_page.goto("/accounts/login/")
+    assert chinese_page.locator("h1").inner_text() == "登录"
+    assert english_words(chinese_page) == []
+    chinese_page.fill("input[name=username]", "nobody")
+    chinese_page.fill("input[name=password]", "wrong")
+    chinese_page.click("main button[type=submit]")
+    expect(chinese_page.locator("p.error")).to_contain_text("用户名或密码错误")
+    assert english_words(chinese_page) == []
+
+
+@pytest.mark.parametrize("role", ["annotator", "reviewer", "researcher"])
+def test_each_role_sees_no_english_interface_text_in_chinese(chinese_page, world, role):
+    log_in(chinese_page, world[role])
+    slug = world["benchmark"].slug
+    for name in PAGES[role]:
+        url = reverse(name) if name in ("home", "password-change") else reverse(name, args=[slug])
+        response = chinese_page.goto(url)
+        assert response.status == 200, url
+        assert chinese_page.locator("html").get_attribute("lang") == "zh-hans"
+        assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == [], url
+        if name == "dashboard":
+            assert "草稿" in chinese_page.locator("#stage-counts thead").inner_text()  # the draft's stage, translated
+    # the styled error page, inside the benchmark's navigation
+    assert chinese_page.goto(f"/b/{slug}/no-such-page/").status == 404
+    assert chinese_page.locator("h1").inner_text() == "未找到"
+    assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == []
+
+
+def test_the_switch_in_the_header_keeps_the_choice_on_the_account(login_as, world, browser, live_server):
+    page = login_as(world["annotator"])
+    queue = reverse("queue", args=[world["benchmark"].slug])
+    page.goto(queue)
+    assert page.locator("h1").inner_text() == "My queue"
+    page.click("#language-switch button[value=zh-hans]")
+    expect(page.locator("h1")).to_have_text("我的队列")
+    assert page.url.endswith(queue)  # back on the same page
+    assert AccountSettings.objects.get(user=world["annotator"]).language == "zh-hans"
+    # a fresh English browser: once logged in, the account's language
+    context = browser.new_context(base_url=live_server.url, locale="en-US")
+    other = context.new_page()
+    log_in(other, world["annotator"])
+    other.goto(queue)
+    assert other.locator("h1").inner_text() == "我的队列"
+    other.click("#language-switch button[value=en]")
+    expect(other.locator("h1")).to_have_text("My queue")
+    context.close()

@@ -1,0 +1,54 @@
+"""bulk_insert stores exactly what Django's bulk_create would, gives ids in order, and splits
+large batches into statements the database accepts (SQLite: 999 parameters)."""
+
+import pytest
+
+from benchforge.bulk import bulk_insert
+from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
+from jobs.models import Job, JobEntry
+from tests.factories import make_image
+
+pytestmark = pytest.mark.django_db
+
+
+def entries(job, n):
+    return [
+        JobEntry(
+            job=job, key=f"line {i}", outcome="ok" if i % 3 else "error", message=f"row {i}", data={"row": i, "é": [i, None]}
+        )
+        for i in range(n)
+    ]
+
+
+def stored(job):
+    return list(JobEntry.objects.filter(job=job).order_by("pk").values("key", "outcome", "message", "data"))
+
+
+def test_rows_match_bulk_create_and_get_their_ids_in_order():
+    ours, django = Job.objects.create(kind="test"), Job.objects.create(kind="test")
+    rows = entries(ours, 400)  # 400 x 6 values: several statements on SQLite
+    bulk_insert(rows, ids=True)
+    JobEntry.objects.bulk_create(entries(django, 400))
+    assert stored(ours) == stored(django) and len(stored(ours)) == 400
+    assert [r.pk for r in rows] == sorted(r.pk for r in rows) and len({r.pk for r in rows}) == 400
+    by_pk = {e.pk: e for e in JobEntry.objects.filter(job=ours)}
+    assert all(by_pk[r.pk].key == r.key and by_pk[r.pk].data == r.data for r in rows)
+    # auto_now_add filled as on save(), one time for rows inserted together
+    assert {by_pk[r.pk].created_at for r in rows} == {rows[0].created_at} and rows[0].created_at is not None
+    assert not rows[0]._state.adding
+
+
+def test_without_ids_nothing_is_read_back_and_conflicts_can_be_skipped(benchmark):
+    images = [make_image(benchmark), make_image(benchmark)]
+    known_set = KnownImageSet.objects.create(name="train")
+    known = KnownHash.objects.create(known_set=known_set, md5="0" * 32, phash=1)
+    first = ContaminationMatch(image=images[0], known_set=known_set, known_hash=known, kind="md5")
+    bulk_insert([first])
+    assert first.pk is None and ContaminationMatch.objects.count() == 1
+    again = [ContaminationMatch(image=image, known_set=known_set, known_hash=known, kind="md5") for image in images]
+    bulk_insert(again, ignore_conflicts=True)
+    assert sorted(ContaminationMatch.objects.values_list("image_id", flat=True)) == sorted(i.pk for i in images)
+    with pytest.raises(ValueError):
+        bulk_insert(again, ids=True, ignore_conflicts=True)
+    with pytest.raises(TypeError):
+        bulk_insert([first, Image()])
