@@ -218,7 +218,11 @@ class ScoreForm(forms.Form):
         required=False, help_text='JSON Lines of {"id": …, "answer": "…"} for the open questions (or ask an endpoint).'
     )
     endpoint = forms.CharField(required=False, max_length=100, help_text="The model's endpoint in the models file.")
-    judge = forms.CharField(required=False, max_length=100, help_text="Judge endpoint (pointwise and pairwise).")
+    judge = forms.CharField(
+        required=False,
+        max_length=100,
+        help_text="Judge endpoint (pointwise and pairwise); for mcq, optional: the LLM choice extractor.",
+    )
     anchor = forms.ModelChoiceField(queryset=Score.objects.none(), required=False, help_text="Pairwise: the anchor model.")
 
     def __init__(self, *args, release, **kwargs):

@@ -40,6 +40,10 @@ def test_the_stored_passes_are_read_as_the_scoring_read_them_by_rule_and_by_extr
         assert found["options"][found["choice"]] == "three"  # the letter read is where "three" was shown
     assert {r: len(v) for r, v in by_reader.items()} == {"rule": 6, "extractor": 6}
     assert all("-ish maybe" in p["output"] for p in by_reader["extractor"])
+    from exports.leaderboard import reproduce_commands
+
+    # the card's command scores it again with the same extractor
+    assert "--model secret-vlm-endpoint --extractor reader --out" in reproduce_commands(mcq["extraction"])[-1]
 
 
 def test_the_sample_takes_passes_of_both_readers_and_rater_pages_hide_model_and_reading(
