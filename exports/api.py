@@ -248,7 +248,12 @@ class ScoreRequestSerializer(serializers.Serializer):
     method = serializers.ChoiceField(choices=Score.Method.choices)
     predictions = serializers.FileField(required=False)
     endpoint = serializers.CharField(required=False, default="", max_length=100)
-    judge = serializers.CharField(required=False, default="", max_length=100)
+    judge = serializers.CharField(
+        required=False,
+        default="",
+        max_length=100,
+        help_text="the judge endpoint (pointwise, pairwise); for mcq, optional: the LLM choice extractor",
+    )
     anchor = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
 
 

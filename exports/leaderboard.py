@@ -254,6 +254,8 @@ def run_score(run) -> dict:
         settings = {
             "models": [score.endpoint],
             "judge": score.judge,
+            # an MCQ score's judge endpoint is its choice extractor: it reads the replies the rules cannot
+            "extractor": score.judge or None,
             "answers": {score.label: answers},
             "anchor": score.anchor.label if score.anchor else None,
             "anchor_answers": score.anchor.answers if score.anchor else None,
@@ -304,6 +306,20 @@ def validations(release) -> dict[int, dict]:
     return _validation_finder(release) if _validation_finder is not None else {}
 
 
+_citation_finder = None
+
+
+def register_card_citations(find) -> None:
+    """`find(release)` returns the finished human-evaluation studies cited on the release's card
+    page: [{"number", "title", "mode", "ratings", "raters", "headline", "url", ...}]."""
+    global _citation_finder
+    _citation_finder = find
+
+
+def card_citations(release) -> list[dict]:
+    return _citation_finder(release) if _citation_finder is not None else []
+
+
 def predictions_file_name(score: Score) -> str:
     return f"{slugify(score.label) or 'model'}-{score.pk}.jsonl"
 
@@ -342,7 +358,10 @@ def reproduce_commands(score: Score) -> list[str]:
             f"--anchor {predictions_file_name(score.anchor)} --predictions {predictions_file_name(score)} --out {out}"
         )
     elif score.method == Score.Method.MCQ:
-        steps.append(f"python -m harness mcq --release {release.top} --models models.toml --model {score.endpoint} --out {out}")
+        extractor = f" --extractor {score.judge}" if score.judge else ""
+        steps.append(
+            f"python -m harness mcq --release {release.top} --models models.toml --model {score.endpoint}{extractor} --out {out}"
+        )
     return steps
 
 

@@ -166,7 +166,10 @@ def release_card(request, slug, version):
     # names inside the bundle is served by the chart view.
     chart = reverse("release-chart", args=[slug, release.version])
     html = markdown_to_html(card.dataset_card(release, "public"), links={"charts/items_per_task.svg": chart})
-    return render(request, "exports/card.html", {"benchmark": benchmark, "release": release, "card": html})
+    citations = leaderboard.card_citations(release)  # cited after the freeze: beside the bundle's README, not in it
+    return render(
+        request, "exports/card.html", {"benchmark": benchmark, "release": release, "card": html, "citations": citations}
+    )
 
 
 @role_required(ANNOTATOR)
@@ -215,7 +218,11 @@ class ScoreForm(forms.Form):
         required=False, help_text='JSON Lines of {"id": …, "answer": "…"} for the open questions (or ask an endpoint).'
     )
     endpoint = forms.CharField(required=False, max_length=100, help_text="The model's endpoint in the models file.")
-    judge = forms.CharField(required=False, max_length=100, help_text="Judge endpoint (pointwise and pairwise).")
+    judge = forms.CharField(
+        required=False,
+        max_length=100,
+        help_text="Judge endpoint (pointwise and pairwise); for mcq, optional: the LLM choice extractor.",
+    )
     anchor = forms.ModelChoiceField(queryset=Score.objects.none(), required=False, help_text="Pairwise: the anchor model.")
 
     def __init__(self, *args, release, **kwargs):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -339,6 +339,41 @@ def vote_agreement(
         "individual": mean(shares),
         "majority": matching_share([m for m, _ in majority], [j for _, j in majority]),
         "per_rater": per_rater,
+    }
+
+
+def plurality(values: Sequence[Hashable]) -> Hashable | None:
+    """The value given most often; None when none is given or two values tie for most (people
+    did not settle on one reading)."""
+    counts = Counter(values).most_common(2)
+    if not counts or (len(counts) == 2 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
+
+
+def reader_accuracy(readings: Mapping[Hashable, Hashable], raters: Mapping[Hashable, Mapping[Hashable, Hashable]]) -> dict:
+    """An answer reader's accuracy against people (MMBench checked its choice extractor this way).
+    readings: {item: what the reader read}; raters: {rater: {item: what they read}}.
+
+    "accuracy": the share of the items with a plurality reading among the raters (plurality; a
+    tie leaves the item out, counted in "ties") on which the reader read the same;
+    "individual": the mean over raters of each rater's share of items matching the reader."""
+    shares = []
+    by_item: dict = defaultdict(list)
+    for read in raters.values():
+        shared = [k for k in read if k in readings]
+        for k in shared:
+            by_item[k].append(read[k])
+        share = matching_share([read[k] for k in shared], [readings[k] for k in shared])
+        if share is not None:
+            shares.append(share)
+    settled = [(plurality(vs), readings[k]) for k, vs in by_item.items()]
+    decided = [(m, r) for m, r in settled if m is not None]
+    return {
+        "items": len(decided),
+        "ties": len(settled) - len(decided),
+        "accuracy": matching_share([m for m, _ in decided], [r for _, r in decided]),
+        "individual": mean(shares),
     }
 
 

@@ -26,7 +26,19 @@ class StudySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Study
-        fields = ["number", "title", "mode", "release", "models", "per_task", "ratings_per_item", "seed", "status", "created_at"]
+        fields = [
+            "number",
+            "title",
+            "mode",
+            "release",
+            "models",
+            "per_task",
+            "ratings_per_item",
+            "seed",
+            "status",
+            "cited_on_card",
+            "created_at",
+        ]
         read_only_fields = fields
 
     def get_models(self, study) -> list[str]:
@@ -137,8 +149,12 @@ class QueueEntrySerializer(serializers.Serializer):
     saved = serializers.BooleanField()
     score = serializers.IntegerField(allow_null=True, help_text="pointwise: your score")
     vote = serializers.CharField(help_text="pairwise: your vote as shown (answer1, answer2, unable_one, unable_two)")
+    choice = serializers.CharField(help_text="extraction: the letter the reply commits to, or none")
     reason = serializers.CharField()
-    item = serializers.DictField(help_text="what the judge saw: question, history, reference, criteria, answer(s)")
+    item = serializers.DictField(
+        help_text="what the judge saw: question, history, reference, criteria, answer(s); extraction: question, "
+        "hint, the options as that pass showed them, the reply"
+    )
 
 
 def _entry(rating) -> dict:
@@ -148,6 +164,7 @@ def _entry(rating) -> dict:
         "saved": rating.saved_at is not None,
         "score": rating.score,
         "vote": services.positional_of(rating.vote, rating.anchor_first) if rating.vote else "",
+        "choice": rating.choice,
         "reason": rating.reason,
         "item": selectors.rating_view(rating),
     }
@@ -176,6 +193,7 @@ class Queue(APIView):
 class RatingRequestSerializer(serializers.Serializer):
     score = serializers.IntegerField(min_value=1, max_value=10, required=False)
     vote = serializers.ChoiceField(choices=services.POSITIONAL_VOTES, required=False)
+    choice = serializers.CharField(required=False, max_length=4, help_text="extraction: a shown letter, or none")
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
 
 
@@ -192,7 +210,14 @@ class RatingSave(APIView):
         serializer = RatingRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        services.save_rating(rating, user=request.user, score=data.get("score"), vote=data.get("vote", ""), reason=data["reason"])
+        services.save_rating(
+            rating,
+            user=request.user,
+            score=data.get("score"),
+            vote=data.get("vote", ""),
+            choice=data.get("choice", ""),
+            reason=data["reason"],
+        )
         return Response(_entry(rating))
 
 
@@ -232,6 +257,26 @@ class RatingsFile(APIView):
 
 RatingsFile = accepts_uploads("data_file")(RatingsFile)
 
+
+class CardCitationSerializer(serializers.Serializer):
+    cited = serializers.BooleanField(help_text="true: the release's card page cites this closed study; false: no longer")
+
+
+class CardCitation(APIView):
+    """Cite a closed study on its release's card page, or stop (researchers)."""
+
+    permission_classes = [role_permission(RESEARCHER)]
+
+    @extend_schema(request=CardCitationSerializer, responses={200: StudySerializer})
+    def put(self, request, slug, number):
+        benchmark = get_benchmark_for(request.user, slug)
+        study = selectors.get_study_for(request.user, benchmark, number)
+        serializer = CardCitationSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        services.cite_on_card(study, user=request.user, cite=serializer.validated_data["cited"])
+        return Response(StudySerializer(study).data)
+
+
 urlpatterns = [
     path("benchmarks/<slug:slug>/human-eval/studies/", StudyList.as_view(), name="api-studies"),
     path("benchmarks/<slug:slug>/human-eval/estimate/", StudyEstimate.as_view(), name="api-study-estimate"),
@@ -239,4 +284,5 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/human-eval/studies/<id:number>/queue/", Queue.as_view(), name="api-study-queue"),
     path("benchmarks/<slug:slug>/human-eval/studies/<id:number>/ratings/<id:pk>/", RatingSave.as_view(), name="api-rating"),
     path("benchmarks/<slug:slug>/human-eval/studies/<id:number>/ratings/", RatingsFile.as_view(), name="api-study-ratings"),
+    path("benchmarks/<slug:slug>/human-eval/studies/<id:number>/card/", CardCitation.as_view(), name="api-study-card"),
 ]

@@ -5,6 +5,7 @@ from benchforge.inputs import ModelMultipleChoiceField
 from exports.models import Release, Score
 
 from .models import Study
+from .selectors import SCORE_METHODS
 
 
 class PlanForm(forms.Form):
@@ -26,7 +27,7 @@ class PlanForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["release"].queryset = Release.objects.filter(benchmark=benchmark, status=Release.Status.FROZEN)
         self.fields["scores"].queryset = Score.objects.filter(
-            release__benchmark=benchmark, status=Score.Status.DONE, method__in=Study.Mode.values
+            release__benchmark=benchmark, status=Score.Status.DONE, method__in=SCORE_METHODS.values()
         ).select_related("release")
         self.fields["scores"].label_from_instance = lambda s: f"{s.label} ({s.method}, release {s.release.version})"
         members = benchmark.members.all() | get_user_model().objects.filter(groups__name="researcher")

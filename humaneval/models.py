@@ -13,6 +13,7 @@ class Study(models.Model):
     class Mode(models.TextChoices):
         POINTWISE = "pointwise", "Pointwise scores (1-10 with a reason)"
         PAIRWISE = "pairwise", "Pairwise votes against the anchor"
+        EXTRACTION = "extraction", "Choice-extraction checks (which option a reply commits to)"
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
@@ -29,6 +30,7 @@ class Study(models.Model):
     seed = models.BigIntegerField(default=0)
     minutes_per_rating = models.FloatField(default=1.5, help_text="for the rater-hours estimate")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
+    cited_on_card = models.BooleanField(default=False, help_text="the release's card page cites this closed study")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -66,8 +68,13 @@ class StudyItem(models.Model):
     category = models.CharField(max_length=200, blank=True)
     answer = models.TextField()
     anchor_answer = models.TextField(blank=True)
-    # {"rating": 7} (pointwise) or {"outcome": "model"|"anchor"|"split"|"unable_one"|..., "votes": [v1, v2]}
+    # {"rating": 7} (pointwise), {"outcome": "model"|"anchor"|"split"|"unable_one"|..., "votes": [v1, v2]}
+    # (pairwise) or {"choice": "B"|"none"|None, "reader": "rule"|"extractor"|"", "method"} (extraction:
+    # what the MCQ scoring read from the reply, by rule or by its LLM extractor)
     judge = models.JSONField(default=dict)
+    # extraction: the options as that pass showed them ({shown letter: text}) and which pass it was
+    options = models.JSONField(default=dict, blank=True)
+    pass_index = models.PositiveSmallIntegerField(null=True, blank=True)
     position = models.PositiveIntegerField()
 
     class Meta:
@@ -76,7 +83,7 @@ class StudyItem(models.Model):
 
 
 class Rating(models.Model):
-    """A rating one rater owes or gave. `vote` is the side chosen (model, anchor, unable_one,
+    """A rating one rater owes or gave: a score, a vote or a choice by the study's mode. `vote` is the side chosen (model, anchor, unable_one,
     unable_two), already translated from the positions the rater saw (`anchor_first`)."""
 
     class Source(models.TextChoices):
@@ -90,6 +97,7 @@ class Rating(models.Model):
     anchor_first = models.BooleanField(default=False)
     score = models.PositiveSmallIntegerField(null=True, blank=True)
     vote = models.CharField(max_length=12, blank=True)
+    choice = models.CharField(max_length=4, blank=True, help_text="extraction: the shown letter read, or none")
     reason = models.TextField(blank=True)
     saved_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.PLATFORM)

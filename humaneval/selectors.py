@@ -12,7 +12,7 @@ from django.http import Http404
 from benchforge import permissions
 from exports import selectors as exports
 from harness import Prompts, judge_rules, metrics
-from harness.scoring import combine_votes
+from harness.scoring import NONE_OF_THEM, combine_votes, recorded_passes
 from jobs.selectors import recorded_rows
 
 from .models import Rating, Study, StudyItem, StudyRater
@@ -45,14 +45,56 @@ def judge_verdicts(score) -> dict[str, dict]:
     return found
 
 
+RULE_METHODS = {"heuristic": "rule", "heuristic_none": "rule", "extractor": "extractor", "extractor_none": "extractor"}
+
+
+def mcq_passes(score) -> list[dict]:
+    """Every pass the multiple-choice scoring of `score` asked, as it read them: [{"key" (release
+    item id), "task", "pass", "options" (as that pass showed them), "output" (the model's reply),
+    "choice" (the letter read, "none", or None when nothing was settled), "reader" ("rule",
+    "extractor" or "" when unsettled), "method"}], passes whose call failed left out.
+
+    The ONE place that knows how the score job stores its CircularEval rows: the job's unit
+    records under the sink's step prefix ("mcq:"), keyed as the harness wrote them; the harness's
+    own reading (recorded_passes) decides the letter and method."""
+    if score.job_id is None or score.method != "mcq":
+        return []
+    prefix = "mcq:"
+    rows = {key[len(prefix) :]: data for key, data in recorded_rows(score.job_id, prefix=prefix)}
+    items = [row for row in score.release.items.order_by("order").values_list("row", flat=True) if row.get("choices")]
+    tasks = {row["id"]: row.get("task") or "" for row in items}
+    found = []
+    for verdict in recorded_passes(items, score.endpoint, rows):
+        if verdict["output"] is None:
+            continue
+        letter = verdict["letter"]
+        found.append(
+            {
+                "key": verdict["id"],
+                "task": tasks.get(verdict["id"], ""),
+                "pass": verdict["pass"],
+                "options": verdict["options"],
+                "output": verdict["output"],
+                "choice": None if letter is None else ("none" if letter == NONE_OF_THEM else letter),
+                "reader": RULE_METHODS.get(verdict["method"], ""),
+                "method": verdict["method"],
+            }
+        )
+    return found
+
+
 def release_rows(release) -> dict[str, dict]:
     """{item id: release row} of the release's open questions (what raters and the judge see)."""
     return {key: row for key, row in release.items.order_by("order").values_list("key", "row") if not row.get("choices")}
 
 
 def scores_to_study(release):
-    """Leaderboard scores a study can rate: judged, finished."""
-    return exports.scores_of(release).filter(method__in=Study.Mode.values, status="done")
+    """Leaderboard scores a study can rate: judged or multiple choice, finished."""
+    return exports.scores_of(release).filter(method__in=SCORE_METHODS.values(), status="done")
+
+
+# The leaderboard method each study mode rates.
+SCORE_METHODS = {Study.Mode.POINTWISE: "pointwise", Study.Mode.PAIRWISE: "pairwise", Study.Mode.EXTRACTION: "mcq"}
 
 
 # ---- studies and queues --------------------------------------------------------------------------
@@ -127,6 +169,16 @@ def rating_view(rating: Rating) -> dict:
     judge's verdict or another rater's rating. Pairwise answers in this rater's recorded order."""
     study, item = rating.study, rating.item
     row = rating.study.release.items.filter(key=item.key).values_list("row", flat=True).first() or {}
+    if study.mode == Study.Mode.EXTRACTION:
+        # The reply and the options as that pass showed them; no answer key, no reading of the reply.
+        return {
+            "question": row.get("question") or "",
+            "hint": row.get("hint") or "",
+            "options": dict(item.options),
+            "reply": item.answer,
+            "task": item.task,
+            "images": row.get("images") or [],
+        }
     shown = {
         "question": row.get("question") or "",
         "question_type": row.get("question_type") or "",
@@ -200,8 +252,15 @@ def export_rows(study, *, split: bool = False) -> list[dict]:
         }
         if study.mode == Study.Mode.POINTWISE:
             row |= {"score": r.score, "judge_score": item.judge.get("rating")}
-        else:
+        elif study.mode == Study.Mode.PAIRWISE:
             row |= {"vote": r.vote, "judge_outcome": item.judge.get("outcome")}
+        else:
+            row |= {
+                "pass": item.pass_index,
+                "choice": r.choice,
+                "reader_choice": item.judge.get("choice"),
+                "reader": item.judge.get("reader", ""),
+            }
         row |= {"reason": r.reason, "time": r.saved_at.isoformat(), "source": r.source}
         if split:
             row["split"] = splits.get(item.pk, "train")
@@ -223,7 +282,7 @@ def agreement_from_rows(mode: str, rows: list[dict]) -> dict:
 
 
 def _unit(row) -> tuple:
-    return (row["model"], row["item"])
+    return (row["model"], row["item"], row.get("pass"))
 
 
 def _agreement(mode: str, rows: list[dict]) -> dict:
@@ -236,6 +295,16 @@ def _agreement(mode: str, rows: list[dict]) -> dict:
         judged = [r for r in rows if r.get("judge_score") is not None]
         judge_human = metrics.agreement([r["judge_score"] for r in judged], [r["score"] for r in judged])
         alpha = metrics.krippendorff_alpha(units, "interval")
+    elif mode == Study.Mode.EXTRACTION:
+        readings: dict = {"rule": {}, "extractor": {}}
+        for row in rows:
+            by_rater[row["rater"]][_unit(row)] = row["choice"]
+            units[_unit(row)].append(row["choice"])
+            if row.get("reader") in readings and row.get("reader_choice"):
+                readings[row["reader"]][_unit(row)] = row["reader_choice"]
+        raters = {rater: dict(v) for rater, v in by_rater.items()}
+        judge_human = {reader: metrics.reader_accuracy(read, raters) for reader, read in readings.items()}
+        alpha = metrics.krippendorff_alpha(units, "nominal")
     else:
         outcome = {}
         for row in rows:
@@ -273,12 +342,18 @@ def headline(study, figures: dict) -> str:
     if study.mode == Study.Mode.POINTWISE:
         r, f = judge.get("pearson"), judge.get("fuzzy_accuracy")
         return f"r {_num(r)}, fuzzy f {_num(f)}"
+    if study.mode == Study.Mode.EXTRACTION:
+        return (
+            f"rule reader {_pct(judge['rule']['accuracy'])}, LLM extractor {_pct(judge['extractor']['accuracy'])} as people read"
+        )
     return f"majority agrees {_pct(judge.get('majority'))}, raters {_pct(judge.get('individual'))}"
 
 
 def chart_rows(study, figures: dict, by: str) -> tuple[list, str]:
     """([(task or model, the headline judge-human figure, ratings)], its name) for the study page's
     charts: fuzzy-range accuracy f for scores, the majority's agreement for votes (both 0-1)."""
+    if study.mode == Study.Mode.EXTRACTION:
+        return [(group, a["judge"]["rule"]["accuracy"], a["ratings"]) for group, a in figures[by].items()], "rule reader accuracy"
     field, name = ("fuzzy_accuracy", "fuzzy f") if study.mode == Study.Mode.POINTWISE else ("majority", "majority agreement")
     return [(group, a["judge"].get(field), a["ratings"]) for group, a in figures[by].items()], name
 
@@ -327,6 +402,31 @@ def validations_for_release(release) -> dict[int, dict]:
                 "url": reverse("humaneval-study", args=[release.benchmark.slug, study.number]),
             }
     return found
+
+
+def card_citations(release) -> list[dict]:
+    """The closed studies a researcher cited on the release's card: what was rated, by how many
+    people, and the headline agreement, for the card page."""
+    from django.urls import reverse
+
+    cited = []
+    for study in Study.objects.filter(release=release, cited_on_card=True, status=Study.Status.CLOSED).order_by("number"):
+        figures = study_agreement(study)
+        overall = figures["overall"]
+        cited.append(
+            {
+                "number": study.number,
+                "title": study.title,
+                "mode": study.get_mode_display(),
+                "ratings": overall["ratings"],
+                "answers": overall["answers"],
+                "raters": overall["raters"],
+                "alpha": overall["alpha"],
+                "headline": headline(study, figures),
+                "url": reverse("humaneval-study", args=[release.benchmark.slug, study.number]),
+            }
+        )
+    return cited
 
 
 def items_of(study):

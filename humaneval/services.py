@@ -41,6 +41,7 @@ class Plan:
     raters: list
     ratings_per_item: int
     minutes_per_rating: float
+    passes: list | None = None  # extraction: [(score, pass as selectors.mcq_passes reads it)]
 
     @property
     def items(self) -> int:
@@ -48,7 +49,7 @@ class Plan:
 
     @property
     def answers(self) -> int:
-        return self.items * len(self.scores)
+        return len(self.passes) if self.passes is not None else self.items * len(self.scores)
 
     @property
     def ratings(self) -> int:
@@ -98,9 +99,10 @@ def plan_study(
     for score in scores:
         if score.release_id != release.pk:
             raise DomainError(f"Score #{score.pk} is not on release {release.version}.")
-        if score.method != mode:
+        if score.method != selectors.SCORE_METHODS[mode]:
             raise DomainError(
-                f"{score.label} was scored {score.get_method_display().lower()}; a {mode} study rates {mode} scores only."
+                f"{score.label} was scored {score.get_method_display().lower()}; a {mode} study rates "
+                f"{selectors.SCORE_METHODS[mode]} scores only."
             )
         if score.status != Score.Status.DONE:
             raise DomainError(f"{score.label} is not scored yet ({score.get_status_display()}): wait for its job.")
@@ -121,6 +123,16 @@ def plan_study(
         raise DomainError("Sample at least one item per task.")
     if not (0 < minutes_per_rating <= 120):
         raise DomainError("Minutes per rating must be between 0 and 120.")
+    if mode == Study.Mode.EXTRACTION:
+        plan = _plan_extraction(scores, raters, per_task, ratings_per_item, seed, minutes_per_rating)
+    else:
+        plan = _plan_judged(release, scores, raters, per_task, ratings_per_item, seed, minutes_per_rating)
+    if plan.answers > MAX_STUDY_ANSWERS:
+        raise DomainError(f"That would be {plan.answers} answers to rate; plan at most {MAX_STUDY_ANSWERS} per study.")
+    return plan
+
+
+def _plan_judged(release, scores, raters, per_task, ratings_per_item, seed, minutes_per_rating) -> Plan:
     verdicts = {score.pk: selectors.judge_verdicts(score) for score in scores}
     rows = selectors.release_rows(release)
     candidates: dict[str, list[str]] = {}
@@ -134,10 +146,50 @@ def plan_study(
     for task in sorted(candidates):
         keys = sorted(candidates[task])
         keys_by_task[task] = sorted(rng.sample(keys, min(per_task, len(keys))))
-    plan = Plan(keys_by_task, list(scores), list(raters), ratings_per_item, minutes_per_rating)
-    if plan.answers > MAX_STUDY_ANSWERS:
-        raise DomainError(f"That would be {plan.answers} answers to rate; plan at most {MAX_STUDY_ANSWERS} per study.")
-    return plan
+    return Plan(keys_by_task, list(scores), list(raters), ratings_per_item, minutes_per_rating)
+
+
+# Extraction checks sample the passes a reader decided first, the LLM extractor's (rarer) before the
+# rule's, so the study measures both; passes nothing could read come last.
+READER_ORDER = ("extractor", "rule", "")
+
+
+def _plan_extraction(scores, raters, per_task, ratings_per_item, seed, minutes_per_rating) -> Plan:
+    """N passes per task of each score, one pass per item at most, taken round-robin from the
+    passes read by the extractor, by the rules, and by neither (each group shuffled by the seed)."""
+    rng = random.Random(seed)
+    chosen, keys_by_task = [], {}
+    for score in scores:
+        by_task: dict[str, dict[str, list]] = {}
+        for found in selectors.mcq_passes(score):
+            by_task.setdefault(found["task"] or "(none)", {}).setdefault(found["reader"], []).append(found)
+        for task in sorted(by_task):
+            groups = []
+            for reader in READER_ORDER:
+                group = sorted(by_task[task].get(reader, []), key=lambda p: (p["key"], p["pass"]))
+                rng.shuffle(group)
+                groups.append(group)
+            taken, keys = [], set()
+            while len(taken) < per_task and any(groups):
+                for group in groups:
+                    while group and group[0]["key"] in keys:
+                        group.pop(0)
+                    if group and len(taken) < per_task:
+                        found = group.pop(0)
+                        taken.append(found)
+                        keys.add(found["key"])
+            chosen.extend((score, found) for found in taken)
+            keys_by_task.setdefault(task, set()).update(keys)
+    if not chosen:
+        raise DomainError("The chosen scores hold no multiple-choice pass with a model's reply to read.")
+    return Plan(
+        {task: sorted(keys) for task, keys in sorted(keys_by_task.items())},
+        list(scores),
+        list(raters),
+        ratings_per_item,
+        minutes_per_rating,
+        passes=chosen,
+    )
 
 
 def create_study(release, *, user, title: str, mode: str, scores: list, raters: list, per_task: int, **settings) -> Study:
@@ -147,8 +199,9 @@ def create_study(release, *, user, title: str, mode: str, scores: list, raters: 
         raise DomainError("Give the study a title.")
     plan = plan_study(release, user=user, mode=mode, scores=scores, raters=raters, per_task=per_task, **settings)
     seed = settings.get("seed", 0)
-    rows = selectors.release_rows(release)
-    verdicts = {score.pk: selectors.judge_verdicts(score) for score in scores}
+    judged = plan.passes is None
+    rows = selectors.release_rows(release) if judged else {}
+    verdicts = {score.pk: selectors.judge_verdicts(score) for score in scores} if judged else {}
     with transaction.atomic():
         lock(Benchmark, release.benchmark_id)  # studies created at once take turns for their numbers
         number = (Study.objects.filter(benchmark=release.benchmark).aggregate(n=Max("number"))["n"] or 0) + 1
@@ -171,26 +224,54 @@ def create_study(release, *, user, title: str, mode: str, scores: list, raters: 
         study_raters = StudyRater.objects.bulk_create(
             [StudyRater(study=study, user=u, pseudonym=f"R{n}", seed=rng.randrange(2**31)) for n, u in enumerate(people, 1)]
         )
-        answers = [(score, key, rows[key]) for task in plan.keys_by_task for key in plan.keys_by_task[task] for score in scores]
-        rng.shuffle(answers)
-        items = StudyItem.objects.bulk_create(
-            [
-                StudyItem(
-                    study=study,
-                    score=score,
-                    key=key,
-                    task=row.get("task") or "",
-                    category=row.get("category") or "",
-                    answer=score.answers.get(key, ""),
-                    anchor_answer=score.anchor.answers.get(key, "") if score.anchor_id else "",
-                    judge=verdicts[score.pk][key],
-                    position=n,
-                )
-                for n, (score, key, row) in enumerate(answers)
-            ]
-        )
+        items = _judged_items(study, plan, rows, verdicts, rng) if judged else _extraction_items(study, plan, rng)
         Rating.objects.bulk_create(_assign(study, items, study_raters, plan.ratings_per_item, rng))
     return study
+
+
+def _extraction_items(study, plan, rng) -> list[StudyItem]:
+    rows = {row["id"]: row for row in study.release.items.values_list("row", flat=True)}
+    passes = list(plan.passes)
+    rng.shuffle(passes)
+    return StudyItem.objects.bulk_create(
+        [
+            StudyItem(
+                study=study,
+                score=score,
+                key=found["key"],
+                task=found["task"],
+                category=rows.get(found["key"], {}).get("category") or "",
+                answer=found["output"],
+                options=found["options"],
+                pass_index=found["pass"],
+                judge={"choice": found["choice"], "reader": found["reader"], "method": found["method"]},
+                position=n,
+            )
+            for n, (score, found) in enumerate(passes)
+        ]
+    )
+
+
+def _judged_items(study, plan, rows, verdicts, rng) -> list[StudyItem]:
+    scores = plan.scores
+    answers = [(score, key, rows[key]) for task in plan.keys_by_task for key in plan.keys_by_task[task] for score in scores]
+    rng.shuffle(answers)
+    return StudyItem.objects.bulk_create(
+        [
+            StudyItem(
+                study=study,
+                score=score,
+                key=key,
+                task=row.get("task") or "",
+                category=row.get("category") or "",
+                answer=score.answers.get(key, ""),
+                anchor_answer=score.anchor.answers.get(key, "") if score.anchor_id else "",
+                judge=verdicts[score.pk][key],
+                position=n,
+            )
+            for n, (score, key, row) in enumerate(answers)
+        ]
+    )
 
 
 def _assign(study, items, raters, per_item: int, rng: random.Random) -> list[Rating]:
@@ -213,9 +294,10 @@ def _assign(study, items, raters, per_item: int, rng: random.Random) -> list[Rat
     return ratings
 
 
-def save_rating(rating: Rating, *, user, score=None, vote: str = "", reason: str = "") -> Rating:
+def save_rating(rating: Rating, *, user, score=None, vote: str = "", choice: str = "", reason: str = "") -> Rating:
     """A rater's own rating (saved again while the study is open: the last save counts).
-    `vote` is positional as the rater saw it (answer1, answer2, unable_one, unable_two)."""
+    `vote` is positional as the rater saw it (answer1, answer2, unable_one, unable_two); `choice`
+    (extraction) a letter of the options shown, or "none"."""
     if rating.rater.user_id != user.pk:
         raise DomainError("This rating is someone else's.")
     if rating.study.status != Study.Status.OPEN:
@@ -227,14 +309,30 @@ def save_rating(rating: Rating, *, user, score=None, vote: str = "", reason: str
         if not reason:
             raise DomainError("Say briefly why: a score without a reason cannot be checked.")
         rating.score, rating.vote = score, ""
+    elif rating.study.mode == Study.Mode.EXTRACTION:
+        problem = choice_problem(rating.item, choice)
+        if problem:
+            raise DomainError(problem)
+        rating.choice = choice
     else:
         if vote not in POSITIONAL_VOTES:
             raise DomainError("Choose one of the four outcomes (keys 1-4).")
         rating.vote, rating.score = side_of(vote, rating.anchor_first), None
     rating.reason = reason[:5000]
     rating.saved_at = timezone.now()
-    rating.save(update_fields=["score", "vote", "reason", "saved_at"])
+    rating.save(update_fields=["score", "vote", "choice", "reason", "saved_at"])
     return rating
+
+
+NO_CHOICE = "none"
+
+
+def choice_problem(item: StudyItem, choice) -> str:
+    """Why `choice` is not a reading of this extraction item ("" when it is): a shown letter or none."""
+    if choice == NO_CHOICE or (isinstance(choice, str) and choice in item.options):
+        return ""
+    letters = ", ".join(item.options)
+    return f"Choose the letter the reply commits to ({letters}) or none, got {str(choice)[:10]!r}."
 
 
 def side_of(positional: str, anchor_first: bool) -> str:
@@ -258,6 +356,19 @@ def close_study(study: Study, *, user) -> Study:
     permissions.require_researcher(user, "Closing a study")
     Study.objects.filter(pk=study.pk).update(status=Study.Status.CLOSED)
     study.status = Study.Status.CLOSED
+    return study
+
+
+def cite_on_card(study: Study, *, user, cite: bool = True) -> Study:
+    """Cite a closed study on its release's card page (or stop): its ratings and headline agreement
+    then show beside the card. The frozen bundle's own README never changes."""
+    permissions.require_researcher(user, "Citing a study on the release card")
+    if cite and study.status != Study.Status.CLOSED:
+        raise DomainError(f"Close study {study.number} first: a card cites finished studies only.")
+    if cite and not study.ratings.exclude(saved_at=None).exists():
+        raise DomainError(f"Study {study.number} has no saved rating to cite.")
+    Study.objects.filter(pk=study.pk).update(cited_on_card=cite)
+    study.cited_on_card = cite
     return study
 
 
@@ -326,6 +437,7 @@ def import_ratings(study: Study, data: bytes, *, user) -> int:
                     "position": row["item"].position,
                     "score": row["score"],
                     "vote": row["vote"],
+                    "choice": row["choice"],
                     "reason": row["reason"],
                     "saved_at": row["time"],
                     "source": Rating.Source.IMPORT,
@@ -345,8 +457,13 @@ def _imported_row(study, row: dict, items: dict) -> tuple[str, dict]:
         return f"study {study.number} has no answer of {model!r} to item {key!r}", {}
     if not isinstance(rater, str) or not rater.strip() or len(rater) > 40:
         return "'rater' must be a pseudonym of at most 40 characters", {}
-    score, vote = row.get("score"), row.get("vote")
-    if study.mode == Study.Mode.POINTWISE:
+    score, vote, choice = row.get("score"), row.get("vote"), ""
+    if study.mode == Study.Mode.EXTRACTION:
+        choice = row.get("choice")
+        if problem := choice_problem(item, choice):
+            return f"'choice': {problem}", {}
+        score, vote = None, ""
+    elif study.mode == Study.Mode.POINTWISE:
         if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
             return f"'score' must be a whole number from 1 to 10, got {score!r}", {}
         vote = ""
@@ -368,4 +485,12 @@ def _imported_row(study, row: dict, items: dict) -> tuple[str, dict]:
             return f"'time' must be an ISO 8601 date and time, got {str(when)[:40]!r}", {}
         if timezone.is_naive(moment):
             moment = moment.replace(tzinfo=datetime.UTC)
-    return "", {"item": item, "rater": rater.strip(), "score": score, "vote": vote, "reason": reason[:5000], "time": moment}
+    return "", {
+        "item": item,
+        "rater": rater.strip(),
+        "score": score,
+        "vote": vote,
+        "choice": choice,
+        "reason": reason[:5000],
+        "time": moment,
+    }

@@ -14,4 +14,5 @@ urlpatterns = [
     path("b/<slug:slug>/human-eval/<id:number>/ratings.<str:kind>", views.export, name="humaneval-export"),
     path("b/<slug:slug>/human-eval/<id:number>/import/", views.import_ratings, name="humaneval-import"),
     path("b/<slug:slug>/human-eval/<id:number>/close/", views.close, name="humaneval-close"),
+    path("b/<slug:slug>/human-eval/<id:number>/cite/", views.cite, name="humaneval-cite"),
 ]

@@ -32,6 +32,13 @@ VOTE_CHOICES = [
 ]
 
 
+def choice_keys(options: dict) -> list[tuple]:
+    """[(value, option text, number key, letter key)] for an extraction check: key n or the
+    option's letter picks the n-th option shown; 0 is "none of them"."""
+    keys = [(letter, text, str(n), letter.lower()) for n, (letter, text) in enumerate(options.items(), 1) if n <= 9]
+    return keys + [(services.NO_CHOICE, "None: the reply commits to no option", "0", "")] if options else []
+
+
 def _study(request, slug, number):
     benchmark = get_benchmark_for(request.user, slug)
     return benchmark, selectors.get_study_for(request.user, benchmark, number)
@@ -136,6 +143,7 @@ def rate(request, slug, number, pk):
                 user=request.user,
                 score=int(raw) if raw.isdigit() and len(raw) <= 2 else None,
                 vote=request.POST.get("vote", ""),
+                choice=request.POST.get("choice", ""),
                 reason=request.POST.get("reason", ""),
             )
         except DomainError as exc:
@@ -166,6 +174,7 @@ def rate(request, slug, number, pk):
         "votes": VOTE_CHOICES,
         "chosen_vote": services.positional_of(rating.vote, rating.anchor_first) if rating.vote else "",
         "rubric": selectors.pointwise_rubric() if study.mode == Study.Mode.POINTWISE else "",
+        "choices": choice_keys(shown.get("options") or {}),
     }
     return render(request, "humaneval/rate.html", context)
 
@@ -232,4 +241,20 @@ def close(request, slug, number):
         raise PermissionDenied("Closing a study needs the researcher role.")
     services.close_study(study, user=request.user)
     messages.success(request, f"Study {study.number} is closed.")
+    return redirect("humaneval-study", slug=slug, number=number)
+
+
+@require_POST
+@role_required(RESEARCHER)
+def cite(request, slug, number):
+    """Cite a closed study on the release's card page, or stop citing it."""
+    benchmark, study = _study(request, slug, number)
+    cited = request.POST.get("cite") == "1"
+    try:
+        services.cite_on_card(study, user=request.user, cite=cited)
+        messages.success(
+            request, f"Release {study.release.version}'s card {'cites' if cited else 'no longer cites'} study {study.number}."
+        )
+    except DomainError as exc:
+        messages.error(request, exc.message)
     return redirect("humaneval-study", slug=slug, number=number)

@@ -10,7 +10,8 @@ read from it.
 
     modes.py     Mode, Scores (the one result shape), MODES, register, mode_for_filter
     filters.py   the QC filters: filter_flag, verdict_decided (with a threshold), asking models in turn
-    circular.py  circular_eval (mode "mcq": CircularEval, the text-only and all-fail filters), extract_choice
+    circular.py  circular_eval (mode "mcq": CircularEval, the text-only and all-fail filters), extract_choice,
+                 recorded_passes (a finished run's passes read again from its sink rows)
     judges.py    pointwise_judge, pairwise_judge, touchstone_judge, hallucination_judge
     judged.py    judged_text_only (the judged text-only filter: answers without images, graded)
     agreement.py judge_agreement (judge vs human scores)
@@ -22,10 +23,10 @@ sink's rows have status OK, UNPARSED (both FINAL: not asked again) or ERROR (ask
 """
 
 from harness.calls import ERROR, FINAL, Sink
-from harness.mcq import circular_passes, format_options
+from harness.mcq import NONE_OF_THEM, circular_passes, format_options
 from harness.scoring.agreement import judge_agreement
 from harness.scoring.answers import answer_questions
-from harness.scoring.circular import CALL_FAILURES, EXTRACTOR_METHODS, circular_eval, extract_choice
+from harness.scoring.circular import CALL_FAILURES, EXTRACTOR_METHODS, circular_eval, extract_choice, recorded_passes
 from harness.scoring.filters import (
     ALL_FAIL,
     CALL_ERROR,
@@ -131,6 +132,7 @@ __all__ = [
     "JUDGED_TEXT_ONLY",
     "MODES",
     "Mode",
+    "NONE_OF_THEM",
     "SKIPPED",
     "SOLVED",
     "Scores",
@@ -148,6 +150,7 @@ __all__ = [
     "mode_for_filter",
     "pairwise_judge",
     "pointwise_judge",
+    "recorded_passes",
     "register",
     "touchstone_judge",
     "verdict_decided",

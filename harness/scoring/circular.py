@@ -241,6 +241,21 @@ def circular_eval(
     return Scores("mcq", results, verdicts, stats, outcomes, flags, unasked)
 
 
+def recorded_passes(items: Iterable[Item | Mapping[str, Any]], model: str, rows: Mapping[str, dict]) -> list[dict]:
+    """Every pass of `model` that a finished run asked, read again from its sink rows (keyed as the
+    run wrote them, without a store's own prefix) exactly as circular_eval read it: the shown
+    options, the model's output, the letter and the method (heuristic rule or LLM extractor).
+    Nothing is asked; passes the run never asked are left out."""
+    found = []
+    for item in as_items(items):
+        if not item.is_mcq or not item.answer:
+            continue
+        for shown in circular_passes(item.choices, item.answer):
+            if _row_key(ANSWER, model, item, shown.index) in rows:
+                found.append(_verdict(item, shown, model, shown.index, rows))
+    return found
+
+
 def _endpoint(client, name: str) -> llm.Endpoint:
     if name not in client.endpoints:
         declared = ", ".join(sorted(client.endpoints)) or "none"

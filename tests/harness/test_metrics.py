@@ -333,3 +333,29 @@ def test_vote_agreement_of_individual_raters_and_their_majority_by_hand():
 def test_matching_share_is_the_extractors_accuracy():
     assert metrics.matching_share(["A", "B", None, "C"], ["A", "C", None, "C"]) == 0.75
     assert metrics.matching_share([], []) is None
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [(["B", "B", "A"], "B"), (["B", "A"], None), (["none", "none", "C", "C"], None), (["C"], "C"), ([], None)],
+)
+def test_plurality_reading_and_ties(values, expected):
+    assert metrics.plurality(values) == expected
+
+
+def test_reader_accuracy_against_the_raters_plurality_by_hand():
+    # Items 1-4 read by the reader; raters R1-R3. Item 1: plurality B (reader B, match); item 2:
+    # plurality none (reader A, miss); item 3: tie A/C (left out); item 4: plurality D (reader D).
+    # Item 5 was not read by this reader: ignored.
+    readings = {1: "B", 2: "A", 3: "A", 4: "D"}
+    raters = {
+        "R1": {1: "B", 2: "none", 3: "A", 4: "D", 5: "B"},
+        "R2": {1: "B", 2: "none", 3: "C", 4: "D"},
+        "R3": {1: "C", 2: "A", 4: "A"},
+    }
+    got = metrics.reader_accuracy(readings, raters)
+    assert got["items"] == 3 and got["ties"] == 1
+    assert got["accuracy"] == pytest.approx(2 / 3)
+    # R1 matches on items 1, 3, 4 of 4 (3/4); R2 on 1, 4 of 4 (2/4); R3 on 2 of 3 (1/3).
+    assert got["individual"] == pytest.approx((3 / 4 + 2 / 4 + 1 / 3) / 3)
+    assert metrics.reader_accuracy({}, raters) == {"items": 0, "ties": 0, "accuracy": None, "individual": None}

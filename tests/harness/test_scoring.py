@@ -30,6 +30,7 @@ from harness.scoring import (
     mode_for_filter,
     pairwise_judge,
     pointwise_judge,
+    recorded_passes,
     touchstone_judge,
     verdict_decided,
 )
@@ -348,6 +349,27 @@ def test_images_as_bytes_or_a_loader_reach_a_vision_model(client, fake_llm):
 
 
 # ------------------------------------------------------------------ choice extraction
+
+
+def test_a_finished_runs_passes_are_read_again_from_its_rows_as_the_run_read_them(client, fake_llm):
+    """What a store kept of a run (the platform keeps the sink's rows) gives back every pass's
+    verdict: the rules' letter, the extractor's, and nothing for passes never asked."""
+
+    def reply(body):
+        n = int(json.dumps(body).split("Question ")[1].split("?")[0])
+        right = next(letter for letter, text in options(body).items() if text == f"y{n}")
+        return right if n % 2 else "hard to say, perhaps the middle sort of thing"  # even items: the extractor
+
+    fake_llm.script("a", reply)
+    fake_llm.script("extractor", lambda body: next(k for k, v in options(body).items() if v.startswith("y")))
+    sink = MemorySink()
+    result = circular_eval(client, LETTERED[:4], models=["a"], sink=sink, extractor="extractor")
+    rows = dict(sink.rows)  # what a store kept
+    again = recorded_passes(LETTERED[:4], "a", rows)
+    assert again == sorted(result.rows.values(), key=lambda v: (v["id"], v["pass"]))
+    assert [v["method"] for v in again if v["id"] == "i0"] == ["extractor"] * 3
+    assert [v["method"] for v in again if v["id"] == "i1"] == ["heuristic"] * 3
+    assert recorded_passes(LETTERED[:4], "b", rows) == []  # a model the run never asked
 
 
 def test_extract_choice_rules_first_then_the_extractor(client, fake_llm):

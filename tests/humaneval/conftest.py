@@ -89,3 +89,42 @@ def scored(built, researcher, api_for, declare, fake_llm, django_capture_on_comm
 @pytest.fixture
 def raters(make_user, benchmark):
     return [make_user("annotator", name, benchmarks=[benchmark]) for name in ("rita", "raul", "rosa")]
+
+
+# ---- a multiple-choice score, for choice-extraction checks ----
+
+MCQ_LABEL = "SECRET-MODEL-DELTA"
+
+
+def _letter_in(body, option: str) -> str | None:
+    match = re.search(rf"([A-D])\. {option}", json.dumps(body["messages"][-1]["content"]))
+    return match.group(1) if match else None
+
+
+def model_reply(body) -> str:
+    """Items 6 and 8 answered with a bare letter (the rules read it); 7 and 9 in words the rules
+    cannot settle (the extractor's turn). Always the option "three", wherever the pass put it."""
+    number = int(re.findall(r"How many\? \((\d+)\)", json.dumps(body["messages"][-1]["content"]))[-1])
+    letter = _letter_in(body, "three")
+    return letter if number % 2 == 0 else f"Looking closely, I would go with the one saying three, so {letter.lower()}-ish maybe"
+
+
+def extractor_reply(body) -> str:
+    return _letter_in(body, "three") or "Z"
+
+
+@pytest.fixture
+def mcq(built, researcher, api_for, declare, fake_llm, django_capture_on_commit_callbacks):  # noqa: F811
+    release = services.freeze(built(), user=researcher)
+    declare("secret-vlm-endpoint", model="vlm-model", vision=True)
+    declare("reader", model="extractor-model")
+    fake_llm.script("vlm-model", model_reply)
+    fake_llm.script("extractor-model", extractor_reply)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_for(researcher).post(
+            API, {"label": MCQ_LABEL, "method": "mcq", "endpoint": "secret-vlm-endpoint", "judge": "reader"}, format="json"
+        )
+    assert response.status_code == 201, response.content
+    score = Score.objects.get(pk=response.json()["id"])
+    assert score.status == Score.Status.DONE, score.job.message
+    return {"release": release, "extraction": score}

@@ -76,3 +76,23 @@ def test_two_studies_planned_rated_by_keyboard_and_their_agreement_shown(login_a
     for mode, study in (("pointwise", pointwise), ("pairwise", pairwise)):
         row = page.locator(f"tr[data-label='{scored[mode].label}'] td.validation")
         expect(row).to_contain_text(f"study {study.number}: 6 ratings")
+
+
+def test_an_extraction_check_is_rated_with_number_and_letter_keys_and_0_for_none(login_as, mcq, researcher, raters):
+    from .conftest import MCQ_LABEL
+    from .test_extraction import start
+
+    study = start(mcq, researcher, raters[:2])
+    page = login_as(raters[0])
+    page.goto(f"/b/demo/human-eval/{study.number}/queue/")
+    page.keyboard.press("n")
+    for n, key in enumerate("b0" + "1c"):
+        expect(page.locator("h1")).to_contain_text(f"Answer {n + 1} of 4")
+        expect(page.locator("main")).not_to_contain_text(MCQ_LABEL)
+        page.keyboard.press(key)
+        expect(page.locator("#autosave-status")).to_have_text("Saved.")  # chosen by the key alone
+        page.keyboard.press("Control+Enter")
+    expect(page.locator("#queue-progress")).to_have_text("4 / 4")
+    rater = study.raters.get(user=raters[0])
+    chosen = list(rater.ratings.order_by("position").values_list("choice", flat=True))
+    assert chosen == ["B", "none", "A", "C"]

@@ -1,4 +1,4 @@
-// The rating page saves as the rater goes: choosing a score or vote, or pausing while writing the
+// The rating page saves as the rater goes: choosing a score, vote or option, or pausing while writing the
 // reason, posts the form in the background (X-Autosave) so nothing typed is lost; Ctrl+Enter
 // still saves and opens the next answer. A rating the server refuses (no reason yet) just says why.
 (function () {
@@ -9,7 +9,7 @@
   let timer = null;
   function save() {
     const data = new FormData(form);
-    if (!data.get("score") && !data.get("vote")) return;
+    if (!data.get("score") && !data.get("vote") && !data.get("choice")) return;
     fetch(form.dataset.autosave, { method: "POST", body: data, headers: { "X-Autosave": "1" }, credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(function (body) {
@@ -18,6 +18,13 @@
       })
       .catch(function () { status.textContent = "Not saved: the server did not answer. Ctrl+Enter tries again."; });
   }
+  // An extraction check's letter keys (A-I) pick the option with that letter, like its number key.
+  form.querySelectorAll("[data-choose]").forEach(function (el) {
+    el.addEventListener("click", function () {
+      const radio = form.querySelector('input[name="choice"][value="' + CSS.escape(el.dataset.choose) + '"]');
+      if (radio) radio.click();
+    });
+  });
   form.addEventListener("change", function (ev) { if (ev.target.type === "radio") save(); });
   form.addEventListener("input", function (ev) {
     if (ev.target.name !== "reason") return;
