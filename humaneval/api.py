@@ -58,7 +58,7 @@ class PlanSerializer(serializers.Serializer):
     minutes_per_rating = serializers.FloatField(min_value=0.1, max_value=120, default=1.5)
 
 
-class EstimateSerializer(serializers.Serializer):
+class StudyEstimateSerializer(serializers.Serializer):
     items = serializers.IntegerField()
     answers = serializers.IntegerField()
     ratings = serializers.IntegerField()
@@ -117,7 +117,7 @@ class StudyEstimate(APIView):
 
     permission_classes = [role_permission(RESEARCHER)]
 
-    @extend_schema(request=PlanSerializer, responses={200: EstimateSerializer})
+    @extend_schema(request=PlanSerializer, responses={200: StudyEstimateSerializer})
     def post(self, request, slug):
         _, release, settings = _planned(request, slug)
         settings.pop("title")
