@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from benchforge import permissions
 from benchforge.errors import DomainError
-from benchforge.inputs import accepts_uploads
+from benchforge.inputs import accepts_uploads, is_digits
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.selectors import get_benchmark_for
 from exports import card
@@ -141,7 +141,7 @@ def rate(request, slug, number, pk):
             services.save_rating(
                 rating,
                 user=request.user,
-                score=int(raw) if raw.isdigit() and len(raw) <= 2 else None,
+                score=int(raw) if is_digits(raw) and len(raw) <= 2 else None,
                 vote=request.POST.get("vote", ""),
                 choice=request.POST.get("choice", ""),
                 reason=request.POST.get("reason", ""),
