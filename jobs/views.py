@@ -14,7 +14,7 @@ from .selectors import get_job_for, jobs_list, with_benchmarks
 @role_required(ANNOTATOR)
 def job_detail(request, job_id):
     """A job's progress and per-unit report; researchers resume or cancel it here (POST)."""
-    [job] = with_benchmarks([get_job_for(request.user, job_id)])
+    job = get_job_for(request.user, job_id)
     if request.method == "POST":
         refusal = permissions.researcher_refusal(request.user, "Resuming or cancelling a job")
         if refusal:
@@ -29,6 +29,7 @@ def job_detail(request, job_id):
         else:
             messages.error(request, "Unknown action: choose resume or cancel.")
         return redirect("job-detail", job_id=job.pk)
+    [job] = with_benchmarks([job])
     entries = job.entries.all()
     outcome = request.GET.get("outcome", "")
     if outcome in JobEntry.Outcome.values:
