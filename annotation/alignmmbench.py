@@ -185,7 +185,7 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
         """In the batch's transaction: accept the images (screened by their publisher), one entry each."""
         stored = [o.image.pk for o in outcomes if isinstance(o, IngestOutcome) and o.image.status != Image.Status.ACCEPTED]
         if stored:
-            screen_images(job.benchmark, stored, action="accept", user=job.created_by)
+            screen_images(run.benchmark, stored, action="accept", user=job.created_by)
         entries = []
         for (image_path, users), outcome in zip(paths, outcomes):
             key = f"image {image_path}"
@@ -202,7 +202,7 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
                 entries.append((key, "error", message, {"image": True}))
         run.record_many(entries)
 
-    with Ingester(job.benchmark, collected_by=job.created_by) as ingester:
+    with Ingester(run.benchmark, collected_by=job.created_by) as ingester:
         for _ in ingest_stream(ingester, batches(), record=record):
             pass
     return found
@@ -233,7 +233,7 @@ def _create(run, rows: list[Row], specs: list[dict]) -> dict[str, Item]:
     for start in range(0, len(specs), CHUNK):
         chunk_rows, chunk_specs = rows[start : start + CHUNK], specs[start : start + CHUNK]
         with transaction.atomic():
-            items, problems = import_external_items(run.job.benchmark, chunk_specs, user=run.job.created_by)
+            items, problems = import_external_items(run.benchmark, chunk_specs, user=run.job.created_by)
             made = {item.external_id: item for item in items}
             entries = []
             for index, row in enumerate(chunk_rows):
@@ -282,7 +282,7 @@ def _summary(run, total: int) -> dict:
 
 
 def run_import(run) -> dict:
-    benchmark = run.job.benchmark
+    benchmark = run.benchmark
     if benchmark is None:
         raise DomainError(
             "This import's file was refused and the benchmark made for it removed; start a new import with the corrected file."

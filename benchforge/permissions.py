@@ -62,6 +62,27 @@ def visible(queryset, user, via: str = ""):
     return queryset.none() if scope is None else queryset.filter(scope)
 
 
+# Rows below curation hold a benchmark's id, not a relation (jobs): curation registers how to find
+# the ids of the benchmarks a user belongs to.
+_member_benchmark_ids = None
+
+
+def register_member_benchmark_ids(find) -> None:
+    """`find(user)` -> the ids of the benchmarks `user` is a member of (a list or a queryset of ids)."""
+    global _member_benchmark_ids
+    _member_benchmark_ids = find
+
+
+def visible_by_id(queryset, user, field: str = "benchmark_id"):
+    """`queryset` narrowed to the rows whose benchmark (its id in `field`) the user may see."""
+    role = user_role(user)
+    if role == RESEARCHER:
+        return queryset
+    if role is None or _member_benchmark_ids is None:
+        return queryset.none()
+    return queryset.filter(**{f"{field}__in": _member_benchmark_ids(user)})
+
+
 def is_member(user, benchmark) -> bool:
     """May work in `benchmark`: a researcher, or an annotator (or reviewer) among its members."""
     if is_researcher(user):

@@ -23,6 +23,20 @@ def benchmarks_for(user):
     return permissions.visible(Benchmark.objects.all(), user)
 
 
+def benchmarks_by_id(ids) -> dict[int, Benchmark]:
+    """{id: benchmark} of those ids (what jobs, which keep a benchmark's id only, show)."""
+    return Benchmark.objects.in_bulk(list(ids))
+
+
+def benchmark_ids_with_slug(slug: str):
+    return Benchmark.objects.filter(slug=slug).values_list("pk", flat=True)
+
+
+def member_benchmark_ids(user):
+    """The ids of the benchmarks `user` is a member of."""
+    return Benchmark.objects.filter(members=user).values_list("pk", flat=True)
+
+
 def find_benchmark_for(user, slug: str) -> Benchmark | None:
     return benchmarks_for(user).filter(slug=slug).first()
 

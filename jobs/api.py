@@ -9,12 +9,12 @@ from benchforge.roles import ANNOTATOR, RESEARCHER, role_permission
 
 from . import registry, services
 from .models import Job, JobEntry
-from .selectors import get_job_for, job_entries, jobs_list
+from .selectors import get_job_for, job_entries, jobs_list, with_benchmarks
 
 
 class JobSerializer(serializers.ModelSerializer):
     percent = serializers.IntegerField(read_only=True)
-    benchmark = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    benchmark = serializers.SerializerMethodField(help_text="the slug of the job's benchmark (null: none)")
     label = serializers.SerializerMethodField()
     state = serializers.ChoiceField(
         choices=[*Job.Status.choices, ("interrupted", "Interrupted"), ("unsent", "Not sent")],
@@ -52,6 +52,10 @@ class JobSerializer(serializers.ModelSerializer):
             "entries",
         ]
 
+    def get_benchmark(self, job) -> str | None:
+        benchmark = getattr(job, "benchmark", None) or registry.benchmark(job.benchmark_id)
+        return benchmark.slug if benchmark is not None else None
+
     def get_label(self, job) -> str:
         return registry.label(job.kind)
 
@@ -80,6 +84,10 @@ class JobList(generics.ListAPIView):
     )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        return None if page is None else with_benchmarks(page)  # one benchmark lookup per page
 
     def get_queryset(self):
         params = self.request.query_params

@@ -23,7 +23,9 @@ class Job(models.Model):
     FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
     kind = models.CharField(max_length=64)
-    benchmark = models.ForeignKey("curation.Benchmark", null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
+    # The benchmark the job works in, by id only: jobs sits below curation and declares no relation
+    # to it. Curation deletes a benchmark's jobs with it; jobs.registry looks the benchmark up.
+    benchmark_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="jobs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     params = models.JSONField(default=dict, blank=True)
@@ -45,7 +47,7 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["benchmark", "kind", "-created_at"])]
+        indexes = [models.Index(fields=["benchmark_id", "kind", "-created_at"], name="jobs_job_benchma_562bfd_idx")]
 
     def __str__(self):
         return f"{self.kind} #{self.pk} ({self.status})"

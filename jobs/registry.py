@@ -42,3 +42,32 @@ def label(name: str) -> str:
 
 def names() -> list[str]:
     return sorted(_KINDS)
+
+
+# A job may belong to a benchmark: jobs keeps only its id (jobs sits below curation, which owns
+# benchmarks), and asks the lookups curation registers here for the benchmarks themselves.
+_benchmarks_by_id: Callable | None = None
+_benchmark_ids_with_slug: Callable | None = None
+
+
+def register_benchmarks(*, by_id: Callable, ids_with_slug: Callable) -> None:
+    """`by_id(ids) -> {id: benchmark}`; `ids_with_slug(slug)` -> the ids of benchmarks with that slug
+    (a list or a queryset of ids)."""
+    global _benchmarks_by_id, _benchmark_ids_with_slug
+    _benchmarks_by_id, _benchmark_ids_with_slug = by_id, ids_with_slug
+
+
+def benchmarks_by_id(ids) -> dict:
+    ids = {pk for pk in ids if pk is not None}
+    if not ids or _benchmarks_by_id is None:
+        return {}
+    return _benchmarks_by_id(ids)
+
+
+def benchmark(benchmark_id):
+    """The benchmark numbered `benchmark_id`, or None (no id, or it is gone)."""
+    return benchmarks_by_id([benchmark_id]).get(benchmark_id)
+
+
+def benchmark_ids_with_slug(slug: str):
+    return _benchmark_ids_with_slug(slug) if _benchmark_ids_with_slug is not None else []

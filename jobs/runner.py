@@ -60,7 +60,10 @@ class JobRun:
 
     @property
     def benchmark(self):
-        return self.job.benchmark
+        """The job's benchmark (None when it has none), looked up once per run."""
+        if not hasattr(self, "_benchmark"):
+            self._benchmark = registry.benchmark(self.job.benchmark_id)
+        return self._benchmark
 
     @property
     def user(self):
@@ -241,7 +244,7 @@ def claim(job_id: int) -> tuple[Job, str] | None:
     )
     if not taken:
         return None
-    return Job.objects.select_related("benchmark", "created_by").get(pk=job_id), token
+    return Job.objects.select_related("created_by").get(pk=job_id), token
 
 
 def execute(job_id: int) -> Job | None:
@@ -306,7 +309,7 @@ def _finish(run: JobRun, status: str, *, message: str = "", result: dict | None 
     if result is not None:
         fields["result"] = result
     owned = Job.objects.filter(pk=run.job.pk, run_token=run.token, status=Job.Status.RUNNING).update(**fields)
-    job = Job.objects.select_related("benchmark", "created_by").get(pk=run.job.pk)
+    job = Job.objects.select_related("created_by").get(pk=run.job.pk)
     if owned and status == Job.Status.SUCCEEDED:
         discard_staged(job)
     _note_finished()

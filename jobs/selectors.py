@@ -2,15 +2,16 @@ from django.shortcuts import get_object_or_404
 
 from benchforge import permissions
 
+from . import registry
 from .models import Job, JobEntry
 
 
 def visible_jobs(user):
     """Researchers see every job; others the jobs they started or of benchmarks they belong to."""
-    qs = Job.objects.select_related("benchmark", "created_by")
+    qs = Job.objects.select_related("created_by")
     if permissions.is_researcher(user):
         return qs
-    return (qs.filter(created_by=user) | permissions.visible(qs, user, via="benchmark__")).distinct()
+    return qs.filter(created_by=user) | permissions.visible_by_id(qs, user)
 
 
 def get_job_for(user, job_id: int) -> Job:
@@ -18,21 +19,21 @@ def get_job_for(user, job_id: int) -> Job:
 
 
 def find_job(job_id, *, kind: str, benchmark=None) -> Job | None:
-    """The job numbered `job_id` of that kind (and benchmark, when given), or None."""
-    jobs = Job.objects.select_related("benchmark", "created_by").filter(pk=job_id, kind=kind)
+    """The job numbered `job_id` of that kind (and benchmark, or its id, when given), or None."""
+    jobs = Job.objects.select_related("created_by").filter(pk=job_id, kind=kind)
     if benchmark is not None:
-        jobs = jobs.filter(benchmark=benchmark)
+        jobs = jobs.filter(benchmark_id=getattr(benchmark, "pk", benchmark))
     return jobs.first()
 
 
 def get_job(job_id) -> Job | None:
-    return Job.objects.select_related("benchmark", "created_by").filter(pk=job_id).first()
+    return Job.objects.select_related("created_by").filter(pk=job_id).first()
 
 
 def jobs_of(benchmark, *, kind: str = "", kind_prefix: str = "", params: dict | None = None):
-    """A benchmark's jobs (of a kind, or of kinds starting with kind_prefix; whose params hold
-    `params`), newest first."""
-    jobs = Job.objects.filter(benchmark=benchmark)
+    """A benchmark's (or a benchmark id's) jobs (of a kind, or of kinds starting with kind_prefix;
+    whose params hold `params`), newest first."""
+    jobs = Job.objects.filter(benchmark_id=getattr(benchmark, "pk", benchmark))
     if kind:
         jobs = jobs.filter(kind=kind)
     if kind_prefix:
@@ -74,7 +75,7 @@ def jobs_list(user, *, benchmark: str = "", kind: str = "", state: str = ""):
     running job whose heartbeat stopped, and is filtered after the query)."""
     qs = visible_jobs(user)
     if benchmark:
-        qs = qs.filter(benchmark__slug=benchmark)
+        qs = qs.filter(benchmark_id__in=registry.benchmark_ids_with_slug(benchmark))
     if kind:
         qs = qs.filter(kind=kind)
     if state in Job.Status.values:
@@ -82,3 +83,12 @@ def jobs_list(user, *, benchmark: str = "", kind: str = "", state: str = ""):
     elif state == "interrupted":
         qs = qs.filter(status=Job.Status.RUNNING)
     return qs.order_by("-created_at", "-id")
+
+
+def with_benchmarks(jobs):
+    """`jobs` as a list, each with `.benchmark` set (None when it has none), found in one lookup."""
+    jobs = list(jobs)
+    found = registry.benchmarks_by_id(job.benchmark_id for job in jobs)
+    for job in jobs:
+        job.benchmark = found.get(job.benchmark_id)
+    return jobs

@@ -41,8 +41,10 @@ _pool_lock = threading.Lock()
 
 
 def create_job(kind: str, *, user=None, benchmark=None, total: int = 0, params: dict | None = None) -> Job:
+    """A queued job of `kind`; `benchmark` (a benchmark or its id) is the one it works in."""
     registry.get(kind)  # a kind nobody registered could never run: refuse it now
-    return Job.objects.create(kind=kind, created_by=user, benchmark=benchmark, total=total, params=params or {})
+    benchmark_id = getattr(benchmark, "pk", benchmark)
+    return Job.objects.create(kind=kind, created_by=user, benchmark_id=benchmark_id, total=total, params=params or {})
 
 
 def enqueue(job: Job) -> Job:
@@ -72,8 +74,13 @@ def show_result(job: Job, result: dict) -> None:
 
 def detach_benchmark(job: Job) -> None:
     """The job no longer belongs to its benchmark (which is about to go): it stays, to say what happened."""
-    Job.objects.filter(pk=job.pk).update(benchmark=None)
-    job.benchmark = None
+    Job.objects.filter(pk=job.pk).update(benchmark_id=None)
+    job.benchmark_id = None
+
+
+def delete_jobs_of(benchmark_id: int) -> None:
+    """A benchmark is deleted: its jobs (and their entries) go with it."""
+    Job.objects.filter(benchmark_id=benchmark_id).delete()
 
 
 def start_job(kind: str, **kwargs) -> Job:
@@ -84,7 +91,7 @@ def run_now(job: Job | int) -> Job:
     """Run a queued job here and now (management commands, tests); returns it as it ended."""
     job_id = job.pk if isinstance(job, Job) else job
     runner.execute(job_id)
-    return Job.objects.select_related("benchmark", "created_by").get(pk=job_id)
+    return Job.objects.select_related("created_by").get(pk=job_id)
 
 
 def wait(jobs, *, timeout: float) -> list[Job]:
@@ -99,7 +106,7 @@ def wait(jobs, *, timeout: float) -> list[Job]:
     while True:
         seen = runner.finished_count()
         try:
-            found = {job.pk: job for job in Job.objects.select_related("benchmark", "created_by").filter(pk__in=ids)}
+            found = {job.pk: job for job in Job.objects.select_related("created_by").filter(pk__in=ids)}
             settled = all(job.is_finished for job in found.values())
         except OperationalError:  # SQLite's in-memory database refuses a read while a job thread writes
             settled = False

@@ -8,7 +8,7 @@ from benchforge.roles import ANNOTATOR, role_required
 
 from . import registry, services
 from .models import Job, JobEntry
-from .selectors import get_job_for, jobs_list
+from .selectors import get_job_for, jobs_list, with_benchmarks
 
 
 @role_required(ANNOTATOR)
@@ -29,6 +29,7 @@ def job_detail(request, job_id):
         else:
             messages.error(request, "Unknown action: choose resume or cancel.")
         return redirect("job-detail", job_id=job.pk)
+    [job] = with_benchmarks([job])
     entries = job.entries.all()
     outcome = request.GET.get("outcome", "")
     if outcome in JobEntry.Outcome.values:
@@ -88,10 +89,11 @@ def job_list(request):
     if filters["state"] == "interrupted":
         rows = [job for job in rows[:2000] if job.is_interrupted]
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    page.object_list = with_benchmarks(page.object_list)
     for job in page.object_list:
         job.kind_label = registry.label(job.kind)
-    benchmarks = Job._meta.get_field("benchmark").related_model.objects  # jobs sits below curation: no import
-    listed = benchmarks.filter(slug=filters["benchmark"]).first() if filters["benchmark"] else None
+    listed_ids = registry.benchmark_ids_with_slug(filters["benchmark"]) if filters["benchmark"] else []
+    listed = next(iter(registry.benchmarks_by_id(listed_ids).values()), None)
     return render(
         request,
         "jobs/job_list.html",

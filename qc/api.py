@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from benchforge.inputs import accepts_uploads
 from benchforge.roles import RESEARCHER, role_permission
 from curation.selectors import get_benchmark_for
+from jobs.selectors import with_benchmarks
 
 from . import selectors, services
 from .models import QCItem, QCRun
@@ -238,8 +239,9 @@ class Import(generics.GenericAPIView):
             user=request.user, file=data["file"], format=data["format"], name=data["name"], benchmark=benchmark
         )
         job.refresh_from_db()
+        [job] = with_benchmarks([job])  # the import may have made its benchmark
         return Response(
-            {"job": job.pk, "benchmark": job.benchmark.slug if job.benchmark_id else None, "status": job.status},
+            {"job": job.pk, "benchmark": job.benchmark.slug if job.benchmark else None, "status": job.status},
             status=status.HTTP_202_ACCEPTED,
         )
 

@@ -16,7 +16,7 @@ from benchforge.errors import DomainError
 from benchforge.inputs import accepts_uploads, optional_id
 from benchforge.roles import RESEARCHER, role_required
 from curation.selectors import benchmarks_for, get_benchmark_for
-from jobs.selectors import get_job_for
+from jobs.selectors import get_job_for, with_benchmarks
 from llm.client import LLMConfigError, load_models
 
 from . import export, selectors, services
@@ -189,7 +189,7 @@ def import_page(request):
     job = errors = None
     job_id = optional_id(request.GET.get("job"))
     if job_id is not None:
-        job = get_job_for(request.user, job_id)
+        [job] = with_benchmarks([get_job_for(request.user, job_id)])
         errors = Paginator(selectors.import_errors(job), 100).get_page(request.GET.get("page"))
     extra_query = f"&job={job.pk}" if job else ""
     return render(request, "qc/import.html", {"form": form, "job": job, "errors": errors, "extra_query": extra_query})

@@ -72,7 +72,7 @@ def _ingest_units(run, units) -> None:
         run.record_many(rows)
 
     job = run.job
-    with Ingester(job.benchmark, collected_by=job.created_by, job=job) as ingester:
+    with Ingester(run.benchmark, collected_by=job.created_by, job=job) as ingester:
         for _ in ingesting.ingest_stream(ingester, batches(), record=record):
             pass
 
@@ -97,7 +97,7 @@ def create_import_job(
 def _job_context(job):
     """The job's tasks, and the source and license it gives every file."""
     params = job.params
-    tasks = list(Task.objects.filter(pk__in=params.get("task_ids", []), benchmark=job.benchmark))
+    tasks = list(Task.objects.filter(pk__in=params.get("task_ids", []), benchmark_id=job.benchmark_id))
     return tasks, {"source": params.get("source", ""), "license": params.get("license", "")}
 
 
@@ -167,7 +167,7 @@ def run_zip_import(run):
     job = run.job
     tasks, common = _job_context(job)
     done = run.done_keys()
-    by_slug = {t.slug: t for t in job.benchmark.tasks.all()}
+    by_slug = {t.slug: t for t in run.benchmark.tasks.all()}
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
     source = None
     try:
@@ -224,7 +224,7 @@ def run_folder_import(run):
     job = run.job
     tasks, common = _job_context(job)
     done = run.done_keys()
-    by_slug = {t.slug: t for t in job.benchmark.tasks.all()}
+    by_slug = {t.slug: t for t in run.benchmark.tasks.all()}
     root = Path(job.params["path"])
     if not root.is_dir():
         raise DomainError(f"{root} is not a folder on this server.")
@@ -311,7 +311,7 @@ def run_url_list_import(run):
     rows = parse_url_list(data)
     run.set_total(len(rows))
     by_key = {}
-    for task in job.benchmark.tasks.all():
+    for task in run.benchmark.tasks.all():
         by_key[task.name.lower()] = task
         by_key[task.slug.lower()] = task
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
@@ -323,7 +323,7 @@ def run_url_list_import(run):
                 if key in done:
                     continue
                 try:
-                    row_tasks = _resolve_tasks(job.benchmark, row.tasks, by_key)
+                    row_tasks = _resolve_tasks(run.benchmark, row.tasks, by_key)
                 except DomainError as exc:
                     yield _Unit(key, IngestFile(_refuse(exc)))
                     continue

@@ -6,6 +6,7 @@ from django.utils.text import slugify
 from benchforge.concurrency import create_unique
 from benchforge.errors import AlreadyExists, DomainError
 from jobs import services as jobs
+from jobs.selectors import jobs_of
 
 from ..models import Benchmark, Category, Task
 from ..presets import PRESETS, CategorySpec
@@ -47,18 +48,17 @@ def discard_created_benchmark(job) -> str:
     """When an import whose file was refused made its benchmark itself and nothing went into it,
     the benchmark goes (a refused file leaves no empty benchmark behind). Returns a sentence for
     the job's message ('' when the benchmark stays)."""
-    benchmark = job.benchmark
-    if benchmark is None or not job.params.get(CREATED_BENCHMARK):
+    if job.benchmark_id is None or not job.params.get(CREATED_BENCHMARK):
         return ""
     with transaction.atomic():
-        locked = Benchmark.objects.select_for_update().filter(pk=benchmark.pk).first()
+        locked = Benchmark.objects.select_for_update().filter(pk=job.benchmark_id).first()
         if locked is None:
             return ""
-        if locked.items.exists() or locked.images.exists() or locked.jobs.exclude(pk=job.pk).exists():
+        if locked.items.exists() or locked.images.exists() or jobs_of(locked).exclude(pk=job.pk).exists():
             return ""
         jobs.detach_benchmark(job)  # the job stays, to say what was wrong
         locked.delete()
-    return f"The benchmark '{benchmark.name}' made for this import was removed again."
+    return f"The benchmark '{locked.name}' made for this import was removed again."
 
 
 @transaction.atomic

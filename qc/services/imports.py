@@ -206,8 +206,8 @@ class _Batch:
         pending = list(Image.objects.filter(pk__in=images, status=Image.Status.PENDING).values_list("pk", flat=True))
         with transaction.atomic():
             if pending:  # screened by their publisher
-                screen_images(job.benchmark, pending, action="accept", user=job.created_by)
-            items, problems = import_external_items(job.benchmark, [spec for _k, _l, spec, _s in rows], user=job.created_by)
+                screen_images(self.run.benchmark, pending, action="accept", user=job.created_by)
+            items, problems = import_external_items(self.run.benchmark, [spec for _k, _l, spec, _s in rows], user=job.created_by)
             made = {item.external_id: item for item in items}
             entries, sources = [], []
             for n, (key, line, spec, source) in enumerate(rows):
@@ -365,7 +365,7 @@ def run_import(run: JobRun) -> dict:
     """Two passes over the file: the first reads all of it and stores nothing, so a file-level
     problem (encoding, header, structure, too many bad rows) fails the job with nothing imported
     (and removes the benchmark the import made for itself); the second stores the rows."""
-    if run.job.benchmark is None:
+    if run.benchmark is None:
         raise DomainError(
             "This import's file was refused and the benchmark made for it removed; start a new import with the corrected file."
         )
@@ -438,7 +438,7 @@ def _question_type(obj: dict) -> str:
 
 def _run_tsv(run: JobRun) -> dict:
     job = run.job
-    benchmark, user = job.benchmark, job.created_by
+    benchmark, user = run.benchmark, job.created_by
     name = job.params.get("filename") or "file.tsv"
     done = run.done_keys()
     first_line: dict[int, int] = {}  # index -> the line it was first seen on
@@ -614,7 +614,7 @@ def _import_outcome(outcome: str, data: dict) -> str | None:
 def _summary(run: JobRun, name: str) -> dict:
     tally = run.tally(_import_outcome)
     counts = {name: tally[name] for name in ("imported", "errors", "circular_copies", "already_imported")}
-    counts["without_answer"] = Item.objects.filter(benchmark=run.job.benchmark, external_source__job=run.job, answer="").count()
+    counts["without_answer"] = Item.objects.filter(benchmark=run.benchmark, external_source__job=run.job, answer="").count()
     counts["images"] = Image.objects.filter(job=run.job).count()
     run.set_total(sum(run.outcome_counts().values()))
     run.say(
@@ -646,8 +646,8 @@ def _run_mllm(run: JobRun) -> dict:
     job = run.job
     name = job.params.get("filename") or "questions.jsonl"
     done = run.done_keys()
-    existing = set(Item.objects.filter(benchmark=job.benchmark).exclude(external_id="").values_list("external_id", flat=True))
-    taxonomy = _Taxonomy(job.benchmark)
+    existing = set(Item.objects.filter(benchmark=run.benchmark).exclude(external_id="").values_list("external_id", flat=True))
+    taxonomy = _Taxonomy(run.benchmark)
     batch = _Batch(run, MLLM_BENCH)
     seen: dict[str, str] = {}
     rows = 0

@@ -6,6 +6,7 @@ from benchforge.errors import DomainError
 from curation.models import Benchmark, Category, Task
 from curation.presets import PRESETS
 from curation.services import load_preset
+from jobs.selectors import jobs_of
 
 pytestmark = pytest.mark.django_db
 
@@ -100,7 +101,7 @@ def test_researcher_loads_a_preset_from_the_ui(client_for, researcher, django_ca
     assert resp.status_code == 302
     benchmark = Benchmark.objects.get(slug="chart-study")
     assert benchmark.tasks.count() == 20
-    job = benchmark.jobs.get(kind="load_preset")
+    job = jobs_of(benchmark, kind="load_preset").get()
     assert job.status == "succeeded" and job.done == 1
     page = c.get("/b/chart-study/taxonomy/")
     assert "Celebrity Recognition" in page.content.decode()

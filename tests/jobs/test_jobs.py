@@ -125,7 +125,7 @@ def test_resume_and_cancel_from_the_api_need_a_researcher(
     ledger, api_for, annotator, researcher, benchmark, django_capture_on_commit_callbacks
 ):
     job = toy(ledger)
-    Job.objects.filter(pk=job.pk).update(benchmark=benchmark)
+    Job.objects.filter(pk=job.pk).update(benchmark_id=benchmark.pk)
     assert api_for(annotator).post(f"/api/v1/jobs/{job.pk}/cancel/").status_code == 403
     response = api_for(researcher).post(f"/api/v1/jobs/{job.pk}/cancel/")
     assert response.status_code == 200 and response.json()["status"] == "cancelled" and response.json()["can_resume"]
@@ -154,7 +154,7 @@ def test_the_job_page_resumes_and_cancels(
     ledger, client_for, researcher, annotator, benchmark, django_capture_on_commit_callbacks
 ):
     job = toy(ledger)
-    Job.objects.filter(pk=job.pk).update(benchmark=benchmark)
+    Job.objects.filter(pk=job.pk).update(benchmark_id=benchmark.pk)
     _interrupt(job)
     page = client_for(researcher).get(f"/jobs/{job.pk}/").content.decode()
     assert "Interrupted" in page and 'value="resume"' in page and "Its worker stopped answering" in page

@@ -71,7 +71,7 @@ def test_a_bad_byte_fails_the_import_on_its_line_and_leaves_nothing(
     assert f"line {line} is not UTF-8 text (byte 0xff at column " in job.message, job.message
     assert "Nothing was imported" in job.message and "'Imported' made for this import was removed" in job.message
     assert counts() == before  # no item, no image, no empty benchmark
-    assert job.benchmark is None and not job.entries.exists()
+    assert job.benchmark_id is None and not job.entries.exists()
     assert client.get(f"/qc/import/?job={job.pk}").status_code == 200
     assert f"line {line} is not UTF-8" in client.get(f"/jobs/{job.pk}/").content.decode()
 

@@ -207,7 +207,7 @@ def test_mllm_bench_questions_import_with_their_criteria(researcher, django_capt
         )
     job.refresh_from_db()
     assert job.status == Job.Status.SUCCEEDED, job.message
-    benchmark = job.benchmark
+    benchmark = Benchmark.objects.get(pk=job.benchmark_id)
     assert benchmark.is_external
     errors = list(job.entries.filter(outcome="error").values_list("message", flat=True))
     assert len(errors) == 1 and "question_type 'https://" in errors[0] and errors[0].startswith("line ")
@@ -243,4 +243,4 @@ def test_alignmmbench_goes_through_annotations_importer(researcher, django_captu
     job.refresh_from_db()
     assert job.kind == "import_alignmmbench" and job.status == Job.Status.SUCCEEDED, job.message
     assert Benchmark.objects.get(pk=job.benchmark_id).is_external
-    assert Item.objects.filter(benchmark=job.benchmark, external_id="00000001-0", is_external=True).exists()
+    assert Item.objects.filter(benchmark_id=job.benchmark_id, external_id="00000001-0", is_external=True).exists()
