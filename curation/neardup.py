@@ -419,7 +419,7 @@ def pairs_within(ids: Iterable[int] | np.ndarray, hashes: Iterable[int] | np.nda
     return pairs
 
 
-Loader = Callable[[Hashable, int], tuple[Iterable[int], Iterable[int]]]
+Loader = Callable[[Hashable, int], tuple]  # (ids, hashes) or (ids, hashes, fingerprint after them)
 Fingerprint = Callable[[Hashable, int], Hashable]
 
 
@@ -429,7 +429,9 @@ class IndexRegistry:
     ``loader(key, after_id)`` returns (ids, hashes) of rows with id > after_id, so each use
     first picks up rows other processes added since. ``fingerprint(key, last_id)`` describes
     the rows already loaded (e.g. their count and newest timestamp): when it changes, rows were
-    deleted or replaced and the index is rebuilt from scratch.
+    deleted or replaced and the index is rebuilt from scratch. A loader may return a third value,
+    what ``fingerprint`` would say of the rows once the ones it returns are loaded (read in the
+    same query, which saves asking again after every load).
     """
 
     def __init__(self, loader: Loader, fingerprint: Fingerprint | None = None):
@@ -441,16 +443,22 @@ class IndexRegistry:
     def get(self, key: Hashable) -> HashIndex:
         with self._lock:
             index, last_id, seen = self._indexes.get(key, (None, 0, None))
-            if index is not None and self._fingerprint is not None and self._fingerprint(key, last_id) != seen:
-                index = None
-            if index is None:
+            kept = index is not None
+            if kept and self._fingerprint is not None:
+                kept = self._fingerprint(key, last_id) == seen
+            if not kept:
                 index, last_id = HashIndex(), 0
-            ids, hashes = self._loader(key, last_id)
+            ids, hashes, *newest = self._loader(key, last_id)
             ids_arr = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64)
             if len(ids_arr):
                 index.add_many(ids_arr, hashes if isinstance(hashes, np.ndarray) else list(hashes))
                 last_id = max(last_id, int(ids_arr.max()))
-            seen = self._fingerprint(key, last_id) if self._fingerprint is not None else None
+            elif kept:  # nothing new over the rows just fingerprinted: the fingerprint stands (one query less)
+                return index
+            if newest and len(ids_arr):  # the loader read the newest row's fingerprint with it
+                seen = newest[0]
+            else:
+                seen = self._fingerprint(key, last_id) if self._fingerprint is not None else None
             self._indexes[key] = (index, last_id, seen)
             return index
 

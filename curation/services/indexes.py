@@ -14,8 +14,11 @@ from ..neardup import IndexRegistry
 
 def _load_image_hashes(key, after_id):
     benchmark_id, field = key
-    rows = Image.objects.filter(benchmark_id=benchmark_id, pk__gt=after_id).order_by("pk").values_list("pk", field)
-    return [r[0] for r in rows], [r[1] for r in rows]
+    rows = list(
+        Image.objects.filter(benchmark_id=benchmark_id, pk__gt=after_id).order_by("pk").values_list("pk", field, "created_at")
+    )
+    # The newest row's (pk, created_at) is _image_rows_fingerprint's answer once these are loaded.
+    return [r[0] for r in rows], [r[1] for r in rows], (rows[-1][0], rows[-1][2]) if rows else None
 
 
 def _image_rows_fingerprint(key, last_id):
