@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ALLOWED = {"benchforge", "API", "English", "Label", "Studio", "N"}
 # What people wrote or named (not interface text): hidden before the page's text is read.
 USER_CONTENT = [
+    ".user-content",
     ".brand",
     ".topbar-here",
     ".bench-name",
@@ -31,12 +32,17 @@ USER_CONTENT = [
     "#stage-counts tbody td:nth-child(-n+2)",
     "#progress-people tbody td:first-child",
     "#progress-tasks tbody td:first-child",
+    # task names and the benchmark's guidelines in the item editor and the item list's filters
+    "#task-select",
+    "#guideline [data-field]",
+    "#item-filters select[name=task]",
 ]
-# Pages translated so far, per role (URL names; "{slug}" pages take the benchmark's slug).
+# Pages translated so far, per role (URL names: "home" and "password-change" take no argument,
+# "item-edit" the benchmark's slug and the draft's id, the others the benchmark's slug).
 PAGES = {
-    "annotator": ["home", "dashboard", "queue", "password-change"],
+    "annotator": ["home", "dashboard", "queue", "item-list", "item-edit", "password-change"],
     "reviewer": ["home", "dashboard", "queue", "review-queue", "password-change"],
-    "researcher": ["home", "dashboard", "queue", "review-queue", "password-change"],
+    "researcher": ["home", "dashboard", "queue", "review-queue", "item-list", "item-edit", "password-change"],
 }
 
 
@@ -62,10 +68,11 @@ def world(make_user):
 
     demo = load_preset("alignmmbench", slug="demo")
     anna = make_user("annotator", "anna", benchmarks=[demo])
-    # a draft: its stage shows on the dashboard
-    create_item(demo, task=demo.tasks.first(), user=anna, assignee=anna)
+    # a draft: its stage shows on the dashboard, the item list and the editor
+    draft = create_item(demo, task=demo.tasks.first(), user=anna, assignee=anna)
     return {
         "benchmark": demo,
+        "draft": draft,
         "annotator": anna,
         "reviewer": make_user("reviewer", "rita", benchmarks=[demo]),
         "researcher": make_user("researcher", "ross"),
@@ -105,14 +112,24 @@ def test_the_login_page_follows_the_browser_language(chinese_page):
 def test_each_role_sees_no_english_interface_text_in_chinese(chinese_page, world, role):
     log_in(chinese_page, world[role])
     slug = world["benchmark"].slug
+    # what people named: the benchmark, and the people listed in the item list's filters
+    names = [world["benchmark"].name, world["benchmark"].description, "anna", "rita", "ross"]
     for name in PAGES[role]:
-        url = reverse(name) if name in ("home", "password-change") else reverse(name, args=[slug])
+        if name in ("home", "password-change"):
+            url = reverse(name)
+        elif name == "item-edit":
+            url = reverse(name, args=[slug, world["draft"].pk])
+        else:
+            url = reverse(name, args=[slug])
         response = chinese_page.goto(url)
         assert response.status == 200, url
         assert chinese_page.locator("html").get_attribute("lang") == "zh-hans"
-        assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == [], url
+        assert english_words(chinese_page, names) == [], url
         if name == "dashboard":
             assert "草稿" in chinese_page.locator("#stage-counts thead").inner_text()  # the draft's stage, translated
+        if name == "item-edit":
+            # what the draft still lacks, from the service, in Chinese
+            expect(chinese_page.locator("#readiness")).to_contain_text("请编写问题。")
     # the styled error page, inside the benchmark's navigation
     assert chinese_page.goto(f"/b/{slug}/no-such-page/").status == 404
     assert chinese_page.locator("h1").inner_text() == "未找到"
@@ -137,3 +154,17 @@ def test_the_switch_in_the_header_keeps_the_choice_on_the_account(login_as, worl
     other.click("#language-switch button[value=en]")
     expect(other.locator("h1")).to_have_text("My queue")
     context.close()
+
+
+def test_the_editors_script_speaks_the_pages_language(chinese_page, world):
+    """The words the editor's script writes (the question's label, the exchanges' numbers) come
+    from the page, so they are Chinese too."""
+    log_in(chinese_page, world["annotator"])
+    chinese_page.goto(reverse("item-edit", args=[world["benchmark"].slug, world["draft"].pk]))
+    chinese_page.check("input[name=kind][value=multi_turn]")
+    expect(chinese_page.locator("#question-label")).to_have_text("最后的用户问题")
+    chinese_page.click("[data-action=add-exchange]")
+    expect(chinese_page.locator("#exchanges .exchange-n").first).to_have_text("交流 1")
+    assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == []
+    chinese_page.check("input[name=kind][value=single_turn]")
+    expect(chinese_page.locator("#question-label")).to_have_text("问题")
