@@ -15,8 +15,8 @@ from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# Words that are the same in a Chinese interface: proper names and a key shown on a button.
-ALLOWED = {"benchforge", "API", "English", "Label", "Studio", "N"}
+# Words that are the same in a Chinese interface: proper names and keys named in help text.
+ALLOWED = {"benchforge", "API", "English", "Label", "Studio", "N", "Shift"}
 # What people wrote or named (not interface text): hidden before the page's text is read.
 USER_CONTENT = [
     ".user-content",
@@ -36,6 +36,7 @@ USER_CONTENT = [
     "#task-select",
     "#guideline [data-field]",
     "#item-filters select[name=task]",
+    "#open-round select[name=tasks]",
 ]
 # Pages translated so far, per role (URL names: "home" and "password-change" take no argument,
 # "item-edit" the benchmark's slug and the draft's id, the others the benchmark's slug).
@@ -168,3 +169,61 @@ def test_the_editors_script_speaks_the_pages_language(chinese_page, world):
     assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == []
     chinese_page.check("input[name=kind][value=single_turn]")
     expect(chinese_page.locator("#question-label")).to_have_text("问题")
+
+
+@pytest.fixture
+def in_review(world):
+    """A complete item of anna's (Chinese content, an accepted image) in an open cross-review
+    round that rita reviews."""
+    from annotation.services import create_item, submit_item, update_item
+    from curation.services import ingest_image, screen_images
+    from review.services import open_round
+    from tests.factories import complete_fields, jpeg
+
+    demo, anna = world["benchmark"], world["annotator"]
+    task = demo.tasks.get(slug="counting")
+    image = ingest_image(demo, jpeg(8801), tasks=[task]).image
+    screen_images(demo, [image.pk], action="accept", user=world["researcher"])
+    item = create_item(demo, task=task, user=anna, assignee=anna)
+    fields = complete_fields(
+        image,
+        question="桌上有几个苹果？",
+        reference_answer="木桌上有三个红苹果，左边两个，右边一个。",
+        criteria=[{"kind": "exact", "text": "数量是三个。"}],
+    )
+    item = submit_item(update_item(item, fields, expected_version=item.version, user=anna), user=anna)
+    review_round = open_round(demo, user=world["researcher"], reviewers=[world["reviewer"]])
+    review_round.refresh_from_db()
+    assert review_round.status == "open", review_round.job.message
+    return item
+
+
+def test_a_review_in_chinese_from_the_reviewer_to_the_author(chinese_page, world, in_review):
+    """The reviewer's pages (review home, the review page with its verdicts and reasons), the
+    author's feedback panel in the editor and the researcher's round table and form: no English."""
+    slug = world["benchmark"].slug
+    names = [world["benchmark"].name, world["benchmark"].description, "anna", "rita", "ross"]
+    log_in(chinese_page, world["reviewer"])
+    chinese_page.goto(reverse("review-home", args=[slug]))
+    assert english_words(chinese_page, names) == []
+    chinese_page.click("#review-start")
+    expect(chinese_page.locator("#verdict-form")).to_be_visible()
+    assert english_words(chinese_page, names) == [], chinese_page.url
+    assert "事实错误（与图片矛盾）" in chinese_page.locator("#verdict-form").inner_text()  # a reason, translated
+    chinese_page.check("input[name=verdict][value=revision]")
+    chinese_page.check("input[name=reasons][value=incomplete]")
+    chinese_page.fill("textarea[name=comment]", "请写明苹果的颜色。")
+    chinese_page.click("#submit-review")
+    expect(chinese_page.locator("#review-queue")).to_be_visible()
+    assert english_words(chinese_page, names) == []  # the saved message included
+
+    log_in(chinese_page, world["annotator"])
+    chinese_page.goto(reverse("item-edit", args=[slug, in_review.pk]))
+    expect(chinese_page.locator("#review-feedback")).to_contain_text("第 1 轮审核：需修改")
+    expect(chinese_page.locator("#review-feedback")).to_contain_text("不完整（评判者没有图片就无法评分）")
+    assert english_words(chinese_page, names) == []
+
+    log_in(chinese_page, world["researcher"])
+    chinese_page.goto(reverse("review-home", args=[slug]))
+    expect(chinese_page.locator("#rounds")).to_contain_text("交叉审核")
+    assert english_words(chinese_page, names) == []
