@@ -37,13 +37,15 @@ USER_CONTENT = [
     "#guideline [data-field]",
     "#item-filters select[name=task]",
     "#open-round select[name=tasks]",
+    "#grid-filters select[name=task]",
+    ".tile .tag",
 ]
 # Pages translated so far, per role (URL names: "home" and "password-change" take no argument,
 # "item-edit" the benchmark's slug and the draft's id, the others the benchmark's slug).
 PAGES = {
-    "annotator": ["home", "dashboard", "queue", "item-list", "item-edit", "password-change"],
+    "annotator": ["home", "dashboard", "queue", "item-list", "item-edit", "image-grid", "password-change"],
     "reviewer": ["home", "dashboard", "queue", "review-queue", "password-change"],
-    "researcher": ["home", "dashboard", "queue", "review-queue", "item-list", "item-edit", "password-change"],
+    "researcher": ["home", "dashboard", "queue", "review-queue", "item-list", "item-edit", "image-grid", "password-change"],
 }
 
 
@@ -226,4 +228,26 @@ def test_a_review_in_chinese_from_the_reviewer_to_the_author(chinese_page, world
     log_in(chinese_page, world["researcher"])
     chinese_page.goto(reverse("review-home", args=[slug]))
     expect(chinese_page.locator("#rounds")).to_contain_text("交叉审核")
+    assert english_words(chinese_page, names) == []
+
+
+def test_screening_in_chinese_with_the_keyboard(chinese_page, world):
+    """The screening grid with images to screen, and what its script says after an action."""
+    from curation.services import ingest_image
+    from tests.factories import jpeg
+
+    demo = world["benchmark"]
+    task = demo.tasks.get(slug="counting")
+    images = [ingest_image(demo, jpeg(8810 + n), tasks=[task]).image for n in range(2)]
+    log_in(chinese_page, world["annotator"])
+    chinese_page.goto(reverse("image-grid", args=[demo.slug]))
+    names = [demo.name, demo.description]
+    assert english_words(chinese_page, names) == []
+    chinese_page.keyboard.press("a")  # accept the focused (first) image
+    expect(chinese_page.locator("#screen-message")).to_have_text(f"已通过 #{images[0].pk}")
+    expect(chinese_page.locator(f'.tile[data-id="{images[0].pk}"] .state')).to_have_text("已通过")
+    chinese_page.keyboard.press("2")  # reject the next: personal privacy
+    expect(chinese_page.locator("#screen-message")).to_have_text(f"已拒绝 #{images[1].pk} (个人隐私)")
+    chinese_page.keyboard.press("x")  # select one: the count is the script's, in Chinese
+    expect(chinese_page.locator("#selection-count")).to_contain_text("已选中 1 张")
     assert english_words(chinese_page, names) == []
