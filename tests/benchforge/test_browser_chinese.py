@@ -251,3 +251,33 @@ def test_screening_in_chinese_with_the_keyboard(chinese_page, world):
     chinese_page.keyboard.press("x")  # select one: the count is the script's, in Chinese
     expect(chinese_page.locator("#selection-count")).to_contain_text("已选中 1 张")
     assert english_words(chinese_page, names) == []
+
+
+def test_verifying_rewrites_in_chinese(chinese_page, world):
+    """The reviewer's rewrite verification page for an accepted seed with a rewrite written by
+    hand (by the researcher), and approving it: no English."""
+    from annotation.models import Item
+    from annotation.services import create_item, submit_item, update_item
+    from curation.services import ingest_image, screen_images
+    from rewrite.services.verification import add_manual
+    from tests.factories import complete_fields, jpeg
+
+    demo, anna = world["benchmark"], world["annotator"]
+    task = demo.tasks.get(slug="counting")
+    image = ingest_image(demo, jpeg(8820), tasks=[task]).image
+    screen_images(demo, [image.pk], action="accept", user=world["researcher"])
+    seed = create_item(demo, task=task, user=anna, assignee=anna)
+    fields = complete_fields(
+        image, question="桌上有几个苹果？", reference_answer="三个。", criteria=[{"kind": "exact", "text": "三个。"}]
+    )
+    seed = submit_item(update_item(seed, fields, expected_version=seed.version, user=anna), user=anna)
+    Item.objects.filter(pk=seed.pk).update(status="accepted")  # as if its review rounds accepted it
+    add_manual(Item.objects.get(pk=seed.pk), user=world["researcher"], text="桌子上一共有多少个苹果？")
+
+    log_in(chinese_page, world["reviewer"])
+    chinese_page.goto(reverse("rewrite-seed", args=[demo.slug, seed.pk]))
+    names = [demo.name, demo.description, "anna", "rita", "ross"]
+    assert english_words(chinese_page, names) == []
+    chinese_page.click(".approve-button")
+    expect(chinese_page.locator("main")).to_contain_text("已批准：现在是题目 #")
+    assert english_words(chinese_page, names) == []
