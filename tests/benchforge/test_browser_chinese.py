@@ -15,8 +15,9 @@ from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# Words that are the same in a Chinese interface: proper names and keys named in help text.
-ALLOWED = {"benchforge", "API", "English", "Label", "Studio", "N", "Shift"}
+# Words that are the same in a Chinese interface: proper names, technical names (LLM, URL, zip)
+# and keys named in help text.
+ALLOWED = {"benchforge", "API", "English", "Label", "Studio", "N", "Shift", "LLM", "URL", "zip"}
 # What people wrote or named (not interface text): hidden before the page's text is read.
 USER_CONTENT = [
     ".user-content",
@@ -202,7 +203,7 @@ def in_review(world):
 
 def test_a_review_in_chinese_from_the_reviewer_to_the_author(chinese_page, world, in_review):
     """The reviewer's pages (review home, the review page with its verdicts and reasons), the
-    author's feedback panel in the editor and the researcher's round table and form: no English."""
+    author's feedback panel in the editor, the researcher's round table and form and the job list: no English."""
     slug = world["benchmark"].slug
     names = [world["benchmark"].name, world["benchmark"].description, "anna", "rita", "ross"]
     log_in(chinese_page, world["reviewer"])
@@ -228,6 +229,10 @@ def test_a_review_in_chinese_from_the_reviewer_to_the_author(chinese_page, world
     log_in(chinese_page, world["researcher"])
     chinese_page.goto(reverse("review-home", args=[slug]))
     expect(chinese_page.locator("#rounds")).to_contain_text("交叉审核")
+    assert english_words(chinese_page, names) == []
+    # the job that opened the round, in the job list (its kind and status translated)
+    chinese_page.goto(reverse("job-list"))
+    expect(chinese_page.locator("#jobs")).to_contain_text("审核轮次开启")
     assert english_words(chinese_page, names) == []
 
 
