@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class AnnotationConfig(AppConfig):
@@ -10,4 +11,4 @@ class AnnotationConfig(AppConfig):
 
         from . import alignmmbench, services
 
-        registry.register(services.ALIGNMMBENCH_JOB, alignmmbench.run_import, label="AlignMMBench import")
+        registry.register(services.ALIGNMMBENCH_JOB, alignmmbench.run_import, label=gettext_lazy("AlignMMBench import"))

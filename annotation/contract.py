@@ -97,9 +97,9 @@ def field_as_text(field: str, value, task_names: dict[int, str]) -> str:
     if field == "task":
         return task_names.get(value, f"task #{value}")
     if field == "kind":
-        return Item.Kind(value).label if value in Item.Kind.values else str(value)
+        return str(Item.Kind(value).label) if value in Item.Kind.values else str(value)
     if field == "question_type":
-        return Item.QuestionType(value).label if value in Item.QuestionType.values else str(value)
+        return str(Item.QuestionType(value).label) if value in Item.QuestionType.values else str(value)
     if field == "status":
         return str(STATUS_LABELS.get(value, value))
     if field == "incoherent":

@@ -9,6 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from .workflow import DRAFT, RELEASED, STATUS_CHOICES, STATUS_LABELS, WORK_IN_PROGRESS
 
@@ -23,14 +24,14 @@ class Item(models.Model):
     item imported from an external benchmark."""
 
     class Kind(models.TextChoices):
-        SINGLE_TURN = "single_turn", "Single-turn"
-        MULTI_TURN = "multi_turn", "Multi-turn (dialogue history)"
-        MCQ = "mcq", "Multiple choice"
+        SINGLE_TURN = "single_turn", _("Single-turn")
+        MULTI_TURN = "multi_turn", _("Multi-turn (dialogue history)")
+        MCQ = "mcq", _("Multiple choice")
 
     class QuestionType(models.TextChoices):
-        OPEN = "open", "Open-ended"
-        CLOSED = "closed", "Closed-ended"
-        COMPOUND = "compound", "Compound (open and closed parts)"
+        OPEN = "open", _("Open-ended")
+        CLOSED = "closed", _("Closed-ended")
+        COMPOUND = "compound", _("Compound (open and closed parts)")
 
     benchmark = models.ForeignKey("curation.Benchmark", on_delete=models.CASCADE, related_name="items")
     task = models.ForeignKey("curation.Task", on_delete=models.PROTECT, related_name="items")
@@ -122,10 +123,10 @@ class Criterion(models.Model):
     """One of an item's 1-3 per-sample grading criteria (MLLM-Bench)."""
 
     class Kind(models.TextChoices):
-        EXACT = "exact", "Exact reference"
-        SOFT = "soft", "Soft reference"
-        RANGE = "range", "Range"
-        GUIDELINE = "guideline", "Evaluation guideline"
+        EXACT = "exact", _("Exact reference")
+        SOFT = "soft", _("Soft reference")
+        RANGE = "range", _("Range")
+        GUIDELINE = "guideline", _("Evaluation guideline")
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="criteria")
     order = models.PositiveSmallIntegerField(validators=[MinValueValidator(1), MaxValueValidator(MAX_CRITERIA)])

@@ -14,6 +14,7 @@ A *refusal* is the reason a person is refused (a sentence naming what would be n
 """
 
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from .errors import NotAllowed
 from .roles import ANNOTATOR, RESEARCHER, REVIEWER, ROLE_LABELS, has_role, user_role
@@ -97,20 +98,26 @@ def item_edit_refusal(user, item, *, membership_checked: bool = False) -> str | 
     """Why `user` may not change `item`. `membership_checked`: the caller got the item through a
     selector that already refused non-members."""
     if item.is_released:
-        return f"Item #{item.pk} is released; released items never change."
+        return _("Item #%(id)s is released; released items never change.") % {"id": item.pk}
     role = user_role(user)
     if role is None:
-        return "You need a role on this platform to edit items."
+        return _("You need a role on this platform to edit items.")
     if role == RESEARCHER:
         return None
     if not membership_checked and not is_member(user, item.benchmark):
-        return "You are not a member of this benchmark."
+        return _("You are not a member of this benchmark.")
     if user.pk not in (item.author_id, item.assignee_id):
         owner = getattr(item.author, "username", None) if item.author_id else None
-        whose = f" (it is {owner}'s)" if owner else ""
-        return f"Item #{item.pk} is not yours{whose}: you can edit items you wrote or that are assigned to you."
+        if owner:
+            return _(
+                "Item #%(id)s is not yours (it is %(owner)s's): you can edit items you wrote or that are assigned to you."
+            ) % {"id": item.pk, "owner": owner}
+        return _("Item #%(id)s is not yours: you can edit items you wrote or that are assigned to you.") % {"id": item.pk}
     if not item.is_work_in_progress:
-        return f"Item #{item.pk} is '{item.status_label}': only drafts and items sent back for revision can be edited."
+        return _("Item #%(id)s is '%(status)s': only drafts and items sent back for revision can be edited.") % {
+            "id": item.pk,
+            "status": item.status_label,
+        }
     return None
 
 

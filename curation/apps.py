@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class CurationConfig(AppConfig):
@@ -14,7 +15,7 @@ class CurationConfig(AppConfig):
         navigation.register_benchmark_finder(selectors.find_benchmark_for)
         permissions.register_member_benchmark_ids(selectors.member_benchmark_ids)
         registry.register_benchmarks(by_id=selectors.benchmarks_by_id, ids_with_slug=selectors.benchmark_ids_with_slug)
-        registry.register("load_preset", services.run_preset_load, label="taxonomy preset")
-        registry.register("ingest_zip", services.run_zip_import, label="zip import")
-        registry.register("ingest_folder", services.run_folder_import, label="server folder import")
-        registry.register("ingest_url_list", services.run_url_list_import, label="URL list import")
+        registry.register("load_preset", services.run_preset_load, label=gettext_lazy("taxonomy preset"))
+        registry.register("ingest_zip", services.run_zip_import, label=gettext_lazy("zip import"))
+        registry.register("ingest_folder", services.run_folder_import, label=gettext_lazy("server folder import"))
+        registry.register("ingest_url_list", services.run_url_list_import, label=gettext_lazy("URL list import"))

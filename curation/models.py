@@ -4,6 +4,7 @@ from django.db import models
 from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from harness import DEFAULT_LANGUAGE, LANGUAGES
 
@@ -127,17 +128,17 @@ class Image(models.Model):
     same bytes are stored once on disk; the same MD5 exists at most once per benchmark."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        ACCEPTED = "accepted", "Accepted"
-        REJECTED = "rejected", "Rejected"
+        PENDING = "pending", _("Pending")
+        ACCEPTED = "accepted", _("Accepted")
+        REJECTED = "rejected", _("Rejected")
 
     class RejectReason(models.TextChoices):
-        UNIDENTIFIABLE = "unidentifiable", "Unidentifiable objects or text"
-        PRIVACY = "privacy", "Personal privacy"
-        OFFENSIVE = "offensive", "Offensive content"
-        SIMILAR = "similar", "Similar to an image already included"
-        LOW_QUALITY = "low_quality", "Low quality"
-        OTHER = "other", "Other (see note)"
+        UNIDENTIFIABLE = "unidentifiable", _("Unidentifiable objects or text")
+        PRIVACY = "privacy", _("Personal privacy")
+        OFFENSIVE = "offensive", _("Offensive content")
+        SIMILAR = "similar", _("Similar to an image already included")
+        LOW_QUALITY = "low_quality", _("Low quality")
+        OTHER = "other", _("Other (see note)")
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="images")
     file = models.FileField(max_length=200, help_text="images/aa/bb/<sha256>.<ext> under MEDIA_ROOT")

@@ -3,6 +3,7 @@
 from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
+from django.utils.translation import gettext_lazy as _
 
 from benchforge import permissions
 from jobs.selectors import jobs_of
@@ -87,11 +88,11 @@ def images_to_screen(user, benchmark: Benchmark):
 # ---- images ----------------------------------------------------------------------------------
 
 IMAGE_FLAGS = {
-    "low_resolution": ("Low resolution", {"low_resolution": True}),
-    "near_duplicate": ("Near duplicate (unreviewed)", {"near_duplicate_of__isnull": False, "near_duplicate_resolved": False}),
-    "contaminated": ("Matches a known set", {"contaminated": True}),
-    "animated": ("Animated", {"animated": True}),
-    "untagged": ("No task", {"tasks__isnull": True}),
+    "low_resolution": (_("Low resolution"), {"low_resolution": True}),
+    "near_duplicate": (_("Near duplicate (unreviewed)"), {"near_duplicate_of__isnull": False, "near_duplicate_resolved": False}),
+    "contaminated": (_("Matches a known set"), {"contaminated": True}),
+    "animated": (_("Animated"), {"animated": True}),
+    "untagged": (_("No task"), {"tasks__isnull": True}),
 }
 
 

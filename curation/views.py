@@ -7,6 +7,7 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from benchforge.errors import DomainError
@@ -146,6 +147,16 @@ def image_grid(request, slug):
             "flags": [(key, label) for key, (label, _) in IMAGE_FLAGS.items()],
             "statuses": [(value, label, counts[value]) for value, label in Image.Status.choices],
             "status_labels": dict(Image.Status.choices),
+            "words": {
+                "selected": gettext("%(n)s selected: actions apply to all of them."),
+                "nothing_selected": gettext("Nothing selected: actions apply to the focused image."),
+                "focus_first": gettext("Focus or select an image first (arrow keys or click)."),
+                "unreachable": gettext("The server could not be reached; nothing was saved. Try again."),
+                "failed": gettext("The action failed (HTTP %(status)s)."),
+                "accepted": gettext("Accepted"),
+                "reset": gettext("Back to pending:"),
+                "rejected": gettext("Rejected"),
+            },
             "total": sum(counts.values()),
             "task_groups": task_choices(benchmark),
             "reasons": REASON_KEYS,

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class ExportsConfig(AppConfig):
@@ -10,5 +11,5 @@ class ExportsConfig(AppConfig):
 
         from . import leaderboard, services
 
-        registry.register(services.BUILD_JOB, services.run_build, label="release build")
-        registry.register(leaderboard.SCORE_JOB, leaderboard.run_score, label="leaderboard score")
+        registry.register(services.BUILD_JOB, services.run_build, label=gettext_lazy("release build"))
+        registry.register(leaderboard.SCORE_JOB, leaderboard.run_score, label=gettext_lazy("leaderboard score"))

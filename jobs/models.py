@@ -3,6 +3,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class Job(models.Model):
@@ -14,11 +15,11 @@ class Job(models.Model):
     """
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        CANCELLED = "cancelled", _("Cancelled")
 
     FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
@@ -87,8 +88,8 @@ class Job(models.Model):
     @property
     def state_label(self) -> str:
         if self.is_unsent:
-            return "Not sent"
-        return "Interrupted" if self.is_interrupted else self.get_status_display()
+            return _("Not sent")
+        return _("Interrupted") if self.is_interrupted else self.get_status_display()
 
     @property
     def can_resume(self) -> bool:
@@ -103,9 +104,9 @@ class JobEntry(models.Model):
     """What happened to one unit of a job (a file, a URL, a row, a call)."""
 
     class Outcome(models.TextChoices):
-        OK = "ok", "OK"
-        SKIPPED = "skipped", "Skipped"
-        ERROR = "error", "Error"
+        OK = "ok", _("OK")
+        SKIPPED = "skipped", _("Skipped")
+        ERROR = "error", _("Error")
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="entries")
     key = models.CharField(max_length=512)

@@ -2,6 +2,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 
 from benchforge import permissions
 from benchforge.roles import ANNOTATOR, role_required
@@ -102,6 +103,6 @@ def job_list(request):
             "page": page,
             "filters": filters,
             "kinds": [(name, registry.label(name)) for name in registry.names()],
-            "states": [*Job.Status.choices, ("interrupted", "Interrupted")],
+            "states": [*Job.Status.choices, ("interrupted", gettext("Interrupted"))],
         },
     )

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class LabelStudioConfig(AppConfig):
@@ -11,5 +12,5 @@ class LabelStudioConfig(AppConfig):
         from . import services
         from .selectors import PULL_JOB, PUSH_JOB
 
-        registry.register(PUSH_JOB, services.run_push, label="Label Studio push")
-        registry.register(PULL_JOB, services.run_pull, label="Label Studio pull")
+        registry.register(PUSH_JOB, services.run_push, label=gettext_lazy("Label Studio push"))
+        registry.register(PULL_JOB, services.run_pull, label=gettext_lazy("Label Studio pull"))

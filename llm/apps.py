@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class LLMConfig(AppConfig):
@@ -11,4 +12,4 @@ class LLMConfig(AppConfig):
 
         from . import services
 
-        registry.register(services.BATCH_JOB, services.run_batch_job, label="LLM batch")
+        registry.register(services.BATCH_JOB, services.run_batch_job, label=gettext_lazy("LLM batch"))

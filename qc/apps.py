@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class QcConfig(AppConfig):
@@ -10,5 +11,5 @@ class QcConfig(AppConfig):
 
         from . import services
 
-        registry.register(services.QC_RUN_JOB, services.run_qc_part, label="QC run")
-        registry.register(services.IMPORT_JOB, services.run_import, label="external benchmark import")
+        registry.register(services.QC_RUN_JOB, services.run_qc_part, label=gettext_lazy("QC run"))
+        registry.register(services.IMPORT_JOB, services.run_import, label=gettext_lazy("external benchmark import"))

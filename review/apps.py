@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class ReviewConfig(AppConfig):
@@ -10,4 +11,4 @@ class ReviewConfig(AppConfig):
 
         from . import services
 
-        registry.register(services.OPEN_ROUND_JOB, services.run_round_opening, label="review round opening")
+        registry.register(services.OPEN_ROUND_JOB, services.run_round_opening, label=gettext_lazy("review round opening"))

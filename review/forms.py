@@ -3,6 +3,7 @@
 from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from benchforge.inputs import ModelMultipleChoiceField
 from benchforge.roles import RESEARCHER, REVIEWER
@@ -14,38 +15,49 @@ from .services import MAX_REVIEWERS_PER_ITEM
 
 
 class OpenRoundForm(forms.Form):
-    kind = forms.ChoiceField(choices=ReviewRound.Kind.choices, initial=ReviewRound.Kind.CROSS)
+    kind = forms.ChoiceField(label=_("Kind"), choices=ReviewRound.Kind.choices, initial=ReviewRound.Kind.CROSS)
     rule = forms.ChoiceField(
         choices=ReviewRound.Rule.choices,
         initial=ReviewRound.Rule.MAJORITY,
-        help_text="How the verdicts of an item's reviewers combine.",
+        label=_("Rule"),
+        help_text=_("How the verdicts of an item's reviewers combine."),
     )
     per_item = forms.IntegerField(
         min_value=1,
         max_value=MAX_REVIEWERS_PER_ITEM,
         initial=1,
-        label="Reviewers per item",
-        help_text="More than one gives overlapping reviews, and agreement numbers.",
+        label=_("Reviewers per item"),
+        help_text=_("More than one gives overlapping reviews, and agreement numbers."),
     )
-    tasks = ModelMultipleChoiceField(queryset=Task.objects.none(), required=False, help_text="None: every task.")
+    tasks = ModelMultipleChoiceField(
+        queryset=Task.objects.none(), required=False, label=_("Tasks"), help_text=_("None: every task.")
+    )
     authors = ModelMultipleChoiceField(
-        queryset=get_user_model().objects.none(), required=False, to_field_name="username", help_text="None: every author."
+        queryset=get_user_model().objects.none(),
+        required=False,
+        to_field_name="username",
+        label=_("Authors"),
+        help_text=_("None: every author."),
     )
     reviewers = ModelMultipleChoiceField(
         queryset=get_user_model().objects.none(),
         required=False,
         to_field_name="username",
-        help_text="None: every member with the reviewer role (cross-review) or the researchers (expert verification).",
+        label=_("Reviewers"),
+        help_text=_("None: every member with the reviewer role (cross-review) or the researchers (expert verification)."),
     )
     sample_per_task = forms.IntegerField(
         min_value=1,
         required=False,
-        label="Sample per task",
-        help_text="Expert verification only: review this many accepted items per task, drawn at random; empty: all of them.",
+        label=_("Sample per task"),
+        help_text=_("Expert verification only: review this many accepted items per task, drawn at random; empty: all of them."),
     )
-    seed = forms.IntegerField(initial=0, required=False, help_text="Makes the random sample reproducible.")
+    seed = forms.IntegerField(initial=0, required=False, label=_("Seed"), help_text=_("Makes the random sample reproducible."))
     reveal_reviewers = forms.BooleanField(
-        initial=True, required=False, help_text="Authors see who reviewed them once the round closes."
+        initial=True,
+        required=False,
+        label=_("Reveal reviewers"),
+        help_text=_("Authors see who reviewed them once the round closes."),
     )
 
     def __init__(self, *args, benchmark, **kwargs):

@@ -4,49 +4,55 @@ the round decided. Item statuses change only through annotation's transition tab
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 # Reason codes of a review, by what they are about (the protocol of docs/methods.md sections 4-5).
 REASONS = {
-    "reference answer": {
-        "factual_error": "Factual error (contradicts the image)",
-        "not_following": "Does not follow the instruction",
-        "incomplete": "Incomplete (a judge could not grade without the image)",
-        "common_sense": "Common-sense mistake",
+    gettext_noop("reference answer"): {
+        "factual_error": _("Factual error (contradicts the image)"),
+        "not_following": _("Does not follow the instruction"),
+        "incomplete": _("Incomplete (a judge could not grade without the image)"),
+        "common_sense": _("Common-sense mistake"),
     },
-    "question": {
-        "unclear": "Unclear",
-        "no_image_needed": "Answerable without the image",
-        "sensitive": "Sensitive",
+    gettext_noop("question"): {
+        "unclear": _("Unclear"),
+        "no_image_needed": _("Answerable without the image"),
+        "sensitive": _("Sensitive"),
     },
-    "criteria": {
-        "criteria_missing": "Missing",
-        "criteria_wrong_type": "Wrong type",
-        "criteria_wrong": "Wrong",
+    gettext_noop("criteria"): {
+        "criteria_missing": _("Missing"),
+        "criteria_wrong_type": _("Wrong type"),
+        "criteria_wrong": _("Wrong"),
     },
-    "collection guideline": {
-        "recency": "Recency",
-        "license": "License",
-        "clarity": "Image clarity",
-        "cohesion": "Instruction-image cohesion",
+    gettext_noop("collection guideline"): {
+        "recency": _("Recency"),
+        "license": _("License"),
+        "clarity": _("Image clarity"),
+        "cohesion": _("Instruction-image cohesion"),
     },
 }
-REASON_LABELS = {code: f"{group}: {label}" for group, codes in REASONS.items() for code, label in codes.items()}
+# Lazy: each label reads in the language of the request that shows it.
+REASON_LABELS = {
+    code: format_lazy("{}: {}", _(group), label) for group, codes in REASONS.items() for code, label in codes.items()
+}
 
 
 class ReviewRound(models.Model):
     class Kind(models.TextChoices):
-        CROSS = "cross", "Cross-review"
-        EXPERT = "expert", "Expert verification"
+        CROSS = "cross", _("Cross-review")
+        EXPERT = "expert", _("Expert verification")
 
     class Rule(models.TextChoices):
-        UNANIMOUS = "unanimous", "Unanimous (accepted only if every reviewer accepts)"
-        MAJORITY = "majority", "Majority (the most common verdict; a tie needs revision)"
-        ANY_REJECT = "any_reject", "Any reject (one reject rejects, else one revision sends it back)"
+        UNANIMOUS = "unanimous", _("Unanimous (accepted only if every reviewer accepts)")
+        MAJORITY = "majority", _("Majority (the most common verdict; a tie needs revision)")
+        ANY_REJECT = "any_reject", _("Any reject (one reject rejects, else one revision sends it back)")
 
     class Status(models.TextChoices):
-        OPENING = "opening", "Opening"
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
+        OPENING = "opening", _("Opening")
+        OPEN = "open", _("Open")
+        CLOSED = "closed", _("Closed")
 
     benchmark = models.ForeignKey("curation.Benchmark", on_delete=models.CASCADE, related_name="review_rounds")
     number = models.PositiveIntegerField()
@@ -80,10 +86,10 @@ class RoundItem(models.Model):
     """An item in a round, and what the round decided about it."""
 
     class Outcome(models.TextChoices):
-        ACCEPTED = "accepted", "Accepted"
-        REVISION = "revision", "Needs revision"
-        REJECTED = "rejected", "Rejected"
-        UNREVIEWED = "unreviewed", "Not reviewed (round closed)"
+        ACCEPTED = "accepted", _("Accepted")
+        REVISION = "revision", _("Needs revision")
+        REJECTED = "rejected", _("Rejected")
+        UNREVIEWED = "unreviewed", _("Not reviewed (round closed)")
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="entries")
     item = models.ForeignKey("annotation.Item", on_delete=models.CASCADE, related_name="round_entries")
@@ -101,9 +107,9 @@ class Review(models.Model):
     """One reviewer's verdict on one item of a round (empty until they give it)."""
 
     class Verdict(models.TextChoices):
-        ACCEPT = "accept", "Accept"
-        REVISION = "revision", "Needs revision"
-        REJECT = "reject", "Reject"
+        ACCEPT = "accept", _("Accept")
+        REVISION = "revision", _("Needs revision")
+        REJECT = "reject", _("Reject")
 
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="reviews")
     entry = models.ForeignKey(RoundItem, on_delete=models.CASCADE, related_name="reviews")
@@ -133,4 +139,4 @@ class Review(models.Model):
 
     @property
     def reason_labels(self) -> list[str]:
-        return [REASON_LABELS.get(code, code) for code in self.reasons]
+        return [str(REASON_LABELS.get(code, code)) for code in self.reasons]

@@ -10,7 +10,7 @@ from collections import Counter
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from annotation.models import Item
 from annotation.selectors import editors_of
@@ -299,9 +299,10 @@ def _resolve(entry: RoundItem, review_round: ReviewRound, *, by) -> str:
     reviews = list(entry.reviews.exclude(verdict="").select_related("reviewer"))
     outcome = decide(review_round.rule, [r.verdict for r in reviews])
     item = entry.item
-    note = f"Review round {review_round.number}: {RoundItem.Outcome(outcome).label.lower()}." + "".join(
-        f" [{', '.join(r.reason_labels) or 'accept'}] {r.comment}".rstrip() for r in reviews if r.verdict != Verdict.ACCEPT
-    )
+    with translation.override("en"):  # the item's history keeps one language, whoever closed the round
+        note = f"Review round {review_round.number}: {RoundItem.Outcome(outcome).label.lower()}." + "".join(
+            f" [{', '.join(r.reason_labels) or 'accept'}] {r.comment}".rstrip() for r in reviews if r.verdict != Verdict.ACCEPT
+        )
     target = {Outcome.ACCEPTED: ACCEPTED, Outcome.REVISION: REVISION, Outcome.REJECTED: REJECTED}[outcome]
     if item.status != target:  # an expert round's acceptance leaves an accepted item as it is
         item = change_status(item, target, user=by, action=REVIEW_ACTION, note=note)

@@ -7,10 +7,11 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotation.contract import item_payload
-from annotation.models import Item
+from annotation.models import Criterion, Item
 from annotation.selectors import editors_of, get_item_for, with_payload_data
 from benchforge import permissions, spreadsheet
 from benchforge.errors import DomainError
@@ -47,11 +48,13 @@ def review_home(request, slug):
                 reveal_reviewers=data["reveal_reviewers"],
             )
             messages.success(
-                request, f"Round {review_round.number} is opening: its items are being handed out (job #{review_round.job_id})."
+                request,
+                gettext("Round %(n)s is opening: its items are being handed out (job #%(job)s).")
+                % {"n": review_round.number, "job": review_round.job_id},
             )
             return redirect("review-round", slug=slug, number=review_round.number)
     elif request.method == "POST":
-        raise PermissionDenied("Opening a review round needs the researcher role.")
+        raise PermissionDenied(gettext("Opening a review round needs the researcher role."))
     return render(
         request,
         "review/home.html",
@@ -86,7 +89,7 @@ def round_detail(request, slug, number):
 def round_close(request, slug, number):
     benchmark = get_benchmark_for(request.user, slug)
     review_round = services.close_round(selectors.get_round(benchmark, number), user=request.user)
-    messages.success(request, f"Round {review_round.number} is closed.")
+    messages.success(request, gettext("Round %(n)s is closed.") % {"n": review_round.number})
     return redirect("review-round", slug=slug, number=number)
 
 
@@ -115,7 +118,7 @@ def review_next(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     review = selectors.next_pending(request.user, benchmark)
     if review is None:
-        messages.success(request, "Nothing left to review here.")
+        messages.success(request, gettext("Nothing left to review here."))
         return redirect("review-queue", slug=slug)
     return redirect("review-item", slug=slug, review_id=review.pk)
 
@@ -140,12 +143,12 @@ def review_item(request, slug, review_id):
             except DomainError as exc:
                 messages.error(request, exc.message)
                 return redirect("review-item", slug=slug, review_id=review.pk)
-            messages.success(request, f"Review of item #{review.item_id} saved.")
+            messages.success(request, gettext("Review of item #%(id)s saved.") % {"id": review.item_id})
             following = selectors.next_pending(request.user, benchmark, after=review)
             if following is None:
                 return redirect("review-queue", slug=slug)
             return redirect("review-item", slug=slug, review_id=following.pk)
-        messages.error(request, "Not saved: " + " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, gettext("Not saved:") + " " + " ".join(e for errors in form.errors.values() for e in errors))
     item = with_payload_data(Item.objects.filter(pk=review.item_id)).get()
     since, changes = selectors.changes_since_last_round(item, review.round)
     following = selectors.next_pending(request.user, benchmark, after=review)
@@ -158,6 +161,7 @@ def review_item(request, slug, review_id):
             "item": item,
             "payload": item_payload(item),
             "reasons": _keyed_reasons(),
+            "criterion_kinds": Criterion.Kind.choices,
             "since": since,
             "changes": changes,
             "next_url": reverse("review-item", args=[slug, following.pk]) if following else "",
@@ -171,7 +175,7 @@ def review_item(request, slug, review_id):
 def _keyed_reasons() -> list[dict]:
     keys = iter(REASON_KEYS)
     return [
-        {"group": group, "codes": [(code, label, next(keys)) for code, label in codes.items()]}
+        {"group": gettext(group), "codes": [(code, label, next(keys)) for code, label in codes.items()]}
         for group, codes in REASONS.items()
     ]
 

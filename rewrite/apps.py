@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class RewriteConfig(AppConfig):
@@ -10,4 +11,4 @@ class RewriteConfig(AppConfig):
 
         from . import services
 
-        registry.register(services.BATCH_JOB, services.run_batch, label="rewrite batch")
+        registry.register(services.BATCH_JOB, services.run_batch, label=gettext_lazy("rewrite batch"))

@@ -4,6 +4,7 @@ every raw reply, and the rewrites parsed from them (or written by hand) with the
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 class PromptTemplate(models.Model):
@@ -85,9 +86,9 @@ class BatchSeed(models.Model):
     """One seed item in a batch, and where it stands."""
 
     class State(models.TextChoices):
-        PENDING = "pending", "Pending"
-        DONE = "done", "Rewritten"
-        MANUAL = "manual", "Needs a manual rewrite"
+        PENDING = "pending", _("Pending")
+        DONE = "done", _("Rewritten")
+        MANUAL = "manual", _("Needs a manual rewrite")
 
     batch = models.ForeignKey(RewriteBatch, on_delete=models.CASCADE, related_name="seeds")
     item = models.ForeignKey("annotation.Item", on_delete=models.CASCADE, related_name="rewrite_batch_seeds")
@@ -104,8 +105,8 @@ class RawReply(models.Model):
     """A reply exactly as the model sent it, and what parsing left out of it."""
 
     class Attempt(models.IntegerChoices):
-        FIRST = 1, "First request"
-        RETRY = 2, "Corrective retry"
+        FIRST = 1, _("First request")
+        RETRY = 2, _("Corrective retry")
 
     batch_seed = models.ForeignKey(BatchSeed, on_delete=models.CASCADE, related_name="replies")
     attempt = models.PositiveSmallIntegerField(choices=Attempt.choices)
@@ -126,20 +127,20 @@ class Rewrite(models.Model):
     An approved rewrite becomes an item (`item`) whose seed is the seed."""
 
     class State(models.TextChoices):
-        PENDING = "pending", "To verify"
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
+        PENDING = "pending", _("To verify")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
 
     class Source(models.TextChoices):
-        LLM = "llm", "Model"
-        MANUAL = "manual", "Written by hand"
+        LLM = "llm", _("Model")
+        MANUAL = "manual", _("Written by hand")
 
     class Reason(models.TextChoices):
-        MEANING = "meaning_changed", "Meaning changed"
-        FLUENCY = "not_fluent", "Not fluent"
-        SEED = "too_similar_seed", "Too similar to the seed"
-        SIBLING = "too_similar_sibling", "Too similar to another rewrite"
-        OTHER = "other", "Other"
+        MEANING = "meaning_changed", _("Meaning changed")
+        FLUENCY = "not_fluent", _("Not fluent")
+        SEED = "too_similar_seed", _("Too similar to the seed")
+        SIBLING = "too_similar_sibling", _("Too similar to another rewrite")
+        OTHER = "other", _("Other")
 
     seed = models.ForeignKey("annotation.Item", on_delete=models.CASCADE, related_name="rewrite_candidates")
     batch = models.ForeignKey(RewriteBatch, null=True, blank=True, on_delete=models.CASCADE, related_name="rewrites")

@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from annotation.contract import item_payload
 from annotation.selectors import get_item_for
@@ -109,7 +110,7 @@ def verify_next(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     seed = selectors.next_seed(benchmark, after=optional_id(request.GET.get("after")), user=request.user)
     if seed is None:
-        messages.success(request, "No rewrite is waiting for verification.")
+        messages.success(request, gettext("No rewrite is waiting for verification."))
         return redirect("rewrite-home", slug=slug)
     return redirect("rewrite-seed", slug=slug, item_id=seed.pk)
 
@@ -119,23 +120,25 @@ def _act(request, benchmark, seed) -> str:
     action = request.POST.get("action", "")
     if action == "add":
         rewrite = services.add_manual(seed, user=request.user, text=request.POST.get("text", ""))
-        messages.success(request, "Manual rewrite added: another verifier approves it, like the model's.")
+        messages.success(request, gettext("Manual rewrite added: another verifier approves it, like the model's."))
         return f"rewrite-{rewrite.pk}"
     rewrite = selectors.get_rewrite(benchmark, parse_id(request.POST.get("rewrite", ""), "rewrite"))
     if rewrite.seed_id != seed.pk:
         raise DomainError("That rewrite belongs to another seed.")
     if action == "approve":
         item = services.approve(rewrite, user=request.user)
-        messages.success(request, f"Approved: it is now item #{item.pk}.")
+        messages.success(request, gettext("Approved: it is now item #%(id)s.") % {"id": item.pk})
     elif action == "reject":
         form = RejectForm(request.POST)
         if not form.is_valid():
             raise DomainError("Choose a reason to reject (1-5).")
         services.reject(rewrite, user=request.user, **form.cleaned_data)
-        messages.success(request, f"Rejected: {Rewrite.Reason(form.cleaned_data['reason']).label.lower()}.")
+        messages.success(
+            request, gettext("Rejected: %(reason)s.") % {"reason": str(Rewrite.Reason(form.cleaned_data["reason"]).label).lower()}
+        )
     elif action == "edit":
         services.edit(rewrite, user=request.user, text=request.POST.get("text", ""))
-        messages.success(request, "Edit saved: another verifier approves it (nobody approves their own words).")
+        messages.success(request, gettext("Edit saved: another verifier approves it (nobody approves their own words)."))
     else:
         raise DomainError("Unknown action.")
     return f"rewrite-{rewrite.pk}"

@@ -2,6 +2,8 @@
 
 from collections import Counter
 
+from django.utils.translation import gettext as _
+
 from benchforge.errors import DomainError
 from curation.models import Benchmark, Image
 
@@ -36,14 +38,16 @@ def _image_problems(item: Item, image_ids, rows: dict[int, dict]) -> list[str]:
     for image_id in image_ids:
         row = rows.get(image_id)
         if row is None or row["benchmark_id"] != item.benchmark_id:
-            problems.append(f"Image #{image_id} does not exist in this benchmark.")
+            problems.append(_("Image #%(id)s does not exist in this benchmark.") % {"id": image_id})
         elif row["status"] != Image.Status.ACCEPTED:
             problems.append(
-                f"Image #{image_id} is {Image.Status(row['status']).label.lower()}, not accepted: "
-                "only images accepted in screening can be used."
+                _("Image #%(id)s is %(status)s, not accepted: only images accepted in screening can be used.")
+                % {"id": image_id, "status": str(Image.Status(row["status"]).label).lower()}
             )
         elif row["contaminated"] and not item.is_external:
-            problems.append(f"Image #{image_id} matches a known dataset or benchmark (contaminated) and cannot be used.")
+            problems.append(
+                _("Image #%(id)s matches a known dataset or benchmark (contaminated) and cannot be used.") % {"id": image_id}
+            )
     return problems
 
 
@@ -153,42 +157,48 @@ def completeness_problems(item: Item, state: dict, image_rows: dict | None = Non
     screening state when the caller already has it."""
     problems = []
     if not state["question"].strip():
-        problems.append("Write the question.")
+        problems.append(_("Write the question."))
     kind = state["kind"]
     if kind == Item.Kind.MULTI_TURN:
         if not state["history"]:
-            problems.append("A multi-turn item needs at least one user/assistant exchange before the question.")
+            problems.append(_("A multi-turn item needs at least one user/assistant exchange before the question."))
         for i, turn in enumerate(state["history"], 1):
             if not str(turn.get("content", "")).strip():
-                problems.append(f"Turn {i} ({turn.get('role')}) is empty.")
+                problems.append(_("Turn %(n)s (%(role)s) is empty.") % {"n": i, "role": turn.get("role")})
     if kind == Item.Kind.MCQ:
         choices = state["choices"]
         if not 2 <= len(choices) <= MAX_CHOICES:
-            problems.append(f"A multiple-choice item needs 2 to {MAX_CHOICES} options (A-D); it has {len(choices)}.")
+            problems.append(
+                _("A multiple-choice item needs 2 to %(max)s options (A-D); it has %(n)s.")
+                % {"max": MAX_CHOICES, "n": len(choices)}
+            )
         seen: dict[str, str] = {}
         for letter, text in zip(CHOICE_LETTERS, choices):
             key = " ".join(text.split()).casefold()
             if not key:
-                problems.append(f"Option {letter} is empty.")
+                problems.append(_("Option %(letter)s is empty.") % {"letter": letter})
             elif key in seen:
-                problems.append(f"Options {seen[key]} and {letter} are the same; options must be distinct.")
+                problems.append(
+                    _("Options %(first)s and %(second)s are the same; options must be distinct.")
+                    % {"first": seen[key], "second": letter}
+                )
             else:
                 seen[key] = letter
         if not state["answer"] and not item.is_external:
-            problems.append("Choose the correct option (the answer key).")
+            problems.append(_("Choose the correct option (the answer key)."))
     if item.seed_id is None:
         if not state["reference_answer"].strip():
             problems.append(
-                "Write the reference answer: complete enough that a judge who cannot see the image can grade an answer."
+                _("Write the reference answer: complete enough that a judge who cannot see the image can grade an answer.")
             )
         criteria = state["criteria"]
         if not item.is_external and not criteria:
-            problems.append(f"Add 1 to {MAX_CRITERIA} grading criteria.")
+            problems.append(_("Add 1 to %(max)s grading criteria.") % {"max": MAX_CRITERIA})
         for i, criterion in enumerate(criteria, 1):
             if not criterion["text"].strip():
-                problems.append(f"Criterion {i} has no text.")
+                problems.append(_("Criterion %(n)s has no text.") % {"n": i})
         if not state["images"] and not item.is_external:
-            problems.append("Attach at least one accepted image.")
+            problems.append(_("Attach at least one accepted image."))
         rows = image_rows if image_rows is not None else load_image_rows(state["images"])
         problems += _image_problems(item, state["images"], rows)
     return problems

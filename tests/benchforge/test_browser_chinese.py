@@ -11,14 +11,17 @@ from playwright.sync_api import expect
 
 from benchforge.models import AccountSettings
 from curation.services import load_preset
+from jobs import registry
 from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# Words that are the same in a Chinese interface: proper names and a key shown on a button.
-ALLOWED = {"benchforge", "API", "English", "Label", "Studio", "N"}
+# Words that are the same in a Chinese interface: proper names, technical names (LLM, URL, zip)
+# and keys named in help text.
+ALLOWED = {"benchforge", "API", "English", "Label", "Studio", "N", "Shift", "LLM", "URL", "zip"}
 # What people wrote or named (not interface text): hidden before the page's text is read.
 USER_CONTENT = [
+    ".user-content",
     ".brand",
     ".topbar-here",
     ".bench-name",
@@ -31,12 +34,20 @@ USER_CONTENT = [
     "#stage-counts tbody td:nth-child(-n+2)",
     "#progress-people tbody td:first-child",
     "#progress-tasks tbody td:first-child",
+    # task names and the benchmark's guidelines in the item editor and the item list's filters
+    "#task-select",
+    "#guideline [data-field]",
+    "#item-filters select[name=task]",
+    "#open-round select[name=tasks]",
+    "#grid-filters select[name=task]",
+    ".tile .tag",
 ]
-# Pages translated so far, per role (URL names; "{slug}" pages take the benchmark's slug).
+# Pages translated so far, per role (URL names: "home" and "password-change" take no argument,
+# "item-edit" the benchmark's slug and the draft's id, the others the benchmark's slug).
 PAGES = {
-    "annotator": ["home", "dashboard", "queue", "password-change"],
+    "annotator": ["home", "dashboard", "queue", "item-list", "item-edit", "image-grid", "password-change"],
     "reviewer": ["home", "dashboard", "queue", "review-queue", "password-change"],
-    "researcher": ["home", "dashboard", "queue", "review-queue", "password-change"],
+    "researcher": ["home", "dashboard", "queue", "review-queue", "item-list", "item-edit", "image-grid", "password-change"],
 }
 
 
@@ -62,10 +73,11 @@ def world(make_user):
 
     demo = load_preset("alignmmbench", slug="demo")
     anna = make_user("annotator", "anna", benchmarks=[demo])
-    # a draft: its stage shows on the dashboard
-    create_item(demo, task=demo.tasks.first(), user=anna, assignee=anna)
+    # a draft: its stage shows on the dashboard, the item list and the editor
+    draft = create_item(demo, task=demo.tasks.first(), user=anna, assignee=anna)
     return {
         "benchmark": demo,
+        "draft": draft,
         "annotator": anna,
         "reviewer": make_user("reviewer", "rita", benchmarks=[demo]),
         "researcher": make_user("researcher", "ross"),
@@ -105,14 +117,24 @@ def test_the_login_page_follows_the_browser_language(chinese_page):
 def test_each_role_sees_no_english_interface_text_in_chinese(chinese_page, world, role):
     log_in(chinese_page, world[role])
     slug = world["benchmark"].slug
+    # what people named: the benchmark, and the people listed in the item list's filters
+    names = [world["benchmark"].name, world["benchmark"].description, "anna", "rita", "ross"]
     for name in PAGES[role]:
-        url = reverse(name) if name in ("home", "password-change") else reverse(name, args=[slug])
+        if name in ("home", "password-change"):
+            url = reverse(name)
+        elif name == "item-edit":
+            url = reverse(name, args=[slug, world["draft"].pk])
+        else:
+            url = reverse(name, args=[slug])
         response = chinese_page.goto(url)
         assert response.status == 200, url
         assert chinese_page.locator("html").get_attribute("lang") == "zh-hans"
-        assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == [], url
+        assert english_words(chinese_page, names) == [], url
         if name == "dashboard":
             assert "草稿" in chinese_page.locator("#stage-counts thead").inner_text()  # the draft's stage, translated
+        if name == "item-edit":
+            # what the draft still lacks, from the service, in Chinese
+            expect(chinese_page.locator("#readiness")).to_contain_text("请编写问题。")
     # the styled error page, inside the benchmark's navigation
     assert chinese_page.goto(f"/b/{slug}/no-such-page/").status == 404
     assert chinese_page.locator("h1").inner_text() == "未找到"
@@ -137,3 +159,133 @@ def test_the_switch_in_the_header_keeps_the_choice_on_the_account(login_as, worl
     other.click("#language-switch button[value=en]")
     expect(other.locator("h1")).to_have_text("My queue")
     context.close()
+
+
+def test_the_editors_script_speaks_the_pages_language(chinese_page, world):
+    """The words the editor's script writes (the question's label, the exchanges' numbers) come
+    from the page, so they are Chinese too."""
+    log_in(chinese_page, world["annotator"])
+    chinese_page.goto(reverse("item-edit", args=[world["benchmark"].slug, world["draft"].pk]))
+    chinese_page.check("input[name=kind][value=multi_turn]")
+    expect(chinese_page.locator("#question-label")).to_have_text("最后的用户问题")
+    chinese_page.click("[data-action=add-exchange]")
+    expect(chinese_page.locator("#exchanges .exchange-n").first).to_have_text("交流 1")
+    assert english_words(chinese_page, [world["benchmark"].name, world["benchmark"].description]) == []
+    chinese_page.check("input[name=kind][value=single_turn]")
+    expect(chinese_page.locator("#question-label")).to_have_text("问题")
+
+
+@pytest.fixture
+def in_review(world):
+    """A complete item of anna's (Chinese content, an accepted image) in an open cross-review
+    round that rita reviews."""
+    from annotation.services import create_item, submit_item, update_item
+    from curation.services import ingest_image, screen_images
+    from review.services import open_round
+    from tests.factories import complete_fields, jpeg
+
+    demo, anna = world["benchmark"], world["annotator"]
+    task = demo.tasks.get(slug="counting")
+    image = ingest_image(demo, jpeg(8801), tasks=[task]).image
+    screen_images(demo, [image.pk], action="accept", user=world["researcher"])
+    item = create_item(demo, task=task, user=anna, assignee=anna)
+    fields = complete_fields(
+        image,
+        question="桌上有几个苹果？",
+        reference_answer="木桌上有三个红苹果，左边两个，右边一个。",
+        criteria=[{"kind": "exact", "text": "数量是三个。"}],
+    )
+    item = submit_item(update_item(item, fields, expected_version=item.version, user=anna), user=anna)
+    review_round = open_round(demo, user=world["researcher"], reviewers=[world["reviewer"]])
+    review_round.refresh_from_db()
+    assert review_round.status == "open", review_round.job.message
+    return item
+
+
+def test_a_review_in_chinese_from_the_reviewer_to_the_author(chinese_page, world, in_review):
+    """The reviewer's pages (review home, the review page with its verdicts and reasons), the
+    author's feedback panel in the editor, the researcher's round table and form and the job list: no English."""
+    slug = world["benchmark"].slug
+    names = [world["benchmark"].name, world["benchmark"].description, "anna", "rita", "ross"]
+    log_in(chinese_page, world["reviewer"])
+    chinese_page.goto(reverse("review-home", args=[slug]))
+    assert english_words(chinese_page, names) == []
+    chinese_page.click("#review-start")
+    expect(chinese_page.locator("#verdict-form")).to_be_visible()
+    assert english_words(chinese_page, names) == [], chinese_page.url
+    assert "事实错误（与图片矛盾）" in chinese_page.locator("#verdict-form").inner_text()  # a reason, translated
+    chinese_page.check("input[name=verdict][value=revision]")
+    chinese_page.check("input[name=reasons][value=incomplete]")
+    chinese_page.fill("textarea[name=comment]", "请写明苹果的颜色。")
+    chinese_page.click("#submit-review")
+    expect(chinese_page.locator("#review-queue")).to_be_visible()
+    assert english_words(chinese_page, names) == []  # the saved message included
+
+    log_in(chinese_page, world["annotator"])
+    chinese_page.goto(reverse("item-edit", args=[slug, in_review.pk]))
+    expect(chinese_page.locator("#review-feedback")).to_contain_text("第 1 轮审核：需修改")
+    expect(chinese_page.locator("#review-feedback")).to_contain_text("不完整（评判者没有图片就无法评分）")
+    assert english_words(chinese_page, names) == []
+
+    log_in(chinese_page, world["researcher"])
+    chinese_page.goto(reverse("review-home", args=[slug]))
+    expect(chinese_page.locator("#rounds")).to_contain_text("交叉审核")
+    assert english_words(chinese_page, names) == []
+    # the job that opened the round, in the job list (its kind and status translated)
+    chinese_page.goto(reverse("job-list"))
+    expect(chinese_page.locator("#jobs")).to_contain_text("审核轮次开启")
+    # kinds the job tests register (tests/jobs) are listed too when they ran in the same session
+    test_kinds = sorted((registry.label(name) for name in registry.names() if name.startswith("toy")), key=len, reverse=True)
+    assert english_words(chinese_page, [*names, *test_kinds]) == []
+
+
+def test_screening_in_chinese_with_the_keyboard(chinese_page, world):
+    """The screening grid with images to screen, and what its script says after an action."""
+    from curation.services import ingest_image
+    from tests.factories import jpeg
+
+    demo = world["benchmark"]
+    task = demo.tasks.get(slug="counting")
+    images = [ingest_image(demo, jpeg(8810 + n), tasks=[task]).image for n in range(2)]
+    log_in(chinese_page, world["annotator"])
+    chinese_page.goto(reverse("image-grid", args=[demo.slug]))
+    names = [demo.name, demo.description]
+    assert english_words(chinese_page, names) == []
+    chinese_page.keyboard.press("a")  # accept the focused (first) image
+    expect(chinese_page.locator("#screen-message")).to_have_text(f"已通过 #{images[0].pk}")
+    expect(chinese_page.locator(f'.tile[data-id="{images[0].pk}"] .state')).to_have_text("已通过")
+    chinese_page.keyboard.press("2")  # reject the next: personal privacy
+    expect(chinese_page.locator("#screen-message")).to_have_text(f"已拒绝 #{images[1].pk} (个人隐私)")
+    chinese_page.keyboard.press("x")  # select one: the count is the script's, in Chinese
+    expect(chinese_page.locator("#selection-count")).to_contain_text("已选中 1 张")
+    assert english_words(chinese_page, names) == []
+
+
+def test_verifying_rewrites_in_chinese(chinese_page, world):
+    """The reviewer's rewrite verification page for an accepted seed with a rewrite written by
+    hand (by the researcher), and approving it: no English."""
+    from annotation.models import Item
+    from annotation.services import create_item, submit_item, update_item
+    from curation.services import ingest_image, screen_images
+    from rewrite.services.verification import add_manual
+    from tests.factories import complete_fields, jpeg
+
+    demo, anna = world["benchmark"], world["annotator"]
+    task = demo.tasks.get(slug="counting")
+    image = ingest_image(demo, jpeg(8820), tasks=[task]).image
+    screen_images(demo, [image.pk], action="accept", user=world["researcher"])
+    seed = create_item(demo, task=task, user=anna, assignee=anna)
+    fields = complete_fields(
+        image, question="桌上有几个苹果？", reference_answer="三个。", criteria=[{"kind": "exact", "text": "三个。"}]
+    )
+    seed = submit_item(update_item(seed, fields, expected_version=seed.version, user=anna), user=anna)
+    Item.objects.filter(pk=seed.pk).update(status="accepted")  # as if its review rounds accepted it
+    add_manual(Item.objects.get(pk=seed.pk), user=world["researcher"], text="桌子上一共有多少个苹果？")
+
+    log_in(chinese_page, world["reviewer"])
+    chinese_page.goto(reverse("rewrite-seed", args=[demo.slug, seed.pk]))
+    names = [demo.name, demo.description, "anna", "rita", "ross"]
+    assert english_words(chinese_page, names) == []
+    chinese_page.click(".approve-button")
+    expect(chinese_page.locator("main")).to_contain_text("已批准：现在是题目 #")
+    assert english_words(chinese_page, names) == []

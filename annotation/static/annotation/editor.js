@@ -65,7 +65,8 @@
       section.hidden = section.dataset.kindSection !== kind;
     });
     const label = document.getElementById("question-label");
-    if (label) label.textContent = kind === "multi_turn" ? "Final user question" : "Question";
+    // The words come from the page, in its language.
+    if (label) label.textContent = kind === "multi_turn" ? label.dataset.multi : label.dataset.single;
   }
   form.addEventListener("change", function (ev) {
     if (ev.target.name === "kind") showKind();
@@ -86,8 +87,9 @@
     return document.getElementById(id).content.firstElementChild.cloneNode(true);
   }
   function renumber() {
+    const exchanges = form.querySelector("#exchanges");
     form.querySelectorAll("#exchanges .exchange").forEach(function (ex, i) {
-      ex.querySelector(".exchange-n").textContent = "Exchange " + (i + 1);
+      ex.querySelector(".exchange-n").textContent = exchanges.dataset.label + " " + (i + 1);
     });
     const options = form.querySelectorAll("#options .option");
     options.forEach(function (row, i) {

@@ -9,6 +9,8 @@
   const csrf = document.querySelector("input[name=csrfmiddlewaretoken]").value;
   const reasons = JSON.parse(document.getElementById("reject-reasons").textContent); // [key, value, label]
   const statusLabels = JSON.parse(document.getElementById("status-labels").textContent);
+  // What the script says, in the page's language; "%(n)s" and "%(status)s" are filled in here.
+  const words = JSON.parse(document.getElementById("screening-words").textContent);
   const reasonByKey = Object.fromEntries(reasons.map(([key, value, label]) => [key, { value, label }]));
   const otherReason = "other";
   const selection = new Set();
@@ -57,8 +59,8 @@
       t.querySelector(".pick").classList.toggle("checked", picked);
     });
     document.getElementById("selection-count").textContent = selection.size
-      ? selection.size + " selected: actions apply to all of them."
-      : "Nothing selected: actions apply to the focused image.";
+      ? words.selected.replace("%(n)s", selection.size)
+      : words.nothing_selected;
   }
 
   function toggle(tile) {
@@ -107,7 +109,7 @@
   }
 
   async function screen(ids, bulk, action, reason, note) {
-    if (!ids.length) { say("Focus or select an image first (arrow keys or click).", true); return; }
+    if (!ids.length) { say(words.focus_first, true); return; }
     if (bulk) clearSelection();
     else move(1); // go on at once; the answer is drawn on the tile whenever it arrives
     ids.forEach((id) => tileById(id) && tileById(id).classList.add("busy"));
@@ -121,24 +123,25 @@
       });
       data = await resp.json();
     } catch (err) {
-      data = { detail: "The server could not be reached; nothing was saved. Try again." };
+      data = { detail: words.unreachable };
     }
     if (!resp || !resp.ok) {
       ids.forEach((id) => tileById(id) && tileById(id).classList.remove("busy"));
-      say(data.detail || "The action failed (HTTP " + (resp && resp.status) + ").", true);
+      say(data.detail || words.failed.replace("%(status)s", resp && resp.status), true);
       return;
     }
     data.images.forEach(drawTile);
     drawCounts(data.counts);
-    const what = action === "accept" ? "Accepted" : action === "reset" ? "Back to pending:" : "Rejected";
-    say(what + " " + ids.map((id) => "#" + id).join(", ") + (reason ? " (" + reason.replace("_", " ") + ")" : ""));
+    const what = action === "accept" ? words.accepted : action === "reset" ? words.reset : words.rejected;
+    const label = reason && reasons.find(([, value]) => value === reason);
+    say(what + " " + ids.map((id) => "#" + id).join(", ") + (reason ? " (" + (label ? label[2] : reason) + ")" : ""));
     redrawProgress();
   }
 
   function act(action, reason) {
     const { ids, bulk } = targets();
     if (action === "reject" && reason === otherReason) {
-      if (!ids.length) { say("Focus or select an image first (arrow keys or click).", true); return; }
+      if (!ids.length) { say(words.focus_first, true); return; }
       pendingNoteIds = { ids, bulk };
       noteInput.value = "";
       noteDialog.showModal();
