@@ -46,6 +46,7 @@ from harness.scoring.modes import MODES, Mode, Scores, mode_for_filter, register
 from harness.votes import combine_votes
 
 # The registry, in the order the leaderboard offers its methods.
+JUDGE_CLI = ("release", "models", "judge", "predictions", "out")
 register(
     Mode(
         "pointwise",
@@ -56,6 +57,8 @@ register(
         scale=10,
         report="harness.commands.judge:build_report",
         leaderboard=True,
+        judge_calls=1,
+        cli=JUDGE_CLI,
     )
 )
 register(
@@ -69,6 +72,8 @@ register(
         report="harness.commands.pairwise:build_report",
         leaderboard=True,
         prefix="win ",
+        judge_calls=2,  # both orders
+        cli=("release", "models", "judge", "anchor", "predictions", "out"),
     )
 )
 register(
@@ -82,6 +87,9 @@ register(
         filters=(TEXT_ONLY, ALL_FAIL),
         report="harness.commands.mcq:build_report",
         leaderboard=True,
+        scores=lambda item: item.is_mcq and bool(item.answer),
+        passes=lambda item: len(item.choices),  # one per rotation, at most (a failed pass skips the rest)
+        cli=("release", "models", "model", "extractor?", "out"),
     )
 )
 register(
@@ -94,6 +102,9 @@ register(
         scale=10,
         groups=("by_category", "mean", "n"),
         report="harness.commands.touchstone:build_report",
+        scores=lambda item: not item.is_mcq and bool(item.description) and bool(item.reference_answer),
+        judge_calls=2,  # positions swapped
+        cli=JUDGE_CLI,
     )
 )
 register(
@@ -106,6 +117,9 @@ register(
         scale=10,
         groups=("by_category", "mean", "n"),
         report="harness.commands.hallucination:build_report",
+        scores=lambda item: not item.is_mcq and bool(item.description),
+        judge_calls=1,
+        cli=JUDGE_CLI,
     )
 )
 register(Mode(JUDGED_TEXT_ONLY, "", "Judged text-only filter", judged_text_only, headline="solved", filters=(JUDGED_TEXT_ONLY,)))
