@@ -136,7 +136,8 @@ def submit(
             scored_with=scored_with,
             created_by=user,
         )
-        calls = (bool(endpoint and mode.takes("answers")) + mode.judge_calls) * len(open_ids)
+        answered = len(open_ids) if endpoint and mode.takes("answers") else 0
+        calls = answered + mode.judge_calls * sum(map(mode.scores, rows))
         job = jobs.create_job(
             SCORE_JOB,
             user=user,
@@ -169,9 +170,13 @@ def estimate(rows, mode: scoring.Mode, *, endpoint: str, judge: str, answers: di
         row["completion_tokens"] += times * completion
 
     for item in rows:
+        images = len(item.images)
+        # The endpoint answers every open question first (answer_questions), when the mode judges answers.
+        asked = bool(endpoint) and mode.takes("answers") and not item.is_mcq and item.id not in answers
+        if asked:
+            add(endpoint, item.question, DEFAULT_COMPLETION_TOKENS, images=images)
         if not mode.scores(item):
             continue
-        images = len(item.images)
         if mode.passes is not None:
             options = "\n".join(f"{k}. {v}" for k, v in (item.choices or {}).items())
             add(
@@ -181,9 +186,6 @@ def estimate(rows, mode: scoring.Mode, *, endpoint: str, judge: str, answers: di
                 images=images,
                 times=mode.passes(item),
             )
-        asked = bool(endpoint) and mode.takes("answers") and item.id not in answers
-        if asked:
-            add(endpoint, item.question, DEFAULT_COMPLETION_TOKENS, images=images)
         if mode.judge_calls:
             text = f"{item.question}\n{item.reference_answer or ''}\n{answers.get(item.id, '')}"
             # An answer still to be asked is as long as a typical reply.

@@ -26,7 +26,14 @@ from harness.calls import ERROR, FINAL, Sink
 from harness.mcq import NONE_OF_THEM, circular_passes, format_options
 from harness.scoring.agreement import judge_agreement
 from harness.scoring.answers import answer_questions
-from harness.scoring.circular import CALL_FAILURES, EXTRACTOR_METHODS, circular_eval, extract_choice, recorded_passes
+from harness.scoring.circular import (
+    CALL_FAILURES,
+    EXTRACTOR_METHODS,
+    circular_eval,
+    extract_choice,
+    recorded_passes,
+    with_answer_key,
+)
 from harness.scoring.filters import (
     ALL_FAIL,
     CALL_ERROR,
@@ -41,7 +48,15 @@ from harness.scoring.filters import (
 )
 from harness.scoring.filters import TITLES as FILTER_TITLES
 from harness.scoring.judged import judged_text_only
-from harness.scoring.judges import hallucination_judge, pairwise_judge, pointwise_judge, touchstone_judge
+from harness.scoring.judges import (
+    described,
+    described_with_reference,
+    hallucination_judge,
+    pairwise_judge,
+    pointwise_judge,
+    touchstone_judge,
+    with_reference,
+)
 from harness.scoring.modes import MODES, Mode, Scores, mode_for_filter, register
 from harness.votes import combine_votes
 
@@ -57,6 +72,7 @@ register(
         scale=10,
         report="harness.commands.judge:build_report",
         leaderboard=True,
+        scores=with_reference,
         judge_calls=1,
         cli=JUDGE_CLI,
     )
@@ -87,7 +103,7 @@ register(
         filters=(TEXT_ONLY, ALL_FAIL),
         report="harness.commands.mcq:build_report",
         leaderboard=True,
-        scores=lambda item: item.is_mcq and bool(item.answer),
+        scores=with_answer_key,
         passes=lambda item: len(item.choices),  # one per rotation, at most (a failed pass skips the rest)
         cli=("release", "models", "model", "extractor?", "out"),
     )
@@ -102,7 +118,7 @@ register(
         scale=10,
         groups=("by_category", "mean", "n"),
         report="harness.commands.touchstone:build_report",
-        scores=lambda item: not item.is_mcq and bool(item.description) and bool(item.reference_answer),
+        scores=described_with_reference,
         judge_calls=2,  # positions swapped
         cli=JUDGE_CLI,
     )
@@ -117,12 +133,22 @@ register(
         scale=10,
         groups=("by_category", "mean", "n"),
         report="harness.commands.hallucination:build_report",
-        scores=lambda item: not item.is_mcq and bool(item.description),
+        scores=described,
         judge_calls=1,
         cli=JUDGE_CLI,
     )
 )
-register(Mode(JUDGED_TEXT_ONLY, "", "Judged text-only filter", judged_text_only, headline="solved", filters=(JUDGED_TEXT_ONLY,)))
+register(
+    Mode(
+        JUDGED_TEXT_ONLY,
+        "",
+        "Judged text-only filter",
+        judged_text_only,
+        headline="solved",
+        filters=(JUDGED_TEXT_ONLY,),
+        scores=with_reference,
+    )
+)
 register(
     Mode(
         "agreement",

@@ -110,6 +110,11 @@ def extract_choice(
 # --------------------------------------------------------------------------- CircularEval
 
 
+def with_answer_key(item: Item) -> bool:
+    """An item CircularEval scores (one without a key, from a private test split, is skipped)."""
+    return item.is_mcq and bool(item.answer)
+
+
 def circular_eval(
     client: llm.LLMClient,
     items: Iterable[Item | Mapping[str, Any]],
@@ -150,7 +155,7 @@ def circular_eval(
         raise InputError("the same model is given twice")
     prompts = prompts or Prompts()
     mcq_items = [item for item in as_items(items) if item.is_mcq]
-    scored = [item for item in mcq_items if item.answer]
+    scored = [item for item in mcq_items if with_answer_key(item)]
     if not scored:
         raise InputError("no multiple-choice item with an answer key")
     by_id = {item.id: item for item in scored}
