@@ -60,8 +60,10 @@ from harness.scoring.judges import (
 from harness.scoring.modes import MODES, Mode, Scores, mode_for_filter, register
 from harness.votes import combine_votes
 
-# The registry, in the order the leaderboard offers its methods.
+# The command line of a judge that reads the predictions of the model under test.
 JUDGE_CLI = ("release", "models", "judge", "predictions", "out")
+
+# The registry, in the order the leaderboard offers its methods.
 register(
     Mode(
         "pointwise",
