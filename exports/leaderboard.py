@@ -136,14 +136,14 @@ def submit(
             scored_with=scored_with,
             created_by=user,
         )
-        calls = len(open_ids) if endpoint and mode.takes("answers") else 0
-        calls += {Score.Method.POINTWISE: len(open_ids), Score.Method.PAIRWISE: 2 * len(open_ids)}.get(method, 0)
+        answered = len(open_ids) if endpoint and mode.takes("answers") else 0
+        calls = answered + mode.judge_calls * sum(map(mode.scores, rows))
         job = jobs.create_job(
             SCORE_JOB,
             user=user,
             benchmark=release.benchmark,
             total=calls or len(rows),
-            params={"score": score.pk, "estimate": estimate(rows, method, endpoint=endpoint, judge=judge, answers=answers)},
+            params={"score": score.pk, "estimate": estimate(rows, mode, endpoint=endpoint, judge=judge, answers=answers)},
         )
         Score.objects.filter(pk=score.pk).update(job=job)
         jobs.enqueue(job)
@@ -155,13 +155,12 @@ MCQ_COMPLETION_TOKENS = 8
 JUDGE_PROMPT_OVERHEAD = 400  # the judge's instructions and criteria around the question and answers
 
 
-def estimate(rows, method: str, *, endpoint: str, judge: str, answers: dict) -> dict:
-    """What scoring would spend if every call were paid (the harness's rough token rule):
-    {"calls", "prompt_tokens", "completion_tokens", "cost" (None: an endpoint has no prices),
-    "per_endpoint"}. Multiple choice: every CircularEval pass (a failed pass skips the rest, so
-    fewer in practice); open questions: one answer per question when asked of the endpoint, then
-    one judge call each (two for a pairwise vote, both orders)."""
-    open_rows = [item for item in rows if not item.is_mcq]
+def estimate(rows, mode: scoring.Mode, *, endpoint: str, judge: str, answers: dict) -> dict:
+    """What scoring with `mode` would spend if every call were paid (the harness's rough token
+    rule): {"calls", "prompt_tokens", "completion_tokens", "cost" (None: an endpoint has no
+    prices), "per_endpoint"}. The mode says which items it scores and what each takes: its own
+    calls to the endpoint (CircularEval: every pass, though a failed pass skips the rest), an
+    answer from the endpoint when it judges answers not yet given, and its judge calls."""
     per: dict[str, dict] = {}
 
     def add(name: str, text: str, completion: int, *, images: int = 0, extra: int = 0, times: int = 1) -> None:
@@ -170,22 +169,28 @@ def estimate(rows, method: str, *, endpoint: str, judge: str, answers: dict) -> 
         row["prompt_tokens"] += times * (estimate_prompt_tokens([text_message("user", text)]) + IMAGE_TOKENS * images + extra)
         row["completion_tokens"] += times * completion
 
-    if method == Score.Method.MCQ:
-        for item in rows:
-            if item.is_mcq and item.answer:
-                options = "\n".join(f"{k}. {v}" for k, v in item.choices.items())
-                text = f"{item.hint or ''}\n{item.question}\n{options}"
-                add(endpoint, text, MCQ_COMPLETION_TOKENS, images=len(item.images), times=len(item.choices))
-    else:
-        votes = 2 if method == Score.Method.PAIRWISE else 1
-        for item in open_rows:
-            asked = endpoint and item.id not in answers
-            if asked:
-                add(endpoint, item.question, DEFAULT_COMPLETION_TOKENS, images=len(item.images))
+    for item in rows:
+        images = len(item.images)
+        # The endpoint answers every open question first (answer_questions), when the mode judges answers.
+        asked = bool(endpoint) and mode.takes("answers") and not item.is_mcq and item.id not in answers
+        if asked:
+            add(endpoint, item.question, DEFAULT_COMPLETION_TOKENS, images=images)
+        if not mode.scores(item):
+            continue
+        if mode.passes is not None:
+            options = "\n".join(f"{k}. {v}" for k, v in (item.choices or {}).items())
+            add(
+                endpoint,
+                f"{item.hint or ''}\n{item.question}\n{options}",
+                MCQ_COMPLETION_TOKENS,
+                images=images,
+                times=mode.passes(item),
+            )
+        if mode.judge_calls:
             text = f"{item.question}\n{item.reference_answer or ''}\n{answers.get(item.id, '')}"
             # An answer still to be asked is as long as a typical reply.
             extra = JUDGE_PROMPT_OVERHEAD + (DEFAULT_COMPLETION_TOKENS if asked else 0)
-            add(judge, text, DEFAULT_COMPLETION_TOKENS, images=len(item.images), extra=extra, times=votes)
+            add(judge, text, DEFAULT_COMPLETION_TOKENS, images=images, extra=extra, times=mode.judge_calls)
     total_cost: float | None = 0.0
     for name, row in per.items():
         price = cost(get_endpoint(name), row)
@@ -346,22 +351,20 @@ def reproduce_commands(score: Score) -> list[str]:
         f"tar xzf {bundle}",
         f"python -m harness verify {release.top}",
     ]
-    out = f"results/{slugify(score.label) or 'model'}"
-    if score.method == Score.Method.POINTWISE and score.answers:
-        steps.append(
-            f"python -m harness judge --release {release.top} --models models.toml --judge {score.judge} "
-            f"--predictions {predictions_file_name(score)} --out {out}"
-        )
-    elif score.method == Score.Method.PAIRWISE and score.answers and score.anchor:
-        steps.append(
-            f"python -m harness pairwise --release {release.top} --models models.toml --judge {score.judge} "
-            f"--anchor {predictions_file_name(score.anchor)} --predictions {predictions_file_name(score)} --out {out}"
-        )
-    elif score.method == Score.Method.MCQ:
-        extractor = f" --extractor {score.judge}" if score.judge else ""
-        steps.append(
-            f"python -m harness mcq --release {release.top} --models models.toml --model {score.endpoint}{extractor} --out {out}"
-        )
+    line = scoring.MODES[score.method].command_line(
+        {
+            "release": release.top,
+            "models": "models.toml",
+            "judge": score.judge,
+            "model": score.endpoint,
+            "extractor": score.judge,  # an MCQ score's judge endpoint is its choice extractor
+            "predictions": predictions_file_name(score) if score.answers else None,
+            "anchor": predictions_file_name(score.anchor) if score.anchor else None,
+            "out": f"results/{slugify(score.label) or 'model'}",
+        }
+    )
+    if line is not None:
+        steps.append(line)
     return steps
 
 

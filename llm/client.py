@@ -68,14 +68,17 @@ class PlatformClient(LLMClient):
     """LLMClient with the platform's cache and limiter; each call runs with a CallTrace so the
     cache knows the endpoint it stores a reply for and which job run paid for it. Every count the
     harness makes (requests, cache hits, tokens...) of a call a job run pays for goes to the usage
-    ledger (llm.ledger) as it is made. Batches (chat_many) run on threads kept for the client's
-    life: close the client to end them."""
+    ledger through the client's ledger.Meter: a request as it is made, the rest with the next
+    request or soon after, and all that is held when the client closes (or settle_usage() is
+    called). Batches (chat_many) run on threads kept for the client's life: close the client to
+    end them."""
 
     def __init__(self, endpoints, cache=None, *, limiter=None, payer: tuple[int, int] | None = None, **kwargs):
         super().__init__(
             endpoints, cache, limiter=limiter if limiter is not None else platform_limiter(), meter=self._meter, **kwargs
         )
         self.payer = payer
+        self.usage_meter = ledger.Meter()
         # One set for every endpoint: a run asks its models one after the other, and each thread
         # may hold a database connection (the cache, the ledger), so threads per endpoint would
         # multiply them.
@@ -130,10 +133,15 @@ class PlatformClient(LLMClient):
             trace.attempts += amounts.get("calls", 0)
         payer = trace.payer if trace is not None else self.payer
         if payer is not None:
-            ledger.note(payer, endpoint, amounts)
+            self.usage_meter.count(payer, endpoint, amounts)
+
+    def settle_usage(self) -> None:
+        """Write the counts the meter holds to the ledger now (before reading what a run spent)."""
+        self.usage_meter.settle()
 
     def close(self) -> None:
-        self.call_threads.close()
+        self.call_threads.close()  # calls still running finish first: their counts are settled below
+        self.settle_usage()
         super().close()
 
     def traced_call(self, endpoint: str, messages: list[dict], params: dict) -> tuple[ChatResponse | LLMError, CallTrace]:

@@ -1,14 +1,24 @@
 """The usage and cost ledger (llm.models.Usage): the one place every job that calls a model is
-billed. The platform client reports each count the harness client makes (LLMClient's meter) for
-the job run that pays (the CallTrace's payer): a request is written before it is sent, so a worker
-killed with calls in flight has already counted them, and its tokens once the reply is in the
-response cache (the reply is safe first: a worker killed in that instant loses a token count, never
-a paid reply).
+billed. The platform client reports each count the harness client makes (LLMClient's meter) to
+its Meter, for the job run that pays (the CallTrace's payer).
+
+A request is written before it is sent (one atomic increment while the call holds its slot), so a
+worker killed with calls in flight has already counted them. Every other count (cache hits,
+retries, failures, tokens) is held in memory and rides along with the next request written to the
+same row, or is written on its own once it has waited SETTLE_SECONDS (a run answered from the
+cache sends no request), and in any case when the client closes: one database write per request
+instead of two, where call threads of a worker all write the same row. A worker killed outright
+loses at most the counts it held (some cache hits and the tokens of replies already in the
+response cache, never a request); nothing is written twice, as each held amount is taken from
+memory by the one write that carries it.
+
 Reads are in llm.selectors (usage_of)."""
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from contextlib import nullcontext
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
@@ -28,6 +38,8 @@ COLUMNS = {
     "prompt_tokens": "prompt_tokens",
     "completion_tokens": "completion_tokens",
 }
+SENT = "calls"  # the one count written as it is made
+SETTLE_SECONDS = 0.5  # the longest a held count waits for a request to ride along with
 
 
 def note(payer: tuple[int, int], endpoint: str, amounts: dict[str, int]) -> None:
@@ -55,7 +67,49 @@ def note(payer: tuple[int, int], endpoint: str, amounts: dict[str, int]) -> None
 
 def note_sent(payer: tuple[int, int], endpoint: str) -> None:
     """Count one request to `endpoint` paid by job run `payer`."""
-    note(payer, endpoint, {"calls": 1})
+    note(payer, endpoint, {SENT: 1})
+
+
+class Meter:
+    """One client's counts on their way to the ledger (see the module's docstring): `count` is
+    told each count as the harness makes it, in the thread making the call; `settle` writes what
+    is held (the client's close calls it). Thread-safe."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.held: dict[tuple[tuple[int, int], str], dict[str, int]] = {}
+        self.since: dict[tuple[tuple[int, int], str], float] = {}  # when the oldest held count came
+
+    def count(self, payer: tuple[int, int], endpoint: str, amounts: dict[str, int]) -> None:
+        row = (payer, endpoint)
+        sent = amounts.get(SENT, 0)
+        with self.lock:
+            now = self.clock()
+            held = self.held.get(row)
+            for name, amount in amounts.items():
+                if amount and name != SENT and name in COLUMNS:
+                    if held is None:
+                        held = self.held[row] = {}
+                        self.since[row] = now
+                    held[name] = held.get(name, 0) + amount
+            if not sent and (held is None or now - self.since[row] < SETTLE_SECONDS):
+                return
+            changes = self._take(row)
+        if sent:
+            changes[SENT] = changes.get(SENT, 0) + sent
+        note(payer, endpoint, changes)
+
+    def settle(self) -> None:
+        """Write every held count now."""
+        with self.lock:
+            taken = [(row, self._take(row)) for row in list(self.held)]
+        for (payer, endpoint), changes in taken:
+            note(payer, endpoint, changes)
+
+    def _take(self, row) -> dict[str, int]:
+        self.since.pop(row, None)
+        return self.held.pop(row, None) or {}
 
 
 def _guarded():

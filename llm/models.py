@@ -78,9 +78,10 @@ class LLMCall(models.Model):
 
 class Usage(models.Model):
     """The usage and cost ledger: what one run of a job spent at one endpoint, counted by the
-    platform client as it happens (llm.ledger.note): a request before it is sent, its tokens as
-    soon as its reply is cached. Every job that calls a model (LLM batches, rewrite, QC, leaderboard
-    scoring) is billed here, whichever way it asks; its pages read it (llm.selectors.usage_of).
+    platform client (llm.ledger): a request before it is sent, its reply's tokens once the reply is
+    cached (written with the next request, or when the client closes). Every job that calls a
+    model (LLM batches, rewrite, QC, leaderboard scoring) is billed here, whichever way it asks;
+    its pages read it (llm.selectors.usage_of).
 
     A reply answered from the response cache is a cache hit: no request and no tokens, whoever
     paid for it first (a resumed run that finds what its killed run paid for is not billed again:

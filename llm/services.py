@@ -333,6 +333,7 @@ def run_calls(
             on_idle=idle,
             stop_timeout=target.timeout + 5,
         )
+        client.settle_usage()  # the summary reads the ledger
         return summarize_entries(job_llm_entries(run.job, keys=keys), target, calls=len(keys), jobs=[run.job])
     finally:
         if own_client:

@@ -13,7 +13,7 @@ from harness.prompts import Prompts
 from harness.release import load_release
 from harness.report import Chart, Report, Section, Table, json_safe, percent
 from harness.scoring.circular import circular_eval
-from harness.scoring.filters import ALL_FAIL, TEXT_ONLY
+from harness.scoring.filters import ALL_FAIL, DEFAULT_THRESHOLD, TEXT_ONLY
 
 NAME = "mcq"
 
@@ -29,7 +29,8 @@ options"; an empty or filtered reply is a failed call, asked again next run), th
 is never a random guess. The report gives accuracy per category, subcategory and task and how
 many replies needed the extractor. Items without an answer key (a private test split) are
 skipped and counted. Several --model options score several models in one run, one after the
-other; with --qc-filter a model is not asked about items whose filter verdict is already settled.
+other; with --qc-filter a model is not asked about items whose filter verdict is already settled,
+and --threshold moves the filter's line (a share of the models).
 """
 
 
@@ -58,14 +59,40 @@ def add_parser(subparsers) -> None:
         metavar="FILTER",
         help="quality-control run: ask the models one after the other and stop asking about an item once "
         f"this filter's verdict on it is settled. {TEXT_ONLY} (needs --text-only): flagged when more "
-        f"than half the models solve it; {ALL_FAIL}: flagged when no model solves it. The report "
-        "lists the flagged items and the passes saved",
+        f"than half the models solve it; {ALL_FAIL}: flagged when no model solves it (--threshold moves "
+        "that line). The report lists the flagged items and the passes saved",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=share_of_models,
+        metavar="SHARE",
+        help=f"with --qc-filter: the filter's line, a share of the models from 0 up to (not including) 1. "
+        f"{TEXT_ONLY} flags an item when more than SHARE of the models solve it (default "
+        f"{DEFAULT_THRESHOLD[TEXT_ONLY]:g}); {ALL_FAIL} when at most SHARE of them do (default "
+        f"{DEFAULT_THRESHOLD[ALL_FAIL]:g}: none)",
     )
     common.add_run_options(parser, "results/mcq")
     parser.set_defaults(run=run)
 
 
+def share_of_models(text: str) -> float:
+    """--threshold's value: a share of the models, 0 <= share < 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value < 1:  # NaN fails the comparison too
+        raise argparse.ArgumentTypeError(
+            f"expected a share of the models from 0 up to (not including) 1, such as 0.5 or 0.25; got {text!r}"
+        )
+    return value
+
+
 def run(args) -> int:
+    if args.threshold is not None and not args.qc_filter:
+        raise InputError(
+            f"--threshold is the line of a QC filter: give it with --qc-filter ({TEXT_ONLY} or {ALL_FAIL}), or leave it out"
+        )
     release = load_release(args.release)
     prompts = Prompts(args.prompts, args.language)
     versions = common.prompt_versions(prompts, release, ["mcq_question", "mcq_extract", "retry_mcq_extract"])
@@ -96,6 +123,7 @@ def run(args) -> int:
         text_only=args.text_only,
         all_passes=args.all_passes,
         qc_filter=args.qc_filter,
+        threshold=args.threshold,
         image_loader=common.image_loader(release),
         prompts=prompts,
         parse_retries=args.parse_retries,
@@ -205,7 +233,11 @@ def build_report(results: dict) -> Report:
     )
     qc = results.get("qc")
     if qc:
-        rule = "more than half the models solve it" if qc["filter"] == TEXT_ONLY else "no model solves it"
+        threshold = qc.get("threshold", DEFAULT_THRESHOLD[qc["filter"]])
+        if threshold == DEFAULT_THRESHOLD[qc["filter"]]:
+            rule = "more than half the models solve it" if qc["filter"] == TEXT_ONLY else "no model solves it"
+        else:
+            rule = f"{'more than' if qc['filter'] == TEXT_ONLY else 'at most'} a share of {threshold:g} of the models solve it"
         calls = qc["calls"]
         report.sections.append(
             Section(

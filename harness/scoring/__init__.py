@@ -26,7 +26,14 @@ from harness.calls import ERROR, FINAL, Sink
 from harness.mcq import NONE_OF_THEM, circular_passes, format_options
 from harness.scoring.agreement import judge_agreement
 from harness.scoring.answers import answer_questions
-from harness.scoring.circular import CALL_FAILURES, EXTRACTOR_METHODS, circular_eval, extract_choice, recorded_passes
+from harness.scoring.circular import (
+    CALL_FAILURES,
+    EXTRACTOR_METHODS,
+    circular_eval,
+    extract_choice,
+    recorded_passes,
+    with_answer_key,
+)
 from harness.scoring.filters import (
     ALL_FAIL,
     CALL_ERROR,
@@ -41,9 +48,20 @@ from harness.scoring.filters import (
 )
 from harness.scoring.filters import TITLES as FILTER_TITLES
 from harness.scoring.judged import judged_text_only
-from harness.scoring.judges import hallucination_judge, pairwise_judge, pointwise_judge, touchstone_judge
+from harness.scoring.judges import (
+    described,
+    described_with_reference,
+    hallucination_judge,
+    pairwise_judge,
+    pointwise_judge,
+    touchstone_judge,
+    with_reference,
+)
 from harness.scoring.modes import MODES, Mode, Scores, mode_for_filter, register
 from harness.votes import combine_votes
+
+# The command line of a judge that reads the predictions of the model under test.
+JUDGE_CLI = ("release", "models", "judge", "predictions", "out")
 
 # The registry, in the order the leaderboard offers its methods.
 register(
@@ -56,6 +74,9 @@ register(
         scale=10,
         report="harness.commands.judge:build_report",
         leaderboard=True,
+        scores=with_reference,
+        judge_calls=1,
+        cli=JUDGE_CLI,
     )
 )
 register(
@@ -69,6 +90,8 @@ register(
         report="harness.commands.pairwise:build_report",
         leaderboard=True,
         prefix="win ",
+        judge_calls=2,  # both orders
+        cli=("release", "models", "judge", "anchor", "predictions", "out"),
     )
 )
 register(
@@ -82,6 +105,9 @@ register(
         filters=(TEXT_ONLY, ALL_FAIL),
         report="harness.commands.mcq:build_report",
         leaderboard=True,
+        scores=with_answer_key,
+        passes=lambda item: len(item.choices),  # one per rotation, at most (a failed pass skips the rest)
+        cli=("release", "models", "model", "extractor?", "out"),
     )
 )
 register(
@@ -94,6 +120,9 @@ register(
         scale=10,
         groups=("by_category", "mean", "n"),
         report="harness.commands.touchstone:build_report",
+        scores=described_with_reference,
+        judge_calls=2,  # positions swapped
+        cli=JUDGE_CLI,
     )
 )
 register(
@@ -106,9 +135,22 @@ register(
         scale=10,
         groups=("by_category", "mean", "n"),
         report="harness.commands.hallucination:build_report",
+        scores=described,
+        judge_calls=1,
+        cli=JUDGE_CLI,
     )
 )
-register(Mode(JUDGED_TEXT_ONLY, "", "Judged text-only filter", judged_text_only, headline="solved", filters=(JUDGED_TEXT_ONLY,)))
+register(
+    Mode(
+        JUDGED_TEXT_ONLY,
+        "",
+        "Judged text-only filter",
+        judged_text_only,
+        headline="solved",
+        filters=(JUDGED_TEXT_ONLY,),
+        scores=with_reference,
+    )
+)
 register(
     Mode(
         "agreement",

@@ -110,6 +110,11 @@ def extract_choice(
 # --------------------------------------------------------------------------- CircularEval
 
 
+def with_answer_key(item: Item) -> bool:
+    """An item CircularEval scores (one without a key, from a private test split, is skipped)."""
+    return item.is_mcq and bool(item.answer)
+
+
 def circular_eval(
     client: llm.LLMClient,
     items: Iterable[Item | Mapping[str, Any]],
@@ -150,7 +155,7 @@ def circular_eval(
         raise InputError("the same model is given twice")
     prompts = prompts or Prompts()
     mcq_items = [item for item in as_items(items) if item.is_mcq]
-    scored = [item for item in mcq_items if item.answer]
+    scored = [item for item in mcq_items if with_answer_key(item)]
     if not scored:
         raise InputError("no multiple-choice item with an answer key")
     by_id = {item.id: item for item in scored}
@@ -236,7 +241,7 @@ def circular_eval(
         for k in range(len(passes[item.id]))
         if _verdict_key(name, item, k) not in verdicts
     ]
-    results = _summary(scored, list(models), passes, verdicts, outcomes, flags, qc_filter)
+    results = _summary(scored, list(models), passes, verdicts, outcomes, flags, qc_filter, threshold)
     results.update(skipped_without_answer_key=len(mcq_items) - len(scored), all_passes=all_passes, text_only=text_only)
     return Scores("mcq", results, verdicts, stats, outcomes, flags, unasked)
 
@@ -335,7 +340,7 @@ def _verdict(item: Item, shown: CircularPass, model: str, k: int, rows: dict) ->
 # --------------------------------------------------------------------------- results
 
 
-def _summary(items, models, passes, verdicts, outcomes, flags, qc_filter) -> dict:
+def _summary(items, models, passes, verdicts, outcomes, flags, qc_filter, threshold) -> dict:
     """The numbers of a run: accuracy (circular and vanilla) per model, category, subcategory and
     task, and how each pass's choice was read. Items a QC run did not ask a model are left out of
     that model's accuracy and counted in `not_asked`. "item_rows" holds one row per model and item;
@@ -390,6 +395,7 @@ def _summary(items, models, passes, verdicts, outcomes, flags, qc_filter) -> dic
     if qc_filter:
         results["qc"] = {
             "filter": qc_filter,
+            "threshold": threshold,
             "flagged": [i for i, f in flags.items() if f["flagged"]],
             "undecided": [i for i, f in flags.items() if not f["decided"]],
             "calls": results["calls"],

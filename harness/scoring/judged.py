@@ -17,7 +17,7 @@ from harness.release import Item
 from harness.scoring.answers import answer_questions
 from harness.scoring.filters import CALL_ERROR, FAILED, JUDGED_TEXT_ONLY, SOLVED, ask_in_turn, check_filter, item_flags
 from harness.scoring.inputs import as_items
-from harness.scoring.judges import pointwise_judge
+from harness.scoring.judges import pointwise_judge, with_reference
 from harness.scoring.modes import Scores
 
 ANSWER, JUDGE = "answer", "judge"
@@ -59,7 +59,7 @@ def judged_text_only(
     "outcome", "method" (judged | model_error | judge_error), "error"}. Sink keys:
     "answer\\tmodel\\tid" and "judge\\tmodel\\tid"."""
     threshold = check_filter(JUDGED_TEXT_ONLY, threshold)
-    scored = [item for item in as_items(items) if not item.is_mcq and item.reference_answer]
+    scored = [item for item in as_items(items) if with_reference(item)]
     by_id = {item.id: item for item in scored}
     rows: dict[str, dict] = {}
     stats: dict = {}

@@ -21,10 +21,23 @@ from harness.parsing import parse_rating, parse_score_pair, parse_vote
 from harness.prompts import Prompts, Template
 from harness.release import Item
 from harness.scoring.inputs import ImageLoader, as_answers, as_items, attach_images, item_images, render_history
-from harness.scoring.modes import Scores
+from harness.scoring.modes import Scores, open_question
 from harness.votes import ORDERS, battle_score, combine_votes, outcome_result, vote_side
 
 POINTWISE_FIELDS = ("task", "task_rule", "history", "question_type", "question", "reference", "answer")
+
+
+# Which items each judge scores (the registry's Mode.scores says the same to callers that estimate).
+def with_reference(item: Item) -> bool:
+    return open_question(item) and bool(item.reference_answer)
+
+
+def described(item: Item) -> bool:
+    return open_question(item) and bool(item.description)
+
+
+def described_with_reference(item: Item) -> bool:
+    return described(item) and bool(item.reference_answer)
 
 
 def _endpoint(client, name: str) -> llm.Endpoint:
@@ -143,7 +156,7 @@ def pointwise_judge(
     prompts = prompts or Prompts()
     _endpoint(client, judge)
     all_items = as_items(items)
-    scored = [item for item in all_items if not item.is_mcq and item.reference_answer]
+    scored = [item for item in all_items if with_reference(item)]
     for each in _templates(prompts, "pointwise", scored)[0].values():
         each.check(POINTWISE_FIELDS)
     answers = as_answers(answers)
@@ -274,7 +287,7 @@ def pairwise_judge(
     anchor_model, anchor = anchor, as_answers({anchor: anchor_answers})[anchor]
     if anchor_model in answers:
         raise InputError(f"the anchor {anchor_model!r} is also among the models compared with it")
-    scored = [item for item in as_items(items) if not item.is_mcq]
+    scored = [item for item in as_items(items) if open_question(item)]
     attach = attach_images(_endpoint(client, judge), scored, text_only, "judge", image_loader)
 
     def render(template, item, answer, order):
@@ -379,7 +392,7 @@ def touchstone_judge(
     of both. Needs items with a description and a reference answer."""
     _endpoint(client, judge)
     answers = as_answers(answers)
-    scored = [item for item in as_items(items) if item.description and item.reference_answer and not item.is_mcq]
+    scored = [item for item in as_items(items) if described_with_reference(item)]
 
     def render(template, item, answer, position):  # position: where the model's answer is shown
         first, second = (answer, item.reference_answer) if position == 1 else (item.reference_answer, answer)
@@ -445,7 +458,7 @@ def hallucination_judge(
     support (lower is better). Needs items with a description."""
     _endpoint(client, judge)
     answers = as_answers(answers)
-    scored = [item for item in as_items(items) if item.description and not item.is_mcq]
+    scored = [item for item in as_items(items) if described(item)]
 
     def parse(text: str) -> dict:
         rating = parse_rating(text, low=0, high=10, keys=("score", "hallucination", "rating"))

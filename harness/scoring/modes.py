@@ -13,6 +13,12 @@ A mode registers:
   filters   the QC filters it decides (an item flagged or not, per model in turn)
   report    "module:function" of its report section builder (results -> Report), loaded when asked for
   leaderboard  whether a release's leaderboard offers it
+  scores    which items it scores (default: the open questions)
+  passes    calls to the model under test per item, for a mode that asks it itself (CircularEval:
+            one per option rotation); None: it scores answers given to it
+  judge_calls  calls to the judge per item (a pairwise vote is asked in both orders)
+  cli       the options of its command line, in order ("name?": left out without a value), so a
+            caller can spell the command that scores the same again (command_line)
 
 Scores is the one result shape: per item (`rows`, `outcomes`, `flags`), per group and headline
 (`results["models"][model]`, as results.json holds them), and the calls it took (`stats`).
@@ -22,8 +28,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.calls import RunStats
 
@@ -45,6 +52,10 @@ class Scores:
     unasked: list[str] = field(default_factory=list)
 
 
+def open_question(item: Any) -> bool:
+    return not item.is_mcq
+
+
 @dataclass(frozen=True)
 class Mode:
     name: str
@@ -58,6 +69,10 @@ class Mode:
     report: str = ""
     leaderboard: bool = False  # a release's leaderboard scores with it
     prefix: str = ""  # before the headline's text ("win 40.0%")
+    scores: Callable[[Any], bool] = open_question  # an item (harness.release.Item) it scores
+    passes: Callable[[Any], int] | None = None  # calls to the model under test per item, when it asks it itself
+    judge_calls: int = 0  # calls to the judge per item
+    cli: tuple[str, ...] = ()  # its command line's options, in order; "name?" is optional
 
     def takes(self, setting: str) -> bool:
         return setting in inspect.signature(self.run).parameters
@@ -83,6 +98,22 @@ class Mode:
             number = group.get(value)
             rows.append((name, None if number is None else number / self.scale, group.get(count, 0)))
         return rows
+
+    def command_line(self, values: Mapping[str, Any]) -> str | None:
+        """`python -m harness <command> --option value ...`, the options of `cli` with `values`;
+        None when the mode has no command line or a required option has no value."""
+        if not self.command or not self.cli:
+            return None
+        words = ["python -m harness", self.command]
+        for option in self.cli:
+            name = option.removesuffix("?")
+            value = values.get(name)
+            if value in (None, ""):
+                if option.endswith("?"):
+                    continue
+                return None
+            words.append(f"--{name} {value}")
+        return " ".join(words)
 
     def build_report(self, results: dict):
         module, _, function = self.report.partition(":")

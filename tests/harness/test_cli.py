@@ -808,6 +808,48 @@ def test_mcq_qc_filter_from_the_command_line(env):
     assert "Quality control: text_only filter" in report
 
 
+def knows_colour(body):
+    """Solves the colour item on every pass (picks the option "red"), fails the fruit item."""
+    content = body["messages"][-1]["content"]
+    text = content if isinstance(content, str) else content[-1]["text"]
+    shown = {line[0]: line[3:] for line in text.splitlines() if len(line) > 3 and line[1:3] == ". "}
+    return next(letter for letter, option in shown.items() if option in ("red", "pear"))
+
+
+def test_mcq_qc_threshold_from_the_command_line_moves_the_filters_line(env):
+    env.server.script("textlm", knows_colour)  # solves m2 only
+    env.server.script("judge", "A")  # m2 right on its first pass only: solves nothing
+    base = ["mcq", "--model", "textlm", "--model", "judge", "--text-only", "--qc-filter", "text_only"]
+    assert env.run(*base, "--out", str(env.root / "default")) == 0
+    assert env.results("default")["qc"]["flagged"] == [] and env.results("default")["qc"]["threshold"] == 0.5
+
+    # One model of two solving m2 is more than a share of 0.4 of them: flagged, and the judge is not asked about it.
+    env.server.reset()
+    assert env.run(*base, "--threshold", "0.4", "--out", str(env.root / "lower")) == 0
+    qc = env.results("lower")["qc"]
+    assert qc["flagged"] == ["m2"] and qc["threshold"] == 0.4
+    asked = [json.dumps(body) for body in env.server.requests("judge")]
+    assert asked and not any("What colour?" in body for body in asked)
+    report = (env.root / "lower" / "report.md").read_text(encoding="utf-8")
+    assert "more than a share of 0.4 of the models solve it" in report
+
+
+@pytest.mark.parametrize("value", ["1", "1.5", "-0.1", "half", "nan", ""])
+def test_mcq_refuses_a_threshold_that_is_not_a_share_of_the_models(env, capsys, value):
+    with pytest.raises(SystemExit) as stopped:
+        env.run("mcq", "--model", "textlm", "--qc-filter", "all_fail", "--threshold", value, "--out", str(env.root / "q"))
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert "--threshold" in error and "a share of the models from 0 up to (not including) 1" in error and repr(value) in error
+    assert env.server.requests() == [] and not (env.root / "q").exists()  # nothing asked, nothing written
+
+
+def test_mcq_threshold_without_a_qc_filter_is_refused(env, capsys):
+    assert env.run("mcq", "--model", "textlm", "--threshold", "0.3", "--out", str(env.root / "q")) == 2
+    assert "--threshold is the line of a QC filter: give it with --qc-filter" in capsys.readouterr().err
+    assert env.server.requests() == [] and not (env.root / "q").exists()
+
+
 def test_one_registry_feeds_the_cli_and_the_report_command():
     from harness.cli import build_parser
     from harness.commands import COMMANDS, report_builders

@@ -12,6 +12,7 @@ import pytest
 
 from harness import llm
 from harness.calls import MemorySink
+from harness.cli import build_parser
 from harness.scoring import (
     ALL_FAIL,
     CALL_ERROR,
@@ -34,6 +35,7 @@ from harness.scoring import (
     touchstone_judge,
     verdict_decided,
 )
+from harness.scoring.inputs import as_items
 from harness.votes import ANCHOR, MODEL, SPLIT, UNABLE
 from tests.fakes.llm_server import Completion, Fault
 from tests.harness.test_cli import PNG_1PX
@@ -537,3 +539,47 @@ def test_every_mode_has_one_signature_and_a_headline_and_groups_the_leaderboard_
     assert MODES["pointwise"].per_group({"by_task": {"Counting": {"mean": 8, "n": 3}}}) == [("Counting", 0.8, 3)]
     assert MODES["pointwise"].accepts({"judge": "j", "models": ["m"], "answers": {}}) == {"judge": "j", "answers": {}}
     assert mode_for_filter(ALL_FAIL) is MODES["mcq"] and mode_for_filter(JUDGED_TEXT_ONLY) is MODES["judged_text_only"]
+
+
+@pytest.mark.parametrize(
+    "name, reply, extra",
+    [
+        ("pointwise", '{"rating": 8, "reason": "ok"}', {}),
+        ("pairwise", "Answer1", {"anchor": "anchor", "anchor_answers": {"1": "three", "2": "three"}, "bootstrap": 10}),
+        ("touchstone", "7 5", {}),
+        ("hallucination", '{"score": 2, "reason": "x"}', {}),
+    ],
+)
+def test_a_judge_mode_asks_its_judge_as_often_per_item_as_it_registers(client, fake_llm, name, reply, extra):
+    """The registry's judge_calls is what the leaderboard's estimate and job total count on."""
+    mode = MODES[name]
+    fake_llm.script("judge", lambda body: reply)
+    mode.run(client, ITEMS, sink=MemorySink(), judge="judge", answers={"m": {"1": "three", "2": "four"}}, **extra)
+    scored = [item for item in as_items(ITEMS) if mode.scores(item)]
+    assert len(scored) == 2 and len(fake_llm.requests("judge")) == mode.judge_calls * len(scored)
+
+
+def test_circular_eval_asks_each_item_at_most_the_passes_it_registers(client, fake_llm):
+    mode = MODES["mcq"]
+    fake_llm.script("a", mcq_script({"Which fruit?", "What colour?"}))
+    mode.run(client, MCQ, sink=MemorySink(), models=["a"], all_passes=True)
+    scored = [item for item in as_items(MCQ) if mode.scores(item)]
+    assert [item.id for item in scored] == ["q1", "q2", "q3"]  # no key, or an open question: not scored
+    assert len(fake_llm.requests("a")) == sum(mode.passes(item) for item in scored) == 7
+
+
+def test_a_mode_spells_a_command_line_its_command_parses():
+    parser = build_parser()
+    values = {"release": "bench-1.0", "models": "models.toml", "judge": "j", "model": "m", "anchor": "a.jsonl"}
+    values |= {"predictions": "p.jsonl", "out": "results/m", "extractor": "x"}
+    spelled = {name: mode.command_line(values) for name, mode in MODES.items() if mode.cli}
+    assert {"mcq", "pointwise", "pairwise"} <= set(spelled)  # every leaderboard method's
+    for name, line in spelled.items():
+        words = line.split()
+        assert words[:3] == ["python", "-m", "harness"]
+        args = parser.parse_args(words[3:])  # an option the command does not know ends the test here
+        assert args.command == MODES[name].command and args.out == "results/m" and args.release == "bench-1.0"
+    assert spelled["mcq"].endswith("--model m --extractor x --out results/m")
+    assert MODES["mcq"].command_line({**values, "extractor": ""}).endswith("--model m --out results/m")
+    assert MODES["pairwise"].command_line({**values, "anchor": None}) is None  # a required option without a value
+    assert MODES["judged_text_only"].command_line(values) is None  # no command of its own

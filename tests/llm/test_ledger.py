@@ -1,5 +1,6 @@
 """The durable count of requests sent: every request a job run pays for is counted before it is
-sent, exactly, however many threads count at once."""
+sent, exactly, however many threads count at once. The other counts (tokens, cache hits) ride
+along with the next request's write, and are all written, once, when the client closes."""
 
 import threading
 
@@ -7,9 +8,9 @@ from django.db import connections
 
 from jobs.models import Job
 from llm.client import get_client
-from llm.ledger import note_sent
+from llm.ledger import SETTLE_SECONDS, Meter, note_sent
 from llm.selectors import sent_requests, usage_by_run
-from tests.fakes.llm_server import Fault
+from tests.fakes.llm_server import Fault, prompt_tokens
 
 
 def test_threads_counting_at_once_lose_no_request(postgres):
@@ -50,3 +51,58 @@ def test_a_job_run_counts_each_attempt_retries_included(db, declare, fake_llm):
         client.chat("ep", [{"role": "user", "content": "hello"}])  # from the cache: nothing sent
     assert len(fake_llm.requests("m")) == 2
     assert sent_requests([job.pk], endpoint="ep") == 2
+
+
+def test_tokens_and_cache_hits_ride_with_the_next_request_and_are_written_once(db, declare, fake_llm, monkeypatch):
+    """A reply's tokens are written with the next request (no write of their own), everything held
+    is written when the client closes, and settling again writes nothing twice."""
+    monkeypatch.setattr("llm.ledger.SETTLE_SECONDS", 600)  # however slow the machine: only a request or the close writes
+    declare()
+    fake_llm.script("m", lambda body: "four words of reply")
+    job = Job.objects.create(kind="llm_batch")
+
+    def spent() -> dict:
+        return usage_by_run([job.pk]).get((job.pk, 1), {}).get("ep", {})
+
+    client = get_client(payer=(job.pk, 1))
+    client.chat("ep", [{"role": "user", "content": "first"}])
+    assert spent()["requests"] == 1 and spent()["prompt_tokens"] == 0  # the request, before it was sent
+    client.chat("ep", [{"role": "user", "content": "second"}])
+    first = prompt_tokens(fake_llm.requests("m")[0])
+    assert (spent()["requests"], spent()["prompt_tokens"], spent()["completion_tokens"]) == (2, first, 4)
+    client.chat("ep", [{"role": "user", "content": "first"}])  # from the cache: held, nothing sent
+    assert spent()["requests"] == 2 and spent()["cache_hits"] == 0
+    client.close()
+    client.settle_usage()  # nothing held any more: nothing written twice
+
+    everything = sum(prompt_tokens(body) for body in fake_llm.requests("m"))
+    assert len(fake_llm.requests("m")) == 2
+    assert {k: spent()[k] for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")} == {
+        "requests": 2,
+        "cache_hits": 1,
+        "prompt_tokens": everything,
+        "completion_tokens": 8,
+    }
+
+
+def test_held_counts_are_written_once_they_have_waited(db):
+    """A run answered from the cache sends no request for its counts to ride with: they are written
+    when they have waited SETTLE_SECONDS, not only at the end."""
+    job = Job.objects.create(kind="llm_batch")
+    now = [0.0]
+    meter = Meter(clock=lambda: now[0])
+
+    def hits() -> int:
+        return usage_by_run([job.pk]).get((job.pk, 1), {}).get("ep", {}).get("cache_hits", 0)
+
+    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
+    now[0] += SETTLE_SECONDS / 2
+    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
+    assert hits() == 0
+    now[0] += SETTLE_SECONDS / 2
+    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
+    assert hits() == 3
+    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
+    meter.settle()
+    meter.settle()
+    assert hits() == 4
