@@ -32,6 +32,8 @@ from pathlib import Path
 
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
@@ -62,8 +64,8 @@ from ..models import ExternalSource
 IMPORT_JOB = "qc_import"
 MMBENCH_TSV, MLLM_BENCH, ALIGNMMBENCH = "mmbench_tsv", "mllm_bench", "alignmmbench"
 FORMATS = {
-    MMBENCH_TSV: "MMBench-style TSV",
-    MLLM_BENCH: "MLLM-Bench questions (JSON or JSONL)",
+    MMBENCH_TSV: gettext_lazy("MMBench-style TSV"),
+    MLLM_BENCH: gettext_lazy("MLLM-Bench questions (JSON or JSONL)"),
     ALIGNMMBENCH: "AlignMMBench metadata.jsonl",
 }
 REQUIRED_COLUMNS = ("index", "question", "A", "B", "image")
@@ -98,11 +100,13 @@ def start_import(*, user, file, format: str, name: str = "", benchmark: Benchmar
     benchmark called `name`. Returns the job."""
     permissions.require_researcher(user, "Importing a benchmark")
     if format not in FORMATS:
-        raise DomainError(f"Unknown format '{format}'; use one of: {', '.join(FORMATS)}.")
+        raise DomainError(
+            _("Unknown format '%(format)s'; use one of: %(formats)s.") % {"format": format, "formats": ", ".join(FORMATS)}
+        )
     created = benchmark is None
     if benchmark is None:
         if not name.strip():
-            raise DomainError("Give the imported benchmark a name.")
+            raise DomainError(_("Give the imported benchmark a name."))
         benchmark = create_benchmark(
             name=name.strip(), user=user, preset="alignmmbench" if format == ALIGNMMBENCH else "", description="Imported."
         )

@@ -19,6 +19,8 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from annotation.contract import release_row
 from annotation.models import Item
@@ -59,7 +61,10 @@ def scope(benchmark, *, filter: str, tasks: Iterable = (), item_ids: Iterable[in
     the selection (all when None); multiple choice with 2-4 options and an answer key for the
     circular filters, open items with a reference answer for the judged one."""
     if filter not in Filter.values:
-        raise DomainError(f"Unknown QC filter '{filter}'; use one of: {', '.join(Filter.values)}.")
+        raise DomainError(
+            _("Unknown QC filter '%(filter)s'; use one of: %(filters)s.")
+            % {"filter": filter, "filters": ", ".join(Filter.values)}
+        )
     queryset = Item.objects.filter(benchmark=benchmark, status__in=QC_STATUSES)
     tasks = list(tasks)
     if tasks:
@@ -105,19 +110,23 @@ def passes_of(item: Item, filter: str) -> int:
 
 def _check_models(filter: str, models: list[str], extractor: str, judge: str) -> None:
     if not models:
-        raise DomainError("Choose at least one model.")
+        raise DomainError(_("Choose at least one model."))
     if len(set(models)) != len(models):
-        raise DomainError("A model is listed twice; each model counts once in the verdict.")
+        raise DomainError(_("A model is listed twice; each model counts once in the verdict."))
     if filter == Filter.JUDGED_TEXT_ONLY and not judge:
-        raise DomainError("The judged text-only filter needs a judge endpoint.")
+        raise DomainError(_("The judged text-only filter needs a judge endpoint."))
     for name in [*models, *([extractor] if extractor else []), *([judge] if judge else [])]:
         get_endpoint(name)  # an unknown name is a DomainError naming the models file
     if filter == Filter.ALL_FAIL:
         blind = [name for name in models if not get_endpoint(name).vision]
         if blind:
             raise DomainError(
-                f"The all-fail filter shows the image: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} "
-                "declared vision = false in the models file."
+                ngettext(
+                    "The all-fail filter shows the image: %(models)s is declared vision = false in the models file.",
+                    "The all-fail filter shows the image: %(models)s are declared vision = false in the models file.",
+                    len(blind),
+                )
+                % {"models": ", ".join(blind)}
             )
 
 
@@ -198,23 +207,25 @@ def start_run(
     models = [m.strip() for m in models if m and m.strip()]
     threshold = DEFAULT_THRESHOLD.get(filter, 0.5) if threshold is None else float(threshold)
     if not 0 <= threshold < 1:
-        raise DomainError("The threshold is a share of the models, from 0 up to (not including) 1.")
+        raise DomainError(_("The threshold is a share of the models, from 0 up to (not including) 1."))
     if not 1 <= min_score <= 10:
-        raise DomainError("The minimum score is a grade from 1 to 10.")
+        raise DomainError(_("The minimum score is a grade from 1 to 10."))
     if not 1 <= parts <= MAX_PARTS:
-        raise DomainError(f"A run is split into 1 to {MAX_PARTS} parts.")
+        raise DomainError(_("A run is split into 1 to %(max)s parts.") % {"max": MAX_PARTS})
     tasks = list(tasks)
     if filter not in Filter.values:
-        raise DomainError(f"Unknown QC filter '{filter}'; use one of: {', '.join(Filter.values)}.")
+        raise DomainError(
+            _("Unknown QC filter '%(filter)s'; use one of: %(filters)s.")
+            % {"filter": filter, "filters": ", ".join(Filter.values)}
+        )
     _check_models(filter, models, extractor, judge)
     items = scope(benchmark, filter=filter, tasks=tasks, item_ids=item_ids)
     if not items:
-        what = (
-            "open items with a reference answer"
+        raise DomainError(
+            _("No open items with a reference answer past review in this selection: nothing to check.")
             if filter == Filter.JUDGED_TEXT_ONLY
-            else "multiple-choice items with an answer key"
+            else _("No multiple-choice items with an answer key past review in this selection: nothing to check.")
         )
-        raise DomainError(f"No {what} past review in this selection: nothing to check.")
     summary = estimate(benchmark, filter=filter, models=models, extractor=extractor, judge=judge, items=items)
     with get_client() as client:
         check_endpoints(client, [*models, *([extractor] if extractor else []), *([judge] if judge else [])])
