@@ -14,6 +14,7 @@ from pathlib import Path
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils.text import slugify
+from django.utils.translation import gettext
 
 import harness
 from benchforge import permissions
@@ -244,13 +245,13 @@ def run_score(run) -> dict:
     try:
         answers = score.answers
         if mode.takes("answers") and score.source == Score.Source.INFER and not answers:
-            run.say(f"Asking {score.endpoint} the open questions…")
+            run.say(gettext("Asking %(endpoint)s the open questions…") % {"endpoint": score.endpoint})
             answers, _stats = scoring.answer_questions(
                 client, score.endpoint, rows, sink=sink.scoped("answer:"), image_loader=load_image
             )
             Score.objects.filter(pk=score.pk).update(answers=answers)
         if mode.takes("judge"):
-            run.say(f"Judging with {score.judge}…")
+            run.say(gettext("Judging with %(judge)s…") % {"judge": score.judge})
         settings = {
             "models": [score.endpoint],
             "judge": score.judge,

@@ -296,6 +296,7 @@ class ScoreForm(forms.Form):
     def __init__(self, *args, release, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["anchor"].queryset = selectors.anchor_choices(release)
+        self.fields["anchor"].label_from_instance = lambda s: f"{s.label} ({s.get_method_display()})"
 
 
 @role_required(ANNOTATOR)

@@ -40,6 +40,7 @@ class PlanForm(forms.Form):
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["release"].queryset = Release.objects.filter(benchmark=benchmark, status=Release.Status.FROZEN)
+        self.fields["release"].label_from_instance = lambda r: r.version
         self.fields["scores"].queryset = Score.objects.filter(
             release__benchmark=benchmark, status=Score.Status.DONE, method__in=SCORE_METHODS.values()
         ).select_related("release")
@@ -47,7 +48,7 @@ class PlanForm(forms.Form):
             gettext("%(label)s (%(method)s, release %(version)s)")
             % {
                 "label": s.label,
-                "method": s.method,
+                "method": s.get_method_display(),
                 "version": s.release.version,
             }
         )

@@ -171,7 +171,13 @@ def waiting_for(user, benchmark):
     return Rating.objects.filter(study__benchmark=benchmark, study__status=Study.Status.OPEN, rater__user=user, saved_at=None)
 
 
-QUESTION_TYPES = dict(Item.QuestionType.choices)
+# A release row's question type (annotation.contract's words for it), as the page names it.
+QUESTION_TYPES = {
+    "open-ended": Item.QuestionType.OPEN.label,
+    "closed-ended": Item.QuestionType.CLOSED.label,
+    "compound": Item.QuestionType.COMPOUND.label,
+    "multiple-choice": Item.Kind.MCQ.label,
+}
 
 
 def rating_view(rating: Rating) -> dict:

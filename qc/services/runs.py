@@ -303,11 +303,16 @@ def _answer(row: dict) -> dict:
 def _score(qc: QCRun, run: JobRun, client, sink: JobSink, items: list[dict]):
     """Ask the filter's scoring mode about the items, models in turn, and keep every answer."""
     mode = mode_for_filter(qc.filter)
-    run.say(
-        f"{mode.title}: {len(items)} item(s), {len(qc.model_names)} model(s) in turn"
-        + (", each asked only about items still undecided" if qc.early_stop else "")
-        + ("" if qc.with_images else ", without images")
-    )
+    said = _("%(filter)s: %(items)s item(s), %(models)s model(s) in turn") % {
+        "filter": qc.get_filter_display(),
+        "items": len(items),
+        "models": len(qc.model_names),
+    }
+    if qc.early_stop:
+        said += _(", each asked only about items still undecided")
+    if not qc.with_images:
+        said += _(", without images")
+    run.say(said)
     settings = {
         "models": qc.model_names,
         "extractor": qc.extractor or None,
@@ -420,11 +425,19 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], flags: dict
     }
     if open_items:
         raise DomainError(
-            f"{len(open_items)} item(s) still undecided because model calls failed "
-            f"({', '.join(sorted({m for e in open_items for m in e.errors}))}); resume the job to ask them again."
+            _("%(n)s item(s) still undecided because model calls failed (%(models)s); resume the job to ask them again.")
+            % {"n": len(open_items), "models": ", ".join(sorted({m for e in open_items for m in e.errors}))}
         )
     run.say(
-        f"{result['flagged']} of {result['items']} item(s) flagged; {result['calls_made']} passes asked "
-        f"of {result['calls_without_stopping']} without early stopping (requests sent and cache hits: the run's usage)."
+        _(
+            "%(flagged)s of %(items)s item(s) flagged; %(made)s passes asked of %(without)s without early stopping "
+            "(requests sent and cache hits: the run's usage)."
+        )
+        % {
+            "flagged": result["flagged"],
+            "items": result["items"],
+            "made": result["calls_made"],
+            "without": result["calls_without_stopping"],
+        }
     )
     return result

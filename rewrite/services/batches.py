@@ -264,7 +264,10 @@ def run_batch(run) -> dict:
         existing.setdefault(seed_id, []).append(text)
     done = run.done_keys()
     retries_done = sum(1 for key in done if key.endswith(RETRY_SUFFIX))
-    run.say(f"Asking {batch.endpoint!r} for {n} rewrites of each of {len(rows)} seeds.")
+    run.say(
+        _("Asking '%(endpoint)s' for %(n)s rewrites of each of %(seeds)s seeds.")
+        % {"endpoint": batch.endpoint, "n": n, "seeds": len(rows)}
+    )
 
     def first_calls():
         for seed in rows.values():
@@ -330,7 +333,7 @@ def run_batch(run) -> dict:
         return {"rewrite": {"kept": len(kept)}}
 
     if short:
-        run.say(f"{len(short)} seed(s) had too few usable rewrites: asking each once more.")
+        run.say(_("%(n)s seed(s) had too few usable rewrites: asking each once more.") % {"n": len(short)})
         llm.run_calls(
             run, retry_calls(), endpoint=batch.endpoint, on_result=on_retry, total=len(rows) + retries_done + len(short)
         )
@@ -361,13 +364,23 @@ def run_batch(run) -> dict:
         finished_at=timezone.now(),
     )
     run.say(
-        f"{states[BatchSeed.State.DONE]} of {len(rows)} seeds rewritten, {states[BatchSeed.State.MANUAL]} need a manual "
-        f"rewrite; {rewrites} rewrites to verify; {summary['requests']:,} requests, cost {result['cost']}."
+        _(
+            "%(done)s of %(seeds)s seeds rewritten, %(manual)s need a manual rewrite; %(rewrites)s rewrites to verify; "
+            "%(requests)s requests, cost %(cost)s."
+        )
+        % {
+            "done": states[BatchSeed.State.DONE],
+            "seeds": len(rows),
+            "manual": states[BatchSeed.State.MANUAL],
+            "rewrites": rewrites,
+            "requests": f"{summary['requests']:,}",
+            "cost": _("unknown") if result["cost"] == "unknown" else result["cost"],
+        }
     )
     if failed:
         run.fail(
-            f"{summary['errors']} call(s) failed ({'; '.join(summary['first_errors'])}). Resume the job to ask them "
-            "again: answered seeds are not asked again.",
+            _("%(n)s call(s) failed (%(errors)s). Resume the job to ask them again: answered seeds are not asked again.")
+            % {"n": summary["errors"], "errors": "; ".join(summary["first_errors"])},
             result=result,  # the usage shows on the failed job
         )
     return result
