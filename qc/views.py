@@ -2,6 +2,7 @@
 items, the keyboard adjudication page, the cleaned benchmark's exports, and external imports."""
 
 import json
+import re
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -206,5 +207,8 @@ def import_page(request):
     if job_id is not None:
         [job] = with_benchmarks([get_job_for(request.user, job_id)])
         errors = Paginator(selectors.import_errors(job), 100).get_page(request.GET.get("page"))
+        for entry in errors:  # the row's key ("line 12") said in the page's language
+            line = re.fullmatch(r"line (\d+)", entry.key)
+            entry.where = gettext("line %(line)s") % {"line": line[1]} if line else entry.key
     extra_query = f"&job={job.pk}" if job else ""
     return render(request, "qc/import.html", {"form": form, "job": job, "errors": errors, "extra_query": extra_query})

@@ -3,10 +3,12 @@ page in Chinese, each role walks the pages translated so far and finds no Englis
 user content (names, descriptions, task labels) and a short list of proper names; the switch in
 the header turns an English page Chinese and the choice stays with the account."""
 
+import base64
 import json
 import re
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from playwright.sync_api import expect
 
@@ -406,6 +408,14 @@ def later_stages(world, declare, fake_llm):  # noqa: F811 - declare is the fixtu
     later = releases.create_release(demo, user=ross, version="1.1.0")
     releases.start_build(later, user=ross)
 
+    # an MMBench TSV imported into a new external benchmark: one row imports, one has a gap in its options
+    header = ["index", "question", "A", "B", "C", "D", "answer", "category", "l2-category", "split", "image"]
+    picture = base64.b64encode(jpeg(8840)).decode()
+    rows = [header, ["1", "图中是什么动物？", "猫", "狗", "", "", "A", "识别", "感知", "dev", picture]]
+    rows.append(["2", "图中有几只猫？", "一只", "", "三只", "", "A", "识别", "感知", "dev", picture])
+    upload = SimpleUploadedFile("外部.tsv", "".join("\t".join(r) + "\n" for r in rows).encode())
+    imported = qc.start_import(user=ross, file=upload, format="mmbench_tsv", name="MMBench 外部")
+
     study = humaneval.create_study(
         release,
         user=ross,
@@ -423,6 +433,7 @@ def later_stages(world, declare, fake_llm):  # noqa: F811 - declare is the fixtu
         "score": score,
         "study": study,
         "template": batch.template_version.template,
+        "import": imported,
     }
 
 
@@ -431,7 +442,7 @@ def _later_url(name, slug, state, user) -> str:
     if name in ("rewrite-home", "rewrite-templates", "qc-home", "release-list", "humaneval-home", "humaneval-plan"):
         return reverse(name, args=[slug])
     if name == "qc-import":
-        return reverse(name)
+        return reverse(name) + f"?job={state['import'].pk}"
     if name == "rewrite-batch":
         return reverse(name, args=[slug, state["batch"].number])
     if name == "rewrite-template":
@@ -458,7 +469,8 @@ def test_the_later_stages_show_no_english_interface_text_in_chinese(chinese_page
     user = world[role]
     log_in(chinese_page, user)
     slug = world["benchmark"].slug
-    names = [world["benchmark"].name, world["benchmark"].description, "anna", "rita", "ross"]
+    # what people named: the benchmark, the people, the imported file
+    names = [world["benchmark"].name, world["benchmark"].description, "anna", "rita", "ross", "外部.tsv"]
     for name in LATER_PAGES[role]:
         url = _later_url(name, slug, later_stages, user)
         response = chinese_page.goto(url)
@@ -468,6 +480,9 @@ def test_the_later_stages_show_no_english_interface_text_in_chinese(chinese_page
             expect(chinese_page.locator(".job-message")).to_contain_text("2 道种子题目中 2 道已改写")
         if name == "qc-run":
             expect(chinese_page.locator("#qc-summary")).to_contain_text("2 道题目中 2 道被标记")
+        if name == "qc-import":  # the row that was not imported, by line, in the language on ross's account
+            expect(chinese_page.locator("#qc-import-errors")).to_contain_text("第 3 行")
+            expect(chinese_page.locator("#qc-import-errors")).to_contain_text("选项 B 为空")
         if name == "release-detail":
             expect(chinese_page.locator("#withheld")).to_contain_text("公开包，测试集：不含正确答案、参考答案和逐题评分标准")
         if name == "humaneval-rate":
