@@ -82,8 +82,8 @@ def submit_release(benchmark, *, user, **definition) -> tuple[Release, bool]:
 
 def _exists(release: Release) -> AlreadyExists:
     return AlreadyExists(
-        f"{release.benchmark.name} already has a release {release.version} ({release.get_status_display().lower()}): "
-        "choose another version.",
+        gettext("%(benchmark)s already has a release %(version)s (%(status)s): choose another version.")
+        % {"benchmark": release.benchmark.name, "version": release.version, "status": release.get_status_display().lower()},
         extra={"existing": {"version": release.version, "status": release.status, "job": release.job_id}},
     )
 

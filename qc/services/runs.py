@@ -33,7 +33,14 @@ from benchforge.errors import DomainError
 from curation.models import Benchmark
 from harness import Prompts
 from harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
-from harness.scoring import DEFAULT_THRESHOLD, EXTRACTOR_METHODS, SOLVED, format_options, mode_for_filter
+from harness.scoring import (
+    DEFAULT_THRESHOLD,
+    EXTRACTOR_METHODS,
+    FILTER_TITLES,
+    SOLVED,
+    format_options,
+    mode_for_filter,
+)
 from jobs import services as jobs
 from jobs.runner import JobRun
 from llm.client import check_endpoints, get_client, get_endpoint
@@ -409,7 +416,8 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], flags: dict
             QC_FLAGGED,
             user=qc.created_by,
             action=FLAG_ACTION,
-            note=f"QC run {qc.number}: {qc.get_filter_display()}",
+            # the item's history says it in the harness's words, in no one's language
+            note=f"QC run {qc.number}: {FILTER_TITLES[qc.filter]}",
         )
         if not QCItem.objects.filter(run=qc, done=False).exists():
             QCRun.objects.filter(pk=qc.pk).update(status=QCRun.Status.FINISHED, finished_at=timezone.now())
