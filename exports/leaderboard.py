@@ -14,6 +14,7 @@ from pathlib import Path
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils.text import slugify
+from django.utils.translation import gettext
 
 import harness
 from benchforge import permissions
@@ -56,13 +57,16 @@ def parse_predictions(data: bytes, release: HarnessRelease, *, label: str) -> di
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DomainError(f"The predictions file is not UTF-8 text (byte {exc.start}).") from None
+        raise DomainError(gettext("The predictions file is not UTF-8 text (byte %(byte)s).") % {"byte": exc.start}) from None
     try:
         read = read_predictions(io.StringIO(text), release, source="", model=label, open_questions_only=True)
     except InputError as exc:
-        raise DomainError(f"The predictions file was not used: {exc}. Expected {PREDICTIONS_FORMAT}.") from None
+        raise DomainError(
+            gettext("The predictions file was not used: %(problem)s. Expected %(format)s.")
+            % {"problem": exc, "format": PREDICTIONS_FORMAT}
+        ) from None
     if not read.answers:
-        raise DomainError("The predictions file holds no answers.")
+        raise DomainError(gettext("The predictions file holds no answers."))
     return read.answers
 
 
@@ -83,32 +87,44 @@ def submit(
     """Check everything a score needs before any call, then score it as a job."""
     permissions.require_researcher(user, "Scoring a model")
     if not release.is_frozen:
-        raise DomainError(f"Release {release.version} is not frozen: freeze it first, so its scores name fixed content.")
+        raise DomainError(
+            gettext("Release %(version)s is not frozen: freeze it first, so its scores name fixed content.")
+            % {"version": release.version}
+        )
     label = (label or "").strip()
     if not label:
-        raise DomainError("Name the model: its label is how the leaderboard shows it.")
+        raise DomainError(gettext("Name the model: its label is how the leaderboard shows it."))
     if method not in Score.Method.values:
-        raise DomainError(f"Unknown scoring method {method!r}; choose among {', '.join(Score.Method.values)}.")
+        raise DomainError(
+            gettext("Unknown scoring method '%(method)s'; choose among %(methods)s.")
+            % {"method": method, "methods": ", ".join(Score.Method.values)}
+        )
     mode = scoring.MODES[method]
     if (predictions is None) == (not endpoint):
-        raise DomainError("Either upload a predictions file or name an endpoint to ask, not both.")
+        raise DomainError(gettext("Either upload a predictions file or name an endpoint to ask, not both."))
     if not mode.takes("answers") and predictions is not None:
         raise DomainError(
-            "Multiple-choice items are scored under CircularEval, which asks the model each question with its "
-            "options rotated: name the model's endpoint instead of uploading answers."
+            gettext(
+                "Multiple-choice items are scored under CircularEval, which asks the model each question with its "
+                "options rotated: name the model's endpoint instead of uploading answers."
+            )
         )
     if mode.takes("judge") and not judge:
-        raise DomainError("Name the judge endpoint for pointwise or pairwise scoring.")
+        raise DomainError(gettext("Name the judge endpoint for pointwise or pairwise scoring."))
     if mode.takes("anchor"):
         if anchor is None or anchor.release_id != release.pk or not anchor.answers:
-            raise DomainError("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
+            raise DomainError(
+                gettext("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
+            )
     scored = scoring_release(release)
     rows = scored.items
     open_ids = [item.id for item in rows if not item.is_mcq]
     if not mode.takes("answers") and not any(item.is_mcq and item.answer for item in rows):
-        raise DomainError(f"Release {release.version} has no multiple-choice item with an answer key.")
+        raise DomainError(
+            gettext("Release %(version)s has no multiple-choice item with an answer key.") % {"version": release.version}
+        )
     if mode.takes("answers") and not open_ids:
-        raise DomainError(f"Release {release.version} has no open question to judge.")
+        raise DomainError(gettext("Release %(version)s has no open question to judge.") % {"version": release.version})
     answers = parse_predictions(predictions, scored, label=label) if predictions is not None else {}
     names = [n for n in (endpoint, judge) if n]
     client = get_client()
@@ -249,13 +265,13 @@ def run_score(run) -> dict:
     try:
         answers = score.answers
         if mode.takes("answers") and score.source == Score.Source.INFER and not answers:
-            run.say(f"Asking {score.endpoint} the open questions…")
+            run.say(gettext("Asking %(endpoint)s the open questions…") % {"endpoint": score.endpoint})
             answers, _stats = scoring.answer_questions(
                 client, score.endpoint, rows, sink=sink.scoped("answer:"), image_loader=load_image
             )
             Score.objects.filter(pk=score.pk).update(answers=answers)
         if mode.takes("judge"):
-            run.say(f"Judging with {score.judge}…")
+            run.say(gettext("Judging with %(judge)s…") % {"judge": score.judge})
         settings = {
             "models": [score.endpoint],
             "judge": score.judge,

@@ -10,6 +10,7 @@ waits until the write is done. A check made before, then a write, would let a fr
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models, transaction
+from django.utils.translation import gettext_lazy as _
 
 from annotation.withholding import PARTS, default_private
 from benchforge.errors import DomainError
@@ -96,10 +97,10 @@ class ReleaseRowQuerySet(FrozenGuardQuerySet):
 
 class Release(models.Model):
     class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        BUILDING = "building", "Building"
-        BUILT = "built", "Built (not frozen)"
-        FROZEN = "frozen", "Frozen"
+        DRAFT = "draft", _("Draft")
+        BUILDING = "building", _("Building")
+        BUILT = "built", _("Built (not frozen)")
+        FROZEN = "frozen", _("Frozen")
 
     benchmark = models.ForeignKey("curation.Benchmark", on_delete=models.PROTECT, related_name="releases")
     version = models.CharField(max_length=40, validators=[SEMVER])
@@ -219,11 +220,11 @@ class ReleaseImage(ReleaseRow):
 
 class ReleaseFile(ReleaseRow):
     class Kind(models.TextChoices):
-        PUBLIC_TAR = "public.tar.gz", "Public bundle (.tar.gz)"
-        PUBLIC_ZIP = "public.zip", "Public bundle (.zip)"
-        PRIVATE_TAR = "private.tar.gz", "Private bundle (.tar.gz)"
-        PRIVATE_ZIP = "private.zip", "Private bundle (.zip)"
-        PARQUET = "parquet", "Parquet (Hugging Face datasets layout)"
+        PUBLIC_TAR = "public.tar.gz", _("Public bundle (.tar.gz)")
+        PUBLIC_ZIP = "public.zip", _("Public bundle (.zip)")
+        PRIVATE_TAR = "private.tar.gz", _("Private bundle (.tar.gz)")
+        PRIVATE_ZIP = "private.zip", _("Private bundle (.zip)")
+        PARQUET = "parquet", _("Parquet (Hugging Face datasets layout)")
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="files")
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -240,23 +241,38 @@ class ReleaseFile(ReleaseRow):
         return self.kind.startswith("private")
 
 
+METHOD_TITLES = {
+    "pointwise": _("Pointwise judge (1-10) with alignment"),
+    "pairwise": _("Pairwise judge against an anchor"),
+    "mcq": _("Multiple choice under CircularEval"),
+    "touchstone": _("TouchStone: both answers scored from the image description"),
+    "hallucination": _("Hallucination degree (0-10, lower is better) from the image description"),
+}
+
+
 class Score(models.Model):
     """One model's result on a frozen release (its leaderboard): scored by the harness's library
     as a job, with the settings that produced it, so the number can be traced and reproduced."""
 
     # The harness's scoring modes a leaderboard offers (harness.scoring.MODES), in its order.
+    # Titled in the interface's language; a mode added later shows the harness's (English) title.
     Method = models.TextChoices(
-        "Method", [(mode.name.upper(), (mode.name, mode.title)) for mode in scoring.MODES.values() if mode.leaderboard]
+        "Method",
+        [
+            (mode.name.upper(), (mode.name, METHOD_TITLES.get(mode.name, mode.title)))
+            for mode in scoring.MODES.values()
+            if mode.leaderboard
+        ],
     )
 
     class Source(models.TextChoices):
-        UPLOAD = "upload", "Uploaded predictions"
-        INFER = "infer", "Asked the endpoint"
+        UPLOAD = "upload", _("Uploaded predictions")
+        INFER = "infer", _("Asked the endpoint")
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        DONE = "done", "Scored"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        DONE = "done", _("Scored")
+        FAILED = "failed", _("Failed")
 
     release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="scores")
     label = models.CharField(max_length=100, help_text="the model's name on the leaderboard")

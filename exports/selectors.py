@@ -2,6 +2,8 @@
 see them (the pages and the API ask here), the navigation's count and the diff page's entries."""
 
 from django.http import Http404
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from annotation.models import Item
 from annotation.workflow import ACCEPTED, QC_PASSED, REWRITTEN
@@ -77,21 +79,21 @@ def waiting_for(user, benchmark):
 # ---- the diff page ------------------------------------------------------------------------------
 
 FIELD_LABELS = {
-    "question": "Question",
-    "reference_answer": "Reference answer",
-    "criteria": "Criteria",
-    "answer": "Answer key",
-    "choices": "Choices",
-    "hint": "Hint",
-    "history": "Dialogue history",
-    "description": "Image description",
-    "images": "Images",
-    "task": "Task",
-    "category": "Category",
-    "subcategory": "Subcategory",
-    "question_type": "Question type",
-    "split": "Split",
-    "seed_id": "Seed",
+    "question": _("Question"),
+    "reference_answer": _("Reference answer"),
+    "criteria": _("Criteria"),
+    "answer": _("Answer key"),
+    "choices": _("Choices"),
+    "hint": _("Hint"),
+    "history": _("Dialogue history"),
+    "description": _("Image description"),
+    "images": _("Images"),
+    "task": _("Task"),
+    "category": _("Category"),
+    "subcategory": _("Subcategory"),
+    "question_type": _("Question type"),
+    "split": _("Split"),
+    "seed_id": pgettext_lazy("seed question", "Seed"),
 }
 
 

@@ -28,6 +28,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 import harness
 from annotation.contract import MMBENCH_COLUMNS, image_name, mmbench_row_of_release, release_row
@@ -81,8 +82,8 @@ def submit_release(benchmark, *, user, **definition) -> tuple[Release, bool]:
 
 def _exists(release: Release) -> AlreadyExists:
     return AlreadyExists(
-        f"{release.benchmark.name} already has a release {release.version} ({release.get_status_display().lower()}): "
-        "choose another version.",
+        gettext("%(benchmark)s already has a release %(version)s (%(status)s): choose another version.")
+        % {"benchmark": release.benchmark.name, "version": release.version, "status": release.get_status_display().lower()},
         extra={"existing": {"version": release.version, "status": release.status, "job": release.job_id}},
     )
 
@@ -115,15 +116,20 @@ def _checked(
     try:
         SEMVER(version)
     except ValidationError:
-        raise DomainError(f"'{version}' is not a semantic version: use MAJOR.MINOR.PATCH, e.g. 1.0.0.") from None
+        raise DomainError(
+            gettext("'%(version)s' is not a semantic version: use MAJOR.MINOR.PATCH, e.g. 1.0.0.") % {"version": version}
+        ) from None
     unknown = set(private) - set(PRIVATE_PARTS)
     if unknown:
-        raise DomainError(f"Unknown private part(s): {', '.join(sorted(unknown))}; choose among {', '.join(PRIVATE_PARTS)}.")
+        raise DomainError(
+            gettext("Unknown private part(s): %(parts)s; choose among %(known)s.")
+            % {"parts": ", ".join(sorted(unknown)), "known": ", ".join(PRIVATE_PARTS)}
+        )
     if not 0 <= dev_ratio <= 1:
-        raise DomainError("The dev share is between 0 and 1 (0.4 gives the usual 4:6 dev/test split).")
+        raise DomainError(gettext("The dev share is between 0 and 1 (0.4 gives the usual 4:6 dev/test split)."))
     task_ids = [getattr(t, "pk", t) for t in tasks]
     if benchmark.tasks.filter(pk__in=task_ids).count() != len(set(task_ids)):
-        raise DomainError("Some tasks are not tasks of this benchmark.")
+        raise DomainError(gettext("Some tasks are not tasks of this benchmark."))
     return Release(
         benchmark=benchmark,
         version=version,
@@ -343,7 +349,8 @@ def snapshot(release: Release) -> dict:
     units = _in_scope(release)
     if not units:
         raise DomainError(
-            f"No item of {release.benchmark.name} is {', '.join(release.statuses)} in this scope: nothing to release."
+            gettext("No item of %(benchmark)s is %(stages)s in this scope: nothing to release.")
+            % {"benchmark": release.benchmark.name, "stages": ", ".join(release.statuses)}
         )
     previous = dict(release.source.items.values_list("item_id", "split")) if release.source_id else {}
     splits = assign_splits(
@@ -564,14 +571,20 @@ def freeze(release: Release, *, user) -> Release:
         if release.is_frozen:
             raise FrozenRelease(f"Release {release.version} is already frozen.")
         if release.status != Release.Status.BUILT or not release.files.exists():
-            raise DomainError(f"Release {release.version} is {release.get_status_display().lower()}: build it before freezing.")
+            raise DomainError(
+                gettext("Release %(version)s is %(status)s: build it before freezing.")
+                % {"version": release.version, "status": release.get_status_display().lower()}
+            )
         # The items as they are now, locked: one flagged or sent back since the build must not be frozen in.
         items = lock_items(release.items.values_list("item_id", flat=True))
         moved = [i for i in items if i.status != RELEASED and RELEASED not in TRANSITIONS[i.status]]
         if moved:
             raise Conflict(
-                f"{len(moved)} item(s) of release {release.version} changed since it was built (e.g. item #{moved[0].pk} is "
-                f"now '{moved[0].status_label}'): build it again before freezing.",
+                gettext(
+                    "%(n)s item(s) of release %(version)s changed since it was built (e.g. item #%(item)s is now "
+                    "'%(status)s'): build it again before freezing."
+                )
+                % {"n": len(moved), "version": release.version, "item": moved[0].pk, "status": moved[0].status_label},
                 extra={"items": [i.pk for i in moved[:100]]},
             )
         change_status_many(
@@ -603,7 +616,7 @@ def compare(old: Release, new: Release, *, hide=()) -> dict:
     "fields": [{"field", "old", "new"}]; `hide`: private parts to leave out (for people who may
     not see them), both from the rows and from what counts as a change."""
     if old.benchmark_id != new.benchmark_id:
-        raise DomainError("Releases of different benchmarks cannot be compared.")
+        raise DomainError(gettext("Releases of different benchmarks cannot be compared."))
 
     def rows(release):
         return {

@@ -9,6 +9,8 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from annotation import withholding
@@ -22,33 +24,89 @@ from curation.selectors import get_benchmark_for, task_choices
 from . import card, leaderboard, selectors, services
 from .models import Score
 
+# What a release withholds, in the interface's language. annotation.withholding says it in English
+# for the bundles (their dataset card stays English); these are the same words for the pages.
+PART_LABELS = {
+    "test_answers": _("answer keys of the test split"),
+    "test_references": _("reference answers of the test split"),
+    "test_criteria": _("per-sample criteria of the test split"),
+    "reference_answers": _("reference answers of every split (dev too)"),
+    "criteria": _("per-sample criteria of every split (dev too)"),
+}
+WITHHELD_FIELD_LABELS = {
+    "answer": _("answer keys"),
+    "reference_answer": _("reference answers"),
+    "criteria": _("per-sample criteria"),
+}
+SPLIT_NAMES = {"dev": _("dev"), "test": _("test")}
+
+
+def _listed(labels) -> str:
+    words = [str(label) for label in labels]
+    if len(words) == 1:
+        return words[0]
+    return gettext("%(first)s and %(last)s") % {"first": pgettext("list separator", ", ").join(words[:-1]), "last": words[-1]}
+
+
+def withheld_lines(private) -> list[str]:
+    """What the public bundle withholds per split (withholding.statement, in the page's language)."""
+    lines = []
+    for split in withholding.SPLITS:
+        hidden = withholding.fields_withheld(private, split)
+        labels = [WITHHELD_FIELD_LABELS[f] for f in withholding.FIELDS if f in hidden]
+        if labels:
+            lines.append(
+                gettext("Public bundle, %(split)s split: withholds %(fields)s (they are in the private bundle only).")
+                % {"split": SPLIT_NAMES[split], "fields": _listed(labels)}
+            )
+        else:
+            lines.append(
+                gettext("Public bundle, %(split)s split: public in full (answer keys, reference answers and criteria included).")
+                % {"split": SPLIT_NAMES[split]}
+            )
+    return lines
+
+
+def published_lines(private) -> list[str]:
+    """withholding.published_beyond_default, in the page's language."""
+    out = []
+    for split in withholding.SPLITS:
+        default = withholding.fields_withheld(withholding.DEFAULT_PRIVATE, split)
+        chosen = withholding.fields_withheld(private, split)
+        shown = [WITHHELD_FIELD_LABELS[f] for f in withholding.FIELDS if f in default and f not in chosen]
+        if shown:
+            out.append(gettext("the %(split)s split's %(fields)s") % {"split": SPLIT_NAMES[split], "fields": _listed(shown)})
+    return out
+
 
 class ReleaseForm(forms.Form):
-    version = forms.CharField(max_length=40, help_text="Semantic version, e.g. 1.0.0.")
-    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    version = forms.CharField(max_length=40, label=_("Version"), help_text=_("Semantic version, e.g. 1.0.0."))
+    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), label=_("Notes"))
     statuses = forms.MultipleChoiceField(
-        label="Item stages",
+        label=_("Item stages"),
         choices=STATUS_CHOICES,
         initial=services.DEFAULT_STATUSES,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Items in these stages go in.",
+        help_text=_("Items in these stages go in."),
     )
-    tasks = forms.MultipleChoiceField(required=False, help_text="None: every task.")
+    tasks = forms.MultipleChoiceField(required=False, label=_("Tasks"), help_text=_("None: every task."))
     dev_ratio = forms.FloatField(
         min_value=0,
         max_value=1,
         initial=0.4,
-        label="Dev share",
-        help_text="0.4 gives the usual 4:6 dev/test split (by task; a seed and its rewrites stay together).",
+        label=_("Dev share"),
+        help_text=_("0.4 gives the usual 4:6 dev/test split (by task; a seed and its rewrites stay together)."),
     )
-    split_seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31 - 1, help_text="The same seed gives the same split.")
+    split_seed = forms.IntegerField(
+        initial=0, min_value=0, max_value=2**31 - 1, label=_("Split seed"), help_text=_("The same seed gives the same split.")
+    )
     private = forms.MultipleChoiceField(
-        label="Withheld from the public bundle",
-        choices=withholding.CHOICES,
+        label=_("Withheld from the public bundle"),
+        choices=[(name, PART_LABELS.get(name, label)) for name, label in withholding.CHOICES],
         initial=withholding.default_private,
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text=(
+        help_text=_(
             "Ticked parts are in the private bundle only. The default withholds the test split's answer keys, "
             "reference answers and criteria, and publishes the dev split in full. Untick a test-split part and "
             "anyone who downloads the public bundle can read it (a reference answer such as 'Magenta (A)' gives "
@@ -56,7 +114,7 @@ class ReleaseForm(forms.Form):
             "leaderboard."
         ),
     )
-    license = forms.CharField(max_length=200, initial="CC BY-NC-SA 4.0")
+    license = forms.CharField(max_length=200, initial="CC BY-NC-SA 4.0", label=_("License"))
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
@@ -74,7 +132,7 @@ def release_list(request, slug):
     form = ReleaseForm(request.POST or None, benchmark=benchmark) if permissions.is_researcher(request.user) else None
     if request.method == "POST":
         if form is None:
-            raise PermissionDenied("Building a release needs the researcher role.")
+            raise PermissionDenied(gettext("Building a release needs the researcher role."))
         if form.is_valid():
             data = form.cleaned_data
             release, created = services.submit_release(
@@ -90,14 +148,13 @@ def release_list(request, slug):
                 license=data["license"],
             )
             if created:
-                messages.success(request, f"Release {release.version} is being built.")
-                published = withholding.published_beyond_default(release.private)
+                messages.success(request, gettext("Release %(version)s is being built.") % {"version": release.version})
+                published = published_lines(release.private)
                 if published:
                     messages.warning(
                         request,
-                        f"Release {release.version} publishes more than the default: its public bundle carries "
-                        + "; ".join(published)
-                        + ".",
+                        gettext("Release %(version)s publishes more than the default: its public bundle carries %(parts)s.")
+                        % {"version": release.version, "parts": pgettext("list of clauses separator", "; ").join(published)},
                     )
             return redirect("release-detail", slug=slug, version=release.version)
     releases = selectors.releases_of(benchmark)
@@ -116,8 +173,8 @@ def release_detail(request, slug, version):
         "others": others,
         # What the release took and withholds, in words.
         "stage_labels": [STATUS_LABELS.get(s, s).lower() for s in release.statuses],
-        "withheld": withholding.statement(release.private),
-        "published": withholding.published_beyond_default(release.private),
+        "withheld": withheld_lines(release.private),
+        "published": published_lines(release.private),
     }
     return render(request, "exports/detail.html", context)
 
@@ -129,9 +186,13 @@ def release_build(request, slug, version):
     before = release.job_id
     release = services.start_build(release, user=request.user)
     if release.job_id == before and release.status == release.Status.BUILDING:
-        messages.info(request, f"Release {release.version} is already being built (job #{release.job_id}).")
+        messages.info(
+            request,
+            gettext("Release %(version)s is already being built (job #%(job)s).")
+            % {"version": release.version, "job": release.job_id},
+        )
     else:
-        messages.success(request, f"Release {release.version} is being built again.")
+        messages.success(request, gettext("Release %(version)s is being built again.") % {"version": release.version})
     return redirect("release-detail", slug=slug, version=version)
 
 
@@ -140,7 +201,7 @@ def release_build(request, slug, version):
 def release_freeze(request, slug, version):
     _benchmark, release = _release(request, slug, version)
     services.freeze(release, user=request.user)
-    messages.success(request, f"Release {release.version} is frozen: it will never change.")
+    messages.success(request, gettext("Release %(version)s is frozen: it will never change.") % {"version": release.version})
     return redirect("release-detail", slug=slug, version=version)
 
 
@@ -149,7 +210,7 @@ def release_download(request, slug, version, kind):
     _benchmark, release = _release(request, slug, version)
     found = selectors.get_file(release, kind)
     if found.is_private and not permissions.is_researcher(request.user):
-        raise PermissionDenied("The private bundle (with everything the public one withholds) is for researchers.")
+        raise PermissionDenied(gettext("The private bundle (with everything the public one withholds) is for researchers."))
     response = FileResponse(
         default_storage.open(found.storage_name, "rb"), as_attachment=True, filename=found.storage_name.rsplit("/", 1)[-1]
     )
@@ -161,7 +222,7 @@ def release_download(request, slug, version, kind):
 def release_card(request, slug, version):
     benchmark, release = _release(request, slug, version)
     if release.built_at is None:
-        raise Http404(f"Release {version} is not built yet: it has no dataset card.")
+        raise Http404(gettext("Release %(version)s is not built yet: it has no dataset card.") % {"version": version})
     # The card as the public bundle's README.md says it, rendered and sanitised; the chart it
     # names inside the bundle is served by the chart view.
     chart = reverse("release-chart", args=[slug, release.version])
@@ -178,7 +239,7 @@ def release_chart(request, slug, version):
     return HttpResponse(card.task_chart(release.counts, release.taxonomy), content_type="image/svg+xml")
 
 
-DIFF_PARTS = {"changed": "Changed", "added": "Added", "removed": "Removed"}
+DIFF_PARTS = {"changed": _("Changed"), "added": _("Added"), "removed": _("Removed")}
 DIFF_PAGE_SIZE = 20
 
 
@@ -191,7 +252,7 @@ def release_diff(request, slug, version):
     against = request.GET.get("against") or (release.source.version if release.source_id else "")
     other = selectors.find_release(benchmark, against)
     if other is None:
-        raise Http404("Choose a release to compare with (?against=VERSION).")
+        raise Http404(gettext("Choose a release to compare with (?against=VERSION)."))
     can_see_private = permissions.is_researcher(request.user)
     found = services.compare(other, release, hide=() if can_see_private else release.private)
     show = request.GET.get("show")
@@ -212,22 +273,30 @@ def release_diff(request, slug, version):
 
 
 class ScoreForm(forms.Form):
-    label = forms.CharField(max_length=100, help_text="The model's name on the leaderboard.")
-    method = forms.ChoiceField(choices=Score.Method.choices)
+    label = forms.CharField(max_length=100, label=_("Label"), help_text=_("The model's name on the leaderboard."))
+    method = forms.ChoiceField(choices=Score.Method.choices, label=_("Method"))
     predictions = forms.FileField(
-        required=False, help_text='JSON Lines of {"id": …, "answer": "…"} for the open questions (or ask an endpoint).'
+        required=False,
+        label=_("Predictions"),
+        help_text=_('JSON Lines of {"id": …, "answer": "…"} for the open questions (or ask an endpoint).'),
     )
-    endpoint = forms.CharField(required=False, max_length=100, help_text="The model's endpoint in the models file.")
+    endpoint = forms.CharField(
+        required=False, max_length=100, label=_("Endpoint"), help_text=_("The model's endpoint in the models file.")
+    )
     judge = forms.CharField(
         required=False,
         max_length=100,
-        help_text="Judge endpoint (pointwise and pairwise); for mcq, optional: the LLM choice extractor.",
+        label=_("Judge"),
+        help_text=_("Judge endpoint (pointwise and pairwise); for mcq, optional: the LLM choice extractor."),
     )
-    anchor = forms.ModelChoiceField(queryset=Score.objects.none(), required=False, help_text="Pairwise: the anchor model.")
+    anchor = forms.ModelChoiceField(
+        queryset=Score.objects.none(), required=False, label=_("Anchor"), help_text=_("Pairwise: the anchor model.")
+    )
 
     def __init__(self, *args, release, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["anchor"].queryset = selectors.anchor_choices(release)
+        self.fields["anchor"].label_from_instance = lambda s: f"{s.label} ({s.get_method_display()})"
 
 
 @role_required(ANNOTATOR)
@@ -238,7 +307,7 @@ def release_leaderboard(request, slug, version):
     form = ScoreForm(request.POST or None, request.FILES or None, release=release) if can_score else None
     if request.method == "POST":
         if form is None:
-            raise PermissionDenied("Scoring a model needs the researcher role and a frozen release.")
+            raise PermissionDenied(gettext("Scoring a model needs the researcher role and a frozen release."))
         if form.is_valid():
             data = form.cleaned_data
             upload = data["predictions"]
@@ -252,12 +321,18 @@ def release_leaderboard(request, slug, version):
                 judge=data["judge"].strip(),
                 anchor=data["anchor"],
             )
-            messages.success(request, f"{score.label} is being scored.")
+            messages.success(request, gettext("%(label)s is being scored.") % {"label": score.label})
             return redirect("release-score", slug=slug, version=version, pk=score.pk)
     validated = leaderboard.validations(release)
-    scores = [(s, leaderboard.headline(s.method, s.results), validated.get(s.pk)) for s in selectors.scores_of(release)]
+    scores = [(s, _headline(s), validated.get(s.pk)) for s in selectors.scores_of(release)]
     context = {"benchmark": benchmark, "release": release, "scores": scores, "form": form}
     return render(request, "exports/leaderboard.html", context)
+
+
+def _headline(score) -> str:
+    """The leaderboard's number; the pairwise one reads "win 55.0%" (the harness's words), said here in the page's language."""
+    text = leaderboard.headline(score.method, score.results)
+    return gettext("win %(value)s") % {"value": text.removeprefix("win ")} if text.startswith("win ") else text
 
 
 @role_required(ANNOTATOR)
@@ -269,7 +344,7 @@ def release_score(request, slug, version, pk: int):
         "benchmark": benchmark,
         "release": release,
         "score": score,
-        "headline": leaderboard.headline(score.method, score.results),
+        "headline": _headline(score),
         "rows": rows,
         # What reproduces the number from the private bundle (researchers: the bundle is theirs).
         "reproduce": leaderboard.reproduce_commands(score) if permissions.is_researcher(request.user) else [],

@@ -7,17 +7,18 @@ so a rater's queue, progress and the balance of the assignment are plain queries
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Study(models.Model):
     class Mode(models.TextChoices):
-        POINTWISE = "pointwise", "Pointwise scores (1-10 with a reason)"
-        PAIRWISE = "pairwise", "Pairwise votes against the anchor"
-        EXTRACTION = "extraction", "Choice-extraction checks (which option a reply commits to)"
+        POINTWISE = "pointwise", _("Pointwise scores (1-10 with a reason)")
+        PAIRWISE = "pairwise", _("Pairwise votes against the anchor")
+        EXTRACTION = "extraction", _("Choice-extraction checks (which option a reply commits to)")
 
     class Status(models.TextChoices):
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
+        OPEN = "open", _("Open")
+        CLOSED = "closed", _("Closed")
 
     benchmark = models.ForeignKey("curation.Benchmark", on_delete=models.CASCADE, related_name="studies")
     release = models.ForeignKey("exports.Release", on_delete=models.PROTECT, related_name="+")
@@ -87,8 +88,8 @@ class Rating(models.Model):
     unable_two), already translated from the positions the rater saw (`anchor_first`)."""
 
     class Source(models.TextChoices):
-        PLATFORM = "platform", "Rated here"
-        IMPORT = "import", "Imported"
+        PLATFORM = "platform", _("Rated here")
+        IMPORT = "import", _("Imported")
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="ratings")
     item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="ratings")

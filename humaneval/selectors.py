@@ -8,7 +8,10 @@ from functools import cache
 
 from django.db.models import Count, Q
 from django.http import Http404
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
+from annotation.models import Item
 from benchforge import permissions
 from exports import selectors as exports
 from harness import Prompts, judge_rules, metrics
@@ -124,12 +127,16 @@ def figures_refusal(user, study) -> str | None:
     researcher, or they rate in it themselves and have ratings left to give (seeing the judge's
     verdicts or the others' ratings first would unblind them)."""
     if not permissions.is_researcher(user):
-        return "The figures of a study are for researchers."
+        return _("The figures of a study are for researchers.")
     rater = rater_of(study, user)
     if rater is not None and study.status == Study.Status.OPEN:
         left = Rating.objects.filter(rater=rater, saved_at=None).count()
         if left:
-            return f"You rate in this study: its figures show once your {left} remaining ratings are saved."
+            return ngettext(
+                "You rate in this study: its figures show once your %(n)s remaining rating is saved.",
+                "You rate in this study: its figures show once your %(n)s remaining ratings are saved.",
+                left,
+            ) % {"n": left}
     return None
 
 
@@ -164,6 +171,15 @@ def waiting_for(user, benchmark):
     return Rating.objects.filter(study__benchmark=benchmark, study__status=Study.Status.OPEN, rater__user=user, saved_at=None)
 
 
+# A release row's question type (annotation.contract's words for it), as the page names it.
+QUESTION_TYPES = {
+    "open-ended": Item.QuestionType.OPEN.label,
+    "closed-ended": Item.QuestionType.CLOSED.label,
+    "compound": Item.QuestionType.COMPOUND.label,
+    "multiple-choice": Item.Kind.MCQ.label,
+}
+
+
 def rating_view(rating: Rating) -> dict:
     """What a rater sees for one rating, as the judge saw the item: never the model's name, the
     judge's verdict or another rater's rating. Pairwise answers in this rater's recorded order."""
@@ -182,6 +198,7 @@ def rating_view(rating: Rating) -> dict:
     shown = {
         "question": row.get("question") or "",
         "question_type": row.get("question_type") or "",
+        "question_type_label": QUESTION_TYPES.get(row.get("question_type") or "", row.get("question_type") or ""),
         "history": [t for t in row.get("history") or [] if isinstance(t, dict)],
         "reference_answer": row.get("reference_answer") or "",
         "criteria": row.get("criteria") or [],
@@ -341,20 +358,29 @@ def headline(study, figures: dict) -> str:
     judge = figures["overall"]["judge"]
     if study.mode == Study.Mode.POINTWISE:
         r, f = judge.get("pearson"), judge.get("fuzzy_accuracy")
-        return f"r {_num(r)}, fuzzy f {_num(f)}"
+        return _("r %(r)s, fuzzy f %(f)s") % {"r": _num(r), "f": _num(f)}
     if study.mode == Study.Mode.EXTRACTION:
-        return (
-            f"rule reader {_pct(judge['rule']['accuracy'])}, LLM extractor {_pct(judge['extractor']['accuracy'])} as people read"
-        )
-    return f"majority agrees {_pct(judge.get('majority'))}, raters {_pct(judge.get('individual'))}"
+        return _("rule reader %(rule)s, LLM extractor %(extractor)s as people read") % {
+            "rule": _pct(judge["rule"]["accuracy"]),
+            "extractor": _pct(judge["extractor"]["accuracy"]),
+        }
+    return _("majority agrees %(majority)s, raters %(raters)s") % {
+        "majority": _pct(judge.get("majority")),
+        "raters": _pct(judge.get("individual")),
+    }
 
 
 def chart_rows(study, figures: dict, by: str) -> tuple[list, str]:
     """([(task or model, the headline judge-human figure, ratings)], its name) for the study page's
     charts: fuzzy-range accuracy f for scores, the majority's agreement for votes (both 0-1)."""
     if study.mode == Study.Mode.EXTRACTION:
-        return [(group, a["judge"]["rule"]["accuracy"], a["ratings"]) for group, a in figures[by].items()], "rule reader accuracy"
-    field, name = ("fuzzy_accuracy", "fuzzy f") if study.mode == Study.Mode.POINTWISE else ("majority", "majority agreement")
+        return [(group, a["judge"]["rule"]["accuracy"], a["ratings"]) for group, a in figures[by].items()], _(
+            "rule reader accuracy"
+        )
+    if study.mode == Study.Mode.POINTWISE:
+        field, name = "fuzzy_accuracy", _("fuzzy f")
+    else:
+        field, name = "majority", _("majority agreement")
     return [(group, a["judge"].get(field), a["ratings"]) for group, a in figures[by].items()], name
 
 

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
 
 from benchforge import permissions
 from benchforge.concurrency import lock
@@ -91,44 +92,64 @@ def plan_study(
     """Check a study's settings and sample its items; saves nothing (the cost estimate)."""
     permissions.require_researcher(user, "Planning a human evaluation")
     if mode not in Study.Mode.values:
-        raise DomainError(f"Unknown study mode {mode!r}; choose among {', '.join(Study.Mode.values)}.")
+        raise DomainError(
+            _("Unknown study mode '%(mode)s'; choose among %(modes)s.") % {"mode": mode, "modes": ", ".join(Study.Mode.values)}
+        )
     if not release.is_frozen:
-        raise DomainError(f"Release {release.version} is not frozen: studies rate the answers scored on a frozen release.")
+        raise DomainError(
+            _("Release %(version)s is not frozen: studies rate the answers scored on a frozen release.")
+            % {"version": release.version}
+        )
     if not scores:
-        raise DomainError("Choose at least one leaderboard score whose answers people will rate.")
+        raise DomainError(_("Choose at least one leaderboard score whose answers people will rate."))
     for score in scores:
         if score.release_id != release.pk:
-            raise DomainError(f"Score #{score.pk} is not on release {release.version}.")
+            raise DomainError(_("Score #%(id)s is not on release %(version)s.") % {"id": score.pk, "version": release.version})
         if score.method != selectors.SCORE_METHODS[mode]:
             raise DomainError(
-                f"{score.label} was scored {score.get_method_display().lower()}; a {mode} study rates "
-                f"{selectors.SCORE_METHODS[mode]} scores only."
+                _("%(label)s was scored %(method)s; a %(mode)s study rates %(wanted)s scores only.")
+                % {
+                    "label": score.label,
+                    "method": score.get_method_display().lower(),
+                    "mode": mode,
+                    "wanted": selectors.SCORE_METHODS[mode],
+                }
             )
         if score.status != Score.Status.DONE:
-            raise DomainError(f"{score.label} is not scored yet ({score.get_status_display()}): wait for its job.")
+            raise DomainError(
+                _("%(label)s is not scored yet (%(status)s): wait for its job.")
+                % {"label": score.label, "status": score.get_status_display()}
+            )
     if mode == Study.Mode.PAIRWISE and len({s.anchor_id for s in scores}) != 1:
-        raise DomainError("The scores of a pairwise study must share one anchor model.")
+        raise DomainError(_("The scores of a pairwise study must share one anchor model."))
     if not (MIN_RATINGS_PER_ITEM <= ratings_per_item <= MAX_RATINGS_PER_ITEM):
         raise DomainError(
-            f"Ask for {MIN_RATINGS_PER_ITEM} to {MAX_RATINGS_PER_ITEM} ratings per answer: agreement between people needs two."
+            _("Ask for %(min)s to %(max)s ratings per answer: agreement between people needs two.")
+            % {"min": MIN_RATINGS_PER_ITEM, "max": MAX_RATINGS_PER_ITEM}
         )
     if len(set(r.pk for r in raters)) < ratings_per_item:
         raise DomainError(
-            f"Pick at least {ratings_per_item} raters: each answer gets {ratings_per_item} ratings by different people."
+            _("Pick at least %(n)s raters: each answer gets %(n)s ratings by different people.") % {"n": ratings_per_item}
         )
     for rater in raters:
         if not permissions.is_member(rater, release.benchmark):
-            raise DomainError(f"{rater.username} is not a member of {release.benchmark.name}: add them first.")
+            raise DomainError(
+                _("%(user)s is not a member of %(benchmark)s: add them first.")
+                % {"user": rater.username, "benchmark": release.benchmark.name}
+            )
     if per_task < 1:
-        raise DomainError("Sample at least one item per task.")
+        raise DomainError(_("Sample at least one item per task."))
     if not (0 < minutes_per_rating <= 120):
-        raise DomainError("Minutes per rating must be between 0 and 120.")
+        raise DomainError(_("Minutes per rating must be between 0 and 120."))
     if mode == Study.Mode.EXTRACTION:
         plan = _plan_extraction(scores, raters, per_task, ratings_per_item, seed, minutes_per_rating)
     else:
         plan = _plan_judged(release, scores, raters, per_task, ratings_per_item, seed, minutes_per_rating)
     if plan.answers > MAX_STUDY_ANSWERS:
-        raise DomainError(f"That would be {plan.answers} answers to rate; plan at most {MAX_STUDY_ANSWERS} per study.")
+        raise DomainError(
+            _("That would be %(n)s answers to rate; plan at most %(max)s per study.")
+            % {"n": plan.answers, "max": MAX_STUDY_ANSWERS}
+        )
     return plan
 
 
@@ -140,7 +161,7 @@ def _plan_judged(release, scores, raters, per_task, ratings_per_item, seed, minu
         if all(key in verdicts[s.pk] for s in scores):
             candidates.setdefault(row.get("task") or "(none)", []).append(key)
     if not candidates:
-        raise DomainError("No release item has an answer and a readable judge verdict from every chosen score.")
+        raise DomainError(_("No release item has an answer and a readable judge verdict from every chosen score."))
     rng = random.Random(seed)
     keys_by_task = {}
     for task in sorted(candidates):
@@ -181,7 +202,7 @@ def _plan_extraction(scores, raters, per_task, ratings_per_item, seed, minutes_p
             chosen.extend((score, found) for found in taken)
             keys_by_task.setdefault(task, set()).update(keys)
     if not chosen:
-        raise DomainError("The chosen scores hold no multiple-choice pass with a model's reply to read.")
+        raise DomainError(_("The chosen scores hold no multiple-choice pass with a model's reply to read."))
     return Plan(
         {task: sorted(keys) for task, keys in sorted(keys_by_task.items())},
         list(scores),
@@ -196,7 +217,7 @@ def create_study(release, *, user, title: str, mode: str, scores: list, raters: 
     """Plan, then save the study, its answers and every rating owed, balanced over the raters."""
     title = (title or "").strip()
     if not title:
-        raise DomainError("Give the study a title.")
+        raise DomainError(_("Give the study a title."))
     plan = plan_study(release, user=user, mode=mode, scores=scores, raters=raters, per_task=per_task, **settings)
     seed = settings.get("seed", 0)
     judged = plan.passes is None
@@ -299,15 +320,15 @@ def save_rating(rating: Rating, *, user, score=None, vote: str = "", choice: str
     `vote` is positional as the rater saw it (answer1, answer2, unable_one, unable_two); `choice`
     (extraction) a letter of the options shown, or "none"."""
     if rating.rater.user_id != user.pk:
-        raise DomainError("This rating is someone else's.")
+        raise DomainError(_("This rating is someone else's."))
     if rating.study.status != Study.Status.OPEN:
-        raise DomainError(f"Study {rating.study.number} is closed: its ratings no longer change.")
+        raise DomainError(_("Study %(number)s is closed: its ratings no longer change.") % {"number": rating.study.number})
     reason = (reason or "").strip()
     if rating.study.mode == Study.Mode.POINTWISE:
         if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
-            raise DomainError("Give a score from 1 to 10 (keys 1-9, and 0 for 10).")
+            raise DomainError(_("Give a score from 1 to 10 (keys 1-9, and 0 for 10)."))
         if not reason:
-            raise DomainError("Say briefly why: a score without a reason cannot be checked.")
+            raise DomainError(_("Say briefly why: a score without a reason cannot be checked."))
         rating.score, rating.vote = score, ""
     elif rating.study.mode == Study.Mode.EXTRACTION:
         problem = choice_problem(rating.item, choice)
@@ -316,7 +337,7 @@ def save_rating(rating: Rating, *, user, score=None, vote: str = "", choice: str
         rating.choice = choice
     else:
         if vote not in POSITIONAL_VOTES:
-            raise DomainError("Choose one of the four outcomes (keys 1-4).")
+            raise DomainError(_("Choose one of the four outcomes (keys 1-4)."))
         rating.vote, rating.score = side_of(vote, rating.anchor_first), None
     rating.reason = reason[:5000]
     rating.saved_at = timezone.now()
@@ -332,7 +353,10 @@ def choice_problem(item: StudyItem, choice) -> str:
     if choice == NO_CHOICE or (isinstance(choice, str) and choice in item.options):
         return ""
     letters = ", ".join(item.options)
-    return f"Choose the letter the reply commits to ({letters}) or none, got {str(choice)[:10]!r}."
+    return _("Choose the letter the reply commits to (%(letters)s) or none, got '%(got)s'.") % {
+        "letters": letters,
+        "got": str(choice)[:10],
+    }
 
 
 def side_of(positional: str, anchor_first: bool) -> str:
@@ -364,9 +388,9 @@ def cite_on_card(study: Study, *, user, cite: bool = True) -> Study:
     then show beside the card. The frozen bundle's own README never changes."""
     permissions.require_researcher(user, "Citing a study on the release card")
     if cite and study.status != Study.Status.CLOSED:
-        raise DomainError(f"Close study {study.number} first: a card cites finished studies only.")
+        raise DomainError(_("Close study %(number)s first: a card cites finished studies only.") % {"number": study.number})
     if cite and not study.ratings.exclude(saved_at=None).exists():
-        raise DomainError(f"Study {study.number} has no saved rating to cite.")
+        raise DomainError(_("Study %(number)s has no saved rating to cite.") % {"number": study.number})
     Study.objects.filter(pk=study.pk).update(cited_on_card=cite)
     study.cited_on_card = cite
     return study
@@ -383,13 +407,13 @@ def import_ratings(study: Study, data: bytes, *, user) -> int:
     saves nothing and says which lines. Raters unknown to the study join it under their pseudonym."""
     permissions.require_researcher(user, "Importing ratings")
     if study.status != Study.Status.OPEN:
-        raise DomainError(f"Study {study.number} is closed: its ratings no longer change.")
+        raise DomainError(_("Study %(number)s is closed: its ratings no longer change.") % {"number": study.number})
     if len(data) > MAX_IMPORT_BYTES:
-        raise DomainError(f"The file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB; split it.")
+        raise DomainError(_("The file is larger than %(mb)s MB; split it.") % {"mb": MAX_IMPORT_BYTES // (1024 * 1024)})
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DomainError(f"The ratings file is not UTF-8 text (byte {exc.start}).") from None
+        raise DomainError(_("The ratings file is not UTF-8 text (byte %(byte)s).") % {"byte": exc.start}) from None
     items = {(i.key, i.score.label): i for i in study.items.select_related("score")}
     raters = {r.pseudonym: r for r in study.raters.all()}
     taken = set(study.ratings.exclude(saved_at=None).values_list("item_id", "rater__pseudonym"))
@@ -417,9 +441,9 @@ def import_ratings(study: Study, data: bytes, *, user) -> int:
         rows.append(parsed)
     if errors:
         shown = "; ".join(errors[:10]) + (f"; and {len(errors) - 10} more" if len(errors) > 10 else "")
-        raise DomainError(f"No rating was imported: {shown}.")
+        raise DomainError(_("No rating was imported: %(problems)s.") % {"problems": shown})
     if not rows:
-        raise DomainError("The ratings file holds no rating.")
+        raise DomainError(_("The ratings file holds no rating."))
     with transaction.atomic():
         next_seed = random.Random(f"import:{study.seed}:{len(raters)}")
         for row in rows:

@@ -10,6 +10,8 @@ from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from benchforge import permissions
@@ -23,12 +25,13 @@ from . import exporting, selectors, services
 from .forms import ImportForm, PlanForm
 from .models import Study
 
+CHART_TITLES = {"task": _("Judge vs people per task: %(name)s"), "model": _("Judge vs people per model: %(name)s")}
 SCORE_KEYS = [(n, str(n % 10)) for n in range(1, 11)]  # 10 is key 0
 VOTE_CHOICES = [
-    ("answer1", "Answer 1 is better", "1"),
-    ("answer2", "Answer 2 is better", "2"),
-    ("unable_one", "Unable to decide: both right or both wrong (closed question)", "3"),
-    ("unable_two", "Unable to decide: both have serious factual or ethical problems", "4"),
+    ("answer1", _("Answer 1 is better"), "1"),
+    ("answer2", _("Answer 2 is better"), "2"),
+    ("unable_one", _("Unable to decide: both right or both wrong (closed question)"), "3"),
+    ("unable_two", _("Unable to decide: both have serious factual or ethical problems"), "4"),
 ]
 
 
@@ -36,7 +39,7 @@ def choice_keys(options: dict) -> list[tuple]:
     """[(value, option text, number key, letter key)] for an extraction check: key n or the
     option's letter picks the n-th option shown; 0 is "none of them"."""
     keys = [(letter, text, str(n), letter.lower()) for n, (letter, text) in enumerate(options.items(), 1) if n <= 9]
-    return keys + [(services.NO_CHOICE, "None: the reply commits to no option", "0", "")] if options else []
+    return keys + [(services.NO_CHOICE, gettext("None: the reply commits to no option"), "0", "")] if options else []
 
 
 def _study(request, slug, number):
@@ -73,7 +76,10 @@ def plan(request, slug):
         try:
             if "start" in request.POST:
                 study = services.create_study(data["release"], user=request.user, title=data["title"], **settings)
-                messages.success(request, f"Study {study.number} started: its raters find it in Human evaluation.")
+                messages.success(
+                    request,
+                    gettext("Study %(number)s started: its raters find it in Human evaluation.") % {"number": study.number},
+                )
                 return redirect("humaneval-study", slug=slug, number=study.number)
             estimate = services.plan_study(data["release"], user=request.user, **settings).summary()
         except DomainError as exc:
@@ -110,7 +116,7 @@ def queue(request, slug, number):
     benchmark, study = _study(request, slug, number)
     rater = selectors.rater_of(study, request.user)
     if rater is None:
-        raise Http404(f"You are not a rater of study {study.number}.")
+        raise Http404(gettext("You are not a rater of study %(number)s.") % {"number": study.number})
     page = Paginator(selectors.queue_of(rater).only("pk", "position", "saved_at"), 50).get_page(request.GET.get("page"))
     return render(
         request,
@@ -125,7 +131,7 @@ def next_rating(request, slug, number):
     rater = selectors.rater_of(study, request.user)
     pending = selectors.next_pending(rater) if rater else None
     if pending is None:
-        messages.info(request, "Nothing left to rate in this study.")
+        messages.info(request, gettext("Nothing left to rate in this study."))
         return redirect("humaneval-queue", slug=slug, number=number) if rater else redirect("humaneval-home", slug=slug)
     return redirect("humaneval-rate", slug=slug, number=number, pk=pending.pk)
 
@@ -149,13 +155,13 @@ def rate(request, slug, number, pk):
         except DomainError as exc:
             if autosave:
                 return JsonResponse({"saved": False, "detail": exc.message}, status=400)
-            messages.error(request, f"Not saved: {exc.message}")
+            messages.error(request, gettext("Not saved: %(reason)s") % {"reason": exc.message})
             return redirect("humaneval-rate", slug=slug, number=number, pk=pk)
         if autosave:
             return JsonResponse({"saved": True, "progress": selectors.progress(rating.rater)})
         following = selectors.next_pending(rating.rater, after=rating.position)
         if following is None:
-            messages.success(request, "Saved. You have rated everything in this study: thank you.")
+            messages.success(request, gettext("Saved. You have rated everything in this study: thank you."))
             return redirect("humaneval-queue", slug=slug, number=number)
         return redirect("humaneval-rate", slug=slug, number=number, pk=following.pk)
     shown = selectors.rating_view(rating)
@@ -184,7 +190,7 @@ def image(request, slug, number, pk):
     """An image of the study's release, for the study's raters and researchers."""
     benchmark, study = _study(request, slug, number)
     if not permissions.is_researcher(request.user) and selectors.rater_of(study, request.user) is None:
-        raise Http404("Not a rater of this study.")
+        raise Http404(gettext("Not a rater of this study."))
     found = selectors.study_image(study, pk)
     return FileResponse(default_storage.open(found.storage_name, "rb"))
 
@@ -195,9 +201,9 @@ def chart(request, slug, number, kind):
     benchmark, study = _study(request, slug, number)
     permissions.require(selectors.figures_refusal(request.user, study))
     if kind not in ("task", "model"):
-        raise Http404("Charts are per task or per model.")
+        raise Http404(gettext("Charts are per task or per model."))
     rows, name = selectors.chart_rows(study, selectors.study_agreement(study), f"by_{kind}")
-    return HttpResponse(card.score_chart(rows, f"Judge vs people per {kind}: {name}"), content_type="image/svg+xml")
+    return HttpResponse(card.score_chart(rows, (CHART_TITLES[kind] % {"name": name})), content_type="image/svg+xml")
 
 
 @role_required(RESEARCHER)
@@ -211,7 +217,7 @@ def export(request, slug, number, kind):
     elif kind == "parquet":
         response = HttpResponse(exporting.parquet(rows), content_type="application/vnd.apache.parquet")
     else:
-        raise Http404("Ratings export as jsonl or parquet.")
+        raise Http404(gettext("Ratings export as jsonl or parquet."))
     response["Content-Disposition"] = f'attachment; filename="{name}.{kind}"'
     return response
 
@@ -223,11 +229,11 @@ def import_ratings(request, slug, number):
     benchmark, study = _study(request, slug, number)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
-        messages.error(request, "Choose a ratings file (JSON Lines) to import.")
+        messages.error(request, gettext("Choose a ratings file (JSON Lines) to import."))
     else:
         try:
             count = services.import_ratings(study, form.cleaned_data["ratings"].read(), user=request.user)
-            messages.success(request, f"{count} ratings imported.")
+            messages.success(request, ngettext("%(n)s rating imported.", "%(n)s ratings imported.", count) % {"n": count})
         except DomainError as exc:
             messages.error(request, exc.message)
     return redirect("humaneval-study", slug=slug, number=number)
@@ -238,9 +244,9 @@ def import_ratings(request, slug, number):
 def close(request, slug, number):
     benchmark, study = _study(request, slug, number)
     if not permissions.is_researcher(request.user):
-        raise PermissionDenied("Closing a study needs the researcher role.")
+        raise PermissionDenied(gettext("Closing a study needs the researcher role."))
     services.close_study(study, user=request.user)
-    messages.success(request, f"Study {study.number} is closed.")
+    messages.success(request, gettext("Study %(number)s is closed.") % {"number": study.number})
     return redirect("humaneval-study", slug=slug, number=number)
 
 
@@ -252,9 +258,12 @@ def cite(request, slug, number):
     cited = request.POST.get("cite") == "1"
     try:
         services.cite_on_card(study, user=request.user, cite=cited)
-        messages.success(
-            request, f"Release {study.release.version}'s card {'cites' if cited else 'no longer cites'} study {study.number}."
+        said = (
+            gettext("Release %(version)s's card cites study %(number)s.")
+            if cited
+            else gettext("Release %(version)s's card no longer cites study %(number)s.")
         )
+        messages.success(request, said % {"version": study.release.version, "number": study.number})
     except DomainError as exc:
         messages.error(request, exc.message)
     return redirect("humaneval-study", slug=slug, number=number)

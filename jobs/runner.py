@@ -14,15 +14,16 @@ import threading
 import time
 import uuid
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import Count, F, Q
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
+from benchforge.i18n import account_language
 
 from . import registry
 from .models import Job, JobEntry
@@ -260,7 +261,10 @@ def execute(job_id: int) -> Job | None:
         kind = registry.get(job.kind)
     except LookupError as exc:
         return _finish(run, Job.Status.FAILED, message=str(exc))
-    with _heartbeat_thread(run):
+    # What the job writes (its progress message, its report) is in the language of whoever started
+    # it, when their account chose one; otherwise in the language already active (a worker's default).
+    chosen = account_language(job.created_by) if job.created_by_id else ""
+    with _heartbeat_thread(run), translation.override(chosen) if chosen else nullcontext():
         try:
             result = kind.run(run)
         except JobStopped:

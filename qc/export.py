@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterator
 
 from django.core.files.storage import default_storage
+from django.utils.translation import gettext as _
 
 from annotation.contract import MMBENCH_COLUMNS, mmbench_row, release_row
 from annotation.models import Item
@@ -101,7 +102,7 @@ def tsv_lines(runs) -> Iterator[str]:
     written is referred to by the index of its first row, as the format does."""
     runs = _runs(runs)
     if not any(run.is_mcq for run in runs):
-        raise DomainError("A judged run checks open items: export it as JSONL (the TSV holds multiple-choice items only).")
+        raise DomainError(_("A judged run checks open items: export it as JSONL (the TSV holds multiple-choice items only)."))
     yield _line(MMBENCH_COLUMNS)
     first_row: dict[int, int] = {}
     used: set[int] = set()

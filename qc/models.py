@@ -5,21 +5,33 @@ transition table (qc.services.decisions)."""
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from harness import scoring
 
+FILTER_TITLES = {
+    "text_only": _("Text-only (answerable without the image)"),
+    "all_fail": _("All-fail (no model solves it with the image)"),
+    "judged_text_only": _("Judged text-only (open items, scored by a judge)"),
+}
+
 
 class QCRun(models.Model):
-    # The filters the harness's scoring modes decide (harness.scoring.MODES).
+    # The filters the harness's scoring modes decide (harness.scoring.MODES), titled in the
+    # interface's language (the harness's own titles, English, name a filter added later).
     Filter = models.TextChoices(
         "Filter",
-        [(name.upper(), (name, scoring.FILTER_TITLES[name])) for mode in scoring.MODES.values() for name in mode.filters],
+        [
+            (name.upper(), (name, FILTER_TITLES.get(name, scoring.FILTER_TITLES[name])))
+            for mode in scoring.MODES.values()
+            for name in mode.filters
+        ],
     )
 
     class Status(models.TextChoices):
-        RUNNING = "running", "Running"
-        FINISHED = "finished", "Finished"
-        FAILED = "failed", "Failed"
+        RUNNING = "running", _("Running")
+        FINISHED = "finished", _("Finished")
+        FAILED = "failed", _("Failed")
 
     benchmark = models.ForeignKey("curation.Benchmark", on_delete=models.CASCADE, related_name="qc_runs")
     number = models.PositiveIntegerField()
@@ -61,9 +73,9 @@ class QCItem(models.Model):
     """One item in a run: the filter's verdict, and the decision a person took if it was flagged."""
 
     class Decision(models.TextChoices):
-        REMOVE = "remove", "Remove"
-        KEEP = "keep", "Keep"
-        FIX = "fix", "Fix"
+        REMOVE = "remove", _("Remove")
+        KEEP = "keep", _("Keep")
+        FIX = "fix", _("Fix")
 
     run = models.ForeignKey(QCRun, on_delete=models.CASCADE, related_name="entries")
     item = models.ForeignKey("annotation.Item", on_delete=models.CASCADE, related_name="qc_entries")
@@ -83,6 +95,20 @@ class QCItem(models.Model):
         ordering = ["run", "item_id"]
         constraints = [models.UniqueConstraint(fields=["run", "item"], name="unique_qc_run_item")]
         indexes = [models.Index(fields=["run", "flagged", "decision"]), models.Index(fields=["run", "part"])]
+
+
+# How an answer was read (QCAnswer.method, the harness's codes), for the adjudication page.
+READ_METHODS = {
+    "heuristic": _("rules"),
+    "heuristic_none": _("rules: none of the options"),
+    "extractor": _("LLM extractor"),
+    "extractor_none": _("LLM extractor: none of the options"),
+    "extractor_error": _("extractor call failed"),
+    "unresolved": _("not read"),
+    "model_error": _("model call failed"),
+    "judged": _("judged"),
+    "judge_error": _("judge call failed"),
+}
 
 
 class QCAnswer(models.Model):
@@ -105,6 +131,10 @@ class QCAnswer(models.Model):
     class Meta:
         ordering = ["item_id", "model", "shift"]
         constraints = [models.UniqueConstraint(fields=["run", "item", "model", "shift"], name="unique_qc_answer")]
+
+    @property
+    def method_label(self) -> str:
+        return READ_METHODS.get(self.method, self.method)
 
 
 class ExternalSource(models.Model):

@@ -2,12 +2,14 @@
 items, the keyboard adjudication page, the cleaned benchmark's exports, and external imports."""
 
 import json
+import re
 
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
 
 from annotation.contract import item_payload
 from annotation.models import Item
@@ -21,6 +23,7 @@ from llm.client import LLMConfigError, load_models
 
 from . import export, selectors, services
 from .forms import DecisionForm, ImportForm, RunForm
+from .models import QCItem
 
 
 def _endpoints() -> tuple[dict, str]:
@@ -57,7 +60,11 @@ def qc_home(request, slug):
                     parts=data["parts"] or 1,
                     **options,
                 )
-                messages.success(request, f"QC run {run.number} started ({run.parts} job{'s' if run.parts > 1 else ''}).")
+                messages.success(
+                    request,
+                    ngettext("QC run %(number)s started (%(n)s job).", "QC run %(number)s started (%(n)s jobs).", run.parts)
+                    % {"number": run.number, "n": run.parts},
+                )
                 return redirect("qc-run", slug=slug, number=run.number)
             estimate = services.estimate(benchmark, **options)
         except DomainError as exc:
@@ -74,13 +81,15 @@ def qc_home(request, slug):
 def run_detail(request, slug, number):
     benchmark = get_benchmark_for(request.user, slug)
     run = selectors.get_run(benchmark, number)
+    report = selectors.report(run)
     return render(
         request,
         "qc/run.html",
         {
             "benchmark": benchmark,
             "run": run,
-            "report": selectors.report(run),
+            "report": report,
+            "decisions": [(QCItem.Decision(code).label, n) for code, n in report["decisions"].items()],
             "jobs": selectors.run_jobs(run),
             "next_item": selectors.next_undecided(run),
         },
@@ -110,14 +119,19 @@ def adjudicate(request, slug, number, item_id):
             except DomainError as exc:
                 messages.error(request, exc.message)
                 return redirect("qc-item", slug=slug, number=number, item_id=item_id)
-            messages.success(request, f"Item #{item_id}: {entry.get_decision_display().lower()}.")
+            messages.success(
+                request,
+                gettext("Item #%(id)s: %(decision)s.") % {"id": item_id, "decision": entry.get_decision_display().lower()},
+            )
             if entry.decision == entry.Decision.FIX:
                 return redirect("item-edit", slug=slug, item_id=item_id)
             following = selectors.next_undecided(run, after_item=item_id)
             if following is None:
                 return redirect("qc-run", slug=slug, number=number)
             return redirect("qc-item", slug=slug, number=number, item_id=following)
-        messages.error(request, "Not saved: " + " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(
+            request, gettext("Not saved: %(errors)s") % {"errors": " ".join(e for errors in form.errors.values() for e in errors)}
+        )
     item = with_payload_data(Item.objects.filter(pk=entry.item_id)).get()
     before, after = selectors.neighbours(run, entry)
     return render(
@@ -145,7 +159,9 @@ def export_run(request, slug, number, fmt):
     if request.GET.get("combine") == "all":  # every finished run of the benchmark, all filters
         runs = selectors.finished_runs(benchmark)
         if not runs:
-            return HttpResponse("No finished QC run to combine yet.", status=400, content_type="text/plain; charset=utf-8")
+            return HttpResponse(
+                gettext("No finished QC run to combine yet."), status=400, content_type="text/plain; charset=utf-8"
+            )
         name = f"{benchmark.slug}-qc-all-clean"
     if fmt == "removed":
         response = HttpResponse(json.dumps(export.removed(runs), indent=1), content_type="application/json")
@@ -184,12 +200,15 @@ def import_page(request):
         except DomainError as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, f"Import started (job #{job.pk}).")
+            messages.success(request, gettext("Import started (job #%(id)s).") % {"id": job.pk})
             return redirect(f"{reverse('qc-import')}?job={job.pk}")
     job = errors = None
     job_id = optional_id(request.GET.get("job"))
     if job_id is not None:
         [job] = with_benchmarks([get_job_for(request.user, job_id)])
         errors = Paginator(selectors.import_errors(job), 100).get_page(request.GET.get("page"))
+        for entry in errors:  # the row's key ("line 12") said in the page's language
+            line = re.fullmatch(r"line (\d+)", entry.key)
+            entry.where = gettext("line %(line)s") % {"line": line[1]} if line else entry.key
     extra_query = f"&job={job.pk}" if job else ""
     return render(request, "qc/import.html", {"form": form, "job": job, "errors": errors, "extra_query": extra_query})

@@ -1,22 +1,27 @@
 """Shapes of the rewrite forms; the rules are in rewrite.services."""
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from .models import PromptTemplate, Rewrite, TemplateVersion
 from .services.batches import MAX_N
 
 
 class BatchForm(forms.Form):
-    endpoint = forms.ChoiceField(help_text="An endpoint of the models file; GLM (provider zhipuai) is the usual choice.")
+    endpoint = forms.ChoiceField(
+        label=_("Endpoint"), help_text=_("An endpoint of the models file; GLM (provider zhipuai) is the usual choice.")
+    )
     template_version = forms.ModelChoiceField(
         queryset=TemplateVersion.objects.none(),
-        label="Prompt template",
+        label=_("Prompt template"),
         required=False,
-        empty_label="默认（中文）: the default Chinese template, latest version",
+        empty_label=_("默认（中文）: the default Chinese template, latest version"),
     )
-    n = forms.IntegerField(min_value=1, max_value=MAX_N, initial=5, label="Rewrites per seed")
-    include_mcq = forms.BooleanField(required=False, label="Also multiple-choice seeds")
-    temperature = forms.FloatField(min_value=0, max_value=2, required=False, help_text="Empty: the endpoint's default.")
+    n = forms.IntegerField(min_value=1, max_value=MAX_N, initial=5, label=_("Rewrites per seed"))
+    include_mcq = forms.BooleanField(required=False, label=_("Also multiple-choice seeds"))
+    temperature = forms.FloatField(
+        min_value=0, max_value=2, required=False, label=_("Temperature"), help_text=_("Empty: the endpoint's default.")
+    )
 
     def __init__(self, *args, endpoints=(), versions=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -36,14 +41,16 @@ class BatchForm(forms.Form):
 
 
 class TemplateForm(forms.Form):
-    name = forms.CharField(max_length=100)
-    language = forms.ChoiceField(choices=PromptTemplate.Language.choices)
-    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 12}), max_length=8000)
+    name = forms.CharField(max_length=100, label=_("Name"))
+    language = forms.ChoiceField(choices=PromptTemplate.Language.choices, label=_("Language"))
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 12}), max_length=8000, label=_("Text"))
 
 
 class VersionForm(forms.Form):
-    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}), max_length=8000)
-    note = forms.CharField(max_length=200, required=False, help_text="What changed, for whoever reads the versions later.")
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}), max_length=8000, label=_("Text"))
+    note = forms.CharField(
+        max_length=200, required=False, label=_("Note"), help_text=_("What changed, for whoever reads the versions later.")
+    )
 
 
 class RejectForm(forms.Form):

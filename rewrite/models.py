@@ -12,8 +12,8 @@ class PromptTemplate(models.Model):
     batch always says exactly which text it sent)."""
 
     class Language(models.TextChoices):
-        ZH = "zh", "Chinese"
-        EN = "en", "English"
+        ZH = "zh", _("Chinese")
+        EN = "en", _("English")
 
     benchmark = models.ForeignKey("curation.Benchmark", on_delete=models.CASCADE, related_name="rewrite_templates")
     name = models.CharField(max_length=100)
@@ -53,10 +53,10 @@ class RewriteBatch(models.Model):
     """Seeds rewritten by one endpoint with one template version, as one job."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        FINISHED = "finished", "Finished"
-        FAILED = "failed", "Failed (resumable)"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        FINISHED = "finished", _("Finished")
+        FAILED = "failed", _("Failed (resumable)")
 
     benchmark = models.ForeignKey("curation.Benchmark", on_delete=models.CASCADE, related_name="rewrite_batches")
     number = models.PositiveIntegerField()

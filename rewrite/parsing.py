@@ -16,14 +16,16 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_lazy as _
+
 DROP_REASONS = {
-    "remark": "a remark around the rewrites, not a rewrite",
-    "refusal": "the model declined",
-    "seed": "repeats the seed question",
-    "language": "not in the seed's language",
-    "duplicate": "repeats another rewrite",
-    "extra": "more rewrites than asked for",
-    "empty": "nothing left after numbering and quotes",
+    "remark": _("a remark around the rewrites, not a rewrite"),
+    "refusal": _("the model declined"),
+    "seed": _("repeats the seed question"),
+    "language": _("not in the seed's language"),
+    "duplicate": _("repeats another rewrite"),
+    "extra": _("more rewrites than asked for"),
+    "empty": _("nothing left after numbering and quotes"),
 }
 
 # Numbering and bullets: "1." "1)" "1、" "(1)" "（1）" "①" "-" "*" "•" and Markdown headings/quotes.
@@ -121,7 +123,7 @@ def _clean(line: str) -> tuple[str, bool]:
     it carried a list marker or label (rewrites usually do, remarks usually do not)."""
     text = line.strip()
     marked = False
-    for _ in range(3):  # "1. **Rewrite 1:** “...”" takes several passes
+    for _pass in range(3):  # "1. **Rewrite 1:** “...”" takes several passes
         before = text
         text = _EMPHASIS.sub(r"\2", text).strip()
         for pattern in (_MARKER, _LABEL):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from django.utils.translation import gettext
+
 PLACEHOLDERS = ("question", "n", "count", "options")
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 LANGUAGES = {"zh": "中文", "en": "English"}
@@ -96,9 +98,9 @@ def template_problems(text: str) -> list[str]:
     """What makes a template unusable (it must at least contain the question)."""
     problems = []
     if "{question}" not in text:
-        problems.append("The template must contain {question}, where the seed question goes.")
+        problems.append(gettext("The template must contain {question}, where the seed question goes."))
     if len(text) > 8000:
-        problems.append("The template is longer than 8,000 characters.")
+        problems.append(gettext("The template is longer than 8,000 characters."))
     return problems
 
 

@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 
 from annotation.contract import item_payload
 from annotation.selectors import get_item_for
@@ -59,13 +59,22 @@ def rewrite_home(request, slug):
             try:
                 if request.POST.get("action") == "start":
                     batch = services.start_batch(benchmark, user=request.user, **form.arguments())
-                    messages.success(request, f"Rewrite batch {batch.number} started over {batch.estimate['seeds']} seeds.")
+                    seeds = batch.estimate["seeds"]
+                    messages.success(
+                        request,
+                        ngettext(
+                            "Rewrite batch %(number)s started over %(seeds)s seed.",
+                            "Rewrite batch %(number)s started over %(seeds)s seeds.",
+                            seeds,
+                        )
+                        % {"number": batch.number, "seeds": seeds},
+                    )
                     return redirect("rewrite-batch", slug=slug, number=batch.number)
                 estimate = services.estimate_batch(benchmark, **form.arguments())
             except DomainError as exc:
                 messages.error(request, exc.message)
     elif request.method == "POST":
-        raise PermissionDenied("Starting a rewrite batch needs the researcher role.")
+        raise PermissionDenied(gettext("Starting a rewrite batch needs the researcher role."))
     return render(
         request,
         "rewrite/home.html",
@@ -124,14 +133,14 @@ def _act(request, benchmark, seed) -> str:
         return f"rewrite-{rewrite.pk}"
     rewrite = selectors.get_rewrite(benchmark, parse_id(request.POST.get("rewrite", ""), "rewrite"))
     if rewrite.seed_id != seed.pk:
-        raise DomainError("That rewrite belongs to another seed.")
+        raise DomainError(gettext("That rewrite belongs to another seed."))
     if action == "approve":
         item = services.approve(rewrite, user=request.user)
         messages.success(request, gettext("Approved: it is now item #%(id)s.") % {"id": item.pk})
     elif action == "reject":
         form = RejectForm(request.POST)
         if not form.is_valid():
-            raise DomainError("Choose a reason to reject (1-5).")
+            raise DomainError(gettext("Choose a reason to reject (1-5)."))
         services.reject(rewrite, user=request.user, **form.cleaned_data)
         messages.success(
             request, gettext("Rejected: %(reason)s.") % {"reason": str(Rewrite.Reason(form.cleaned_data["reason"]).label).lower()}
@@ -140,7 +149,7 @@ def _act(request, benchmark, seed) -> str:
         services.edit(rewrite, user=request.user, text=request.POST.get("text", ""))
         messages.success(request, gettext("Edit saved: another verifier approves it (nobody approves their own words)."))
     else:
-        raise DomainError("Unknown action.")
+        raise DomainError(gettext("Unknown action."))
     return f"rewrite-{rewrite.pk}"
 
 
@@ -174,7 +183,7 @@ def verify_seed(request, slug, item_id):
             "batch_seed": selectors.seed_batch_state(seed),
             "reasons": [(code, label, key) for (code, label), key in zip(Rewrite.Reason.choices, REASON_KEYS)],
             "next_url": reverse("rewrite-seed", args=[slug, following.pk]) if following and following.pk != seed.pk else "",
-            "refusal": None if permissions.may_review(request.user) else "Verifying needs the reviewer role.",
+            "refusal": None if permissions.may_review(request.user) else gettext("Verifying needs the reviewer role."),
             "counts": selectors.rewrite_count(seed),
             "drop_reasons": DROP_REASONS,
         },
@@ -187,7 +196,7 @@ def template_list(request, slug):
     form = TemplateForm(request.POST or None) if permissions.is_researcher(request.user) else None
     if request.method == "POST":
         if form is None:
-            raise PermissionDenied("Writing templates needs the researcher role.")
+            raise PermissionDenied(gettext("Writing templates needs the researcher role."))
         if request.POST.get("action") == "defaults":
             services.ensure_default_templates(benchmark, user=request.user)
             return redirect("rewrite-templates", slug=slug)
@@ -197,7 +206,7 @@ def template_list(request, slug):
             except DomainError as exc:
                 messages.error(request, exc.message)
             else:
-                messages.success(request, f"Template '{template.name}' created.")
+                messages.success(request, gettext("Template '%(name)s' created.") % {"name": template.name})
                 return redirect("rewrite-template", slug=slug, pk=template.pk)
     return render(
         request, "rewrite/templates.html", {"benchmark": benchmark, "templates": selectors.templates_of(benchmark), "form": form}
@@ -214,14 +223,14 @@ def template_detail(request, slug, pk):
         form = VersionForm(request.POST or None, initial={"text": latest.text if latest else ""})
     if request.method == "POST":
         if form is None:
-            raise PermissionDenied("Editing templates needs the researcher role.")
+            raise PermissionDenied(gettext("Editing templates needs the researcher role."))
         if form.is_valid():
             try:
                 version = services.add_version(template, user=request.user, **form.cleaned_data)
             except DomainError as exc:
                 messages.error(request, exc.message)
             else:
-                messages.success(request, f"Saved as version {version.number}.")
+                messages.success(request, gettext("Saved as version %(number)s.") % {"number": version.number})
                 return redirect("rewrite-template", slug=slug, pk=template.pk)
     return render(
         request,

@@ -7,6 +7,7 @@ run's entry; the item's status moves only through annotation's transition table:
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation.models import Item
 from annotation.services import change_status, lock_item
@@ -25,10 +26,13 @@ def decide(entry: QCItem, *, user, decision: str, note: str = "") -> QCItem:
     """Record a decision on a flagged item of a run and move the item's status to match."""
     permissions.require_researcher(user, "Deciding on a QC flag")
     if decision not in Decision.values:
-        raise DomainError(f"Unknown decision '{decision}'; use one of: {', '.join(Decision.values)}.")
+        raise DomainError(
+            _("Unknown decision '%(decision)s'; use one of: %(decisions)s.")
+            % {"decision": decision, "decisions": ", ".join(Decision.values)}
+        )
     note = (note or "").strip()
     if decision == Decision.REMOVE and not note and not entry.flagged:
-        raise DomainError("Removing an item the filter did not flag needs a note saying why.")
+        raise DomainError(_("Removing an item the filter did not flag needs a note saying why."))
     with transaction.atomic():
         # The item's status is what a decision changes: lock it (then the entry) and read both after
         # the locks, so a decision given meanwhile by someone else is seen and the last one stands whole.
@@ -37,9 +41,11 @@ def decide(entry: QCItem, *, user, decision: str, note: str = "") -> QCItem:
         entry.run = QCRun.objects.get(pk=entry.run_id)
         if item.status not in (QC_FLAGGED, QC_PASSED):
             raise DomainError(
-                f"Item #{item.pk} is '{item.status_label}' now: only items in QC (flagged or passed) can be decided here."
+                _("Item #%(item)s is '%(status)s' now: only items in QC (flagged or passed) can be decided here.")
+                % {"item": item.pk, "status": item.status_label}
             )
-        why = f"QC run {entry.run.number}: {Decision(decision).label.lower()}" + (f" ({note})" if note else "")
+        # the item's history keeps the decision's code (the same words in English), in no one's language
+        why = f"QC run {entry.run.number}: {decision}" + (f" ({note})" if note else "")
         if decision == Decision.REMOVE and item.status != QC_FLAGGED:
             change_status(item, QC_FLAGGED, user=user, action=DECISION_ACTION, note=why)
         elif decision in (Decision.KEEP, Decision.FIX) and item.status != QC_PASSED:

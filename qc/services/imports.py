@@ -32,6 +32,8 @@ from pathlib import Path
 
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
@@ -62,8 +64,8 @@ from ..models import ExternalSource
 IMPORT_JOB = "qc_import"
 MMBENCH_TSV, MLLM_BENCH, ALIGNMMBENCH = "mmbench_tsv", "mllm_bench", "alignmmbench"
 FORMATS = {
-    MMBENCH_TSV: "MMBench-style TSV",
-    MLLM_BENCH: "MLLM-Bench questions (JSON or JSONL)",
+    MMBENCH_TSV: gettext_lazy("MMBench-style TSV"),
+    MLLM_BENCH: gettext_lazy("MLLM-Bench questions (JSON or JSONL)"),
     ALIGNMMBENCH: "AlignMMBench metadata.jsonl",
 }
 REQUIRED_COLUMNS = ("index", "question", "A", "B", "image")
@@ -86,6 +88,11 @@ QUESTION_TYPES = {
 LIMITS = Limits()
 
 
+def at_line(line: int, problem) -> str:
+    """A row's report: where it is in the file, then what happened to it."""
+    return _("line %(line)s: %(problem)s") % {"line": line, "problem": problem}
+
+
 class RowProblem(ValueError):
     """What is wrong with one row (its message completes "line N: ...")."""
 
@@ -98,11 +105,13 @@ def start_import(*, user, file, format: str, name: str = "", benchmark: Benchmar
     benchmark called `name`. Returns the job."""
     permissions.require_researcher(user, "Importing a benchmark")
     if format not in FORMATS:
-        raise DomainError(f"Unknown format '{format}'; use one of: {', '.join(FORMATS)}.")
+        raise DomainError(
+            _("Unknown format '%(format)s'; use one of: %(formats)s.") % {"format": format, "formats": ", ".join(FORMATS)}
+        )
     created = benchmark is None
     if benchmark is None:
         if not name.strip():
-            raise DomainError("Give the imported benchmark a name.")
+            raise DomainError(_("Give the imported benchmark a name."))
         benchmark = create_benchmark(
             name=name.strip(), user=user, preset="alignmmbench" if format == ALIGNMMBENCH else "", description="Imported."
         )
@@ -277,18 +286,20 @@ class _RowsWithImages:
             found = [next(outcomes) for _ in files]
             refused = next((o for o in found if not isinstance(o, IngestOutcome)), None)
             if refused is not None:
-                problem = f"the image is not a usable image ({refused.message})"
-                self.run.record(f"line {line}", "error", f"line {line}: {problem}", {"row": True})
+                problem = _("the image is not a usable image (%(why)s)") % {"why": refused.message}
+                self.run.record(f"line {line}", "error", at_line(line, problem), {"row": True})
                 continue
             try:
                 self.finish(line, index, row, task, shares, [o.image.pk for o in found])
             except RowProblem as exc:
-                self.run.record(f"line {line}", "error", f"line {line}: {exc}", {"row": True})
+                self.run.record(f"line {line}", "error", at_line(line, exc), {"row": True})
 
 
 class _Progress:
-    def __init__(self, run: JobRun, handle, size: int, name: str, verb: str = "Reading"):
-        self.run, self.handle, self.size, self.name, self.verb = run, handle, size, name, verb
+    """How far the pass over the file is: checking it (the first pass) or reading it (the second)."""
+
+    def __init__(self, run: JobRun, handle, size: int, name: str, checking: bool = False):
+        self.run, self.handle, self.size, self.name, self.checking = run, handle, size, name, checking
         self.last = 0.0
 
     def tick(self, rows: int, force: bool = False) -> None:
@@ -297,10 +308,21 @@ class _Progress:
             return
         self.last = now
         try:
-            share = f"{min(100, round(100 * self.handle.tell() / self.size))}% of " if self.size else ""
+            percent = min(100, round(100 * self.handle.tell() / self.size)) if self.size else None
         except (OSError, ValueError):
-            share = ""
-        self.run.say(f"{self.verb} {share}{self.name}: {rows} row(s) so far.")
+            percent = None
+        said = {"name": self.name, "rows": rows, "percent": percent}
+        if percent is None:
+            message = (
+                _("Checking %(name)s: %(rows)s row(s) so far.")
+                if self.checking
+                else _("Reading %(name)s: %(rows)s row(s) so far.")
+            )
+        elif self.checking:
+            message = _("Checking %(percent)s%% of %(name)s: %(rows)s row(s) so far.")
+        else:
+            message = _("Reading %(percent)s%% of %(name)s: %(rows)s row(s) so far.")
+        self.run.say(message % said)
 
 
 # ---------------------------------------------------------------- MMBench TSV
@@ -310,16 +332,16 @@ def _image_values(value: str) -> list[str]:
     value = value.strip()
     if value.startswith("["):
         if json_depth_exceeds(value, 1):
-            raise RowProblem("the image list must be a flat list of base64 images or row indexes (it nests lists)")
+            raise RowProblem(_("the image list must be a flat list of base64 images or row indexes (it nests lists)"))
         try:
             entries = loads_bounded(value)
         except ValueError:
             try:  # a Python-style list with single quotes; flat (checked above), so literal_eval is safe
                 entries = ast.literal_eval(value)
             except (ValueError, SyntaxError, MemoryError, RecursionError):
-                raise RowProblem("the image column starts a list that cannot be read") from None
+                raise RowProblem(_("the image column starts a list that cannot be read")) from None
         if not isinstance(entries, list) or not entries or not all(isinstance(e, (str, int)) for e in entries):
-            raise RowProblem("the image list must hold base64 images or row indexes")
+            raise RowProblem(_("the image list must hold base64 images or row indexes"))
         return [str(e).strip() for e in entries]
     return [value]
 
@@ -332,7 +354,7 @@ def _decode(value: str) -> bytes:
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise RowProblem("the image is not valid base64") from None
+        raise RowProblem(_("the image is not valid base64")) from None
 
 
 def _mcq_fields(row: dict) -> tuple[list[str], str, str]:
@@ -342,22 +364,32 @@ def _mcq_fields(row: dict) -> tuple[list[str], str, str]:
         values.pop()
     gaps = [LETTERS[n] for n, v in enumerate(values) if not v]
     if gaps:
-        raise RowProblem(f"option {gaps[0]} is empty but a later option is not; options must run from A without gaps")
+        raise RowProblem(
+            _("option %(letter)s is empty but a later option is not; options must run from A without gaps") % {"letter": gaps[0]}
+        )
     if len(values) < 2:
-        raise RowProblem(f"fewer than 2 options ({len(values)}): a multiple-choice item needs at least A and B")
+        raise RowProblem(_("fewer than 2 options (%(n)s): a multiple-choice item needs at least A and B") % {"n": len(values)})
     seen: dict[str, str] = {}
     for letter, text in zip(LETTERS, values):
         folded = " ".join(text.casefold().split())
         if folded in seen:
-            raise RowProblem(f"repeated options: {seen[folded]} and {letter} are both '{text[:60]}'")
+            raise RowProblem(
+                _("repeated options: %(first)s and %(second)s are both '%(text)s'")
+                % {"first": seen[folded], "second": letter, "text": text[:60]}
+            )
         seen[folded] = letter
     split = (row.get("split") or "").strip()
     answer = (row.get("answer") or "").strip().upper()
     letters = LETTERS[: len(values)]
     if answer and answer not in letters:
-        raise RowProblem(f"answer '{answer[:10]}' is not among the non-empty options (A-{letters[-1]})")
+        raise RowProblem(
+            _("answer '%(answer)s' is not among the non-empty options (A-%(last)s)")
+            % {"answer": answer[:10], "last": letters[-1]}
+        )
     if not answer and split.lower() != "test":
-        raise RowProblem(f"no answer key (only test rows may lack one; this row's split is '{split or 'empty'}')")
+        raise RowProblem(
+            _("no answer key (only test rows may lack one; this row's split is '%(split)s')") % {"split": split or "empty"}
+        )
     return values, answer, split
 
 
@@ -393,7 +425,7 @@ def _check_file(run: JobRun, fmt: str, check_row) -> None:
     Raises FileProblem for a problem of the file (or more row problems than the reader allows)."""
     name = run.job.params.get("filename") or "file"
     with _open(run.job) as (handle, size):
-        progress = _Progress(run, handle, size, name, verb="Checking")
+        progress = _Progress(run, handle, size, name, checking=True)
         reader = _reader(handle, name, fmt)
         for record in reader:
             progress.tick(reader.rows)
@@ -410,21 +442,21 @@ def _check_file(run: JobRun, fmt: str, check_row) -> None:
 def _check_tsv_row(row: dict) -> None:
     """What a TSV row can be checked for without the database (the second pass checks the rest)."""
     if not re.fullmatch(r"[0-9]+", row["index"].strip()):
-        raise RowProblem(f"index '{row['index'].strip()[:20]}' is not a whole number")
+        raise RowProblem(_("index '%(index)s' is not a whole number") % {"index": row["index"].strip()[:20]})
     if int(row["index"]) >= CIRCULAR_STEP:
         return
     if not row["question"].strip():
-        raise RowProblem("missing columns: the question is empty")
+        raise RowProblem(_("missing columns: the question is empty"))
     _mcq_fields(row)
     values = _image_values(row["image"])
     if not values or not all(values):
-        raise RowProblem("missing columns: the image is empty")
+        raise RowProblem(_("missing columns: the image is empty"))
 
 
 def _check_mllm_row(obj: dict) -> None:
     missing = [f for f in ("id", "question") if obj.get(f) in (None, "")]
     if missing:
-        raise RowProblem(f"missing fields: {', '.join(missing)}")
+        raise RowProblem(_("missing fields: %(fields)s") % {"fields": ", ".join(missing)})
     _question_type(obj)
     _criteria(obj.get("criteria"))
 
@@ -432,7 +464,7 @@ def _check_mllm_row(obj: dict) -> None:
 def _question_type(obj: dict) -> str:
     qtype = str(obj.get("question_type") or "open-ended").strip().lower()
     if qtype not in QUESTION_TYPES:
-        raise RowProblem(f"question_type '{qtype[:40]}' is not open-ended, close-ended or compound")
+        raise RowProblem(_("question_type '%(type)s' is not open-ended, close-ended or compound") % {"type": qtype[:40]})
     return QUESTION_TYPES[qtype]
 
 
@@ -496,32 +528,34 @@ def _run_tsv(run: JobRun) -> dict:
                 row = record.value
                 raw_index = row["index"].strip()
                 if not re.fullmatch(r"[0-9]+", raw_index):
-                    raise RowProblem(f"index '{raw_index[:20]}' is not a whole number")
+                    raise RowProblem(_("index '%(index)s' is not a whole number") % {"index": raw_index[:20]})
                 index = int(raw_index)
                 if index >= CIRCULAR_STEP:
                     copies.append((line, index))
                     continue
                 if index in first_line:
-                    raise RowProblem(f"duplicate index {index} (first on line {first_line[index]})")
+                    raise RowProblem(
+                        _("duplicate index %(index)s (first on line %(line)s)") % {"index": index, "line": first_line[index]}
+                    )
                 first_line[index] = line
                 if not row["question"].strip():
-                    raise RowProblem("missing columns: the question is empty")
+                    raise RowProblem(_("missing columns: the question is empty"))
                 _mcq_fields(row)
                 if str(index) in existing:
                     run.record(
                         key,
                         "skipped",
-                        f"line {line}: index {index} is already in the benchmark",
+                        at_line(line, _("index %(index)s is already in the benchmark") % {"index": index}),
                         {"row": True, "index": index, "line": line, "already": True},
                     )
                     continue
                 task = taxonomy.task(row.get("l2-category", ""), row.get("category", ""))
                 values = _image_values(row["image"])
                 if not values or not all(values):
-                    raise RowProblem("missing columns: the image is empty")
+                    raise RowProblem(_("missing columns: the image is empty"))
                 if any(_is_reference(v) for v in values):
                     if not all(_is_reference(v) for v in values):
-                        raise RowProblem("the image list mixes base64 images and row indexes")
+                        raise RowProblem(_("the image list mixes base64 images and row indexes"))
                     shared = [int(v) for v in values]
                     # Rows it points to that are read already are done, or still being stored (then
                     # it waits in line behind them); rows not read yet are waited for to the end.
@@ -533,7 +567,7 @@ def _run_tsv(run: JobRun) -> dict:
                 # The row waits without its base64 text (it can be megabytes): the decoded bytes are enough.
                 pending.add(line, index, {**row, "image": ""}, task, images=[_decode(value) for value in values])
             except RowProblem as exc:
-                run.record(key, "error", f"line {line}: {exc}", {"row": True})
+                run.record(key, "error", at_line(line, exc), {"row": True})
         progress.tick(rows_read, force=True)
         pending.flush()
 
@@ -544,20 +578,25 @@ def _run_tsv(run: JobRun) -> dict:
         failed = [v for v in values if int(v) in first_line and int(v) not in images_of]
         if absent:
             run.record(
-                key, "error", f"line {line}: the image refers to index {absent[0]}, which no row of the file has", {"row": True}
+                key,
+                "error",
+                at_line(line, _("the image refers to index %(index)s, which no row of the file has") % {"index": absent[0]}),
+                {"row": True},
             )
         elif failed:
             run.record(
                 key,
                 "error",
-                f"line {line}: the image is that of index {failed[0]}, which was not imported (see its line)",
+                at_line(
+                    line, _("the image is that of index %(index)s, which was not imported (see its line)") % {"index": failed[0]}
+                ),
                 {"row": True},
             )
         else:
             try:
                 finish_row(line, index, row, task, [i for v in values for i in images_of[int(v)]])
             except RowProblem as exc:
-                run.record(key, "error", f"line {line}: {exc}", {"row": True})
+                run.record(key, "error", at_line(line, exc), {"row": True})
     batch.flush()
 
     collapsed: dict[str, list[str]] = {}
@@ -569,7 +608,15 @@ def _run_tsv(run: JobRun) -> dict:
         base, k = index % CIRCULAR_STEP, index // CIRCULAR_STEP
         if base not in first_line:
             entries.append(
-                (key, "error", f"line {line}: circular copy {k} of index {base}, whose own row is not in the file", {"row": True})
+                (
+                    key,
+                    "error",
+                    at_line(
+                        line,
+                        _("circular copy %(k)s of index %(base)s, whose own row is not in the file") % {"k": k, "base": base},
+                    ),
+                    {"row": True},
+                )
             )
         elif str(base) in batch.imported or str(base) in existing or base in images_of:
             collapsed.setdefault(str(base), []).append(str(index))
@@ -577,7 +624,7 @@ def _run_tsv(run: JobRun) -> dict:
                 (
                     key,
                     "skipped",
-                    f"line {line}: circular copy {k} of index {base}, collapsed into it",
+                    at_line(line, _("circular copy %(k)s of index %(base)s, collapsed into it") % {"k": k, "base": base}),
                     {"row": True, "copy_of": base},
                 )
             )
@@ -586,7 +633,7 @@ def _run_tsv(run: JobRun) -> dict:
                 (
                     key,
                     "skipped",
-                    f"line {line}: circular copy {k} of index {base}, which was not imported",
+                    at_line(line, _("circular copy %(k)s of index %(base)s, which was not imported") % {"k": k, "base": base}),
                     {"row": True, "copy_of": base},
                 )
             )
@@ -618,9 +665,16 @@ def _summary(run: JobRun, name: str) -> dict:
     counts["images"] = Image.objects.filter(job=run.job).count()
     run.set_total(sum(run.outcome_counts().values()))
     run.say(
-        f"{name}: {counts['imported']} item(s) imported ({counts['without_answer']} test row(s) without an answer), "
-        f"{counts['circular_copies']} circular cop{'y' if counts['circular_copies'] == 1 else 'ies'} collapsed, "
-        f"{counts['already_imported']} already there, {counts['errors']} row(s) with errors."
+        ngettext(
+            "%(name)s: %(imported)s item(s) imported (%(without_answer)s test row(s) without an answer), "
+            "%(circular_copies)s circular copy collapsed, %(already_imported)s already there, "
+            "%(errors)s row(s) with errors.",
+            "%(name)s: %(imported)s item(s) imported (%(without_answer)s test row(s) without an answer), "
+            "%(circular_copies)s circular copies collapsed, %(already_imported)s already there, "
+            "%(errors)s row(s) with errors.",
+            counts["circular_copies"],
+        )
+        % {"name": name, **counts}
     )
     return counts
 
@@ -636,7 +690,7 @@ def _criteria(value) -> list[dict]:
     elif isinstance(value, str):
         texts = [re.sub(r"^\s*\d+[.)]\s*", "", line).strip() for line in value.splitlines() if line.strip()]
     else:
-        raise RowProblem("'criteria' must be text or a list of texts")
+        raise RowProblem(_("'criteria' must be text or a list of texts"))
     if len(texts) > 3:  # an item keeps at most three: the rest stay in the third
         texts = texts[:2] + ["\n".join(texts[2:])]
     return [{"kind": "guideline", "text": text} for text in texts]
@@ -665,14 +719,19 @@ def _run_mllm(run: JobRun) -> dict:
                     raise RowProblem(record.problem)
                 missing = [f for f in ("id", "question") if obj.get(f) in (None, "")]
                 if missing:
-                    raise RowProblem(f"missing fields: {', '.join(missing)}")
+                    raise RowProblem(_("missing fields: %(fields)s") % {"fields": ", ".join(missing)})
                 qid = str(obj["id"]).strip()
                 if qid in seen:
-                    raise RowProblem(f"duplicate id {qid} (first on {seen[qid]})")
+                    raise RowProblem(_("duplicate id %(id)s (first on %(where)s)") % {"id": qid, "where": seen[qid]})
                 seen[qid] = key
                 question_type = _question_type(obj)
                 if qid in existing:
-                    run.record(key, "skipped", f"{key}: id {qid} is already in the benchmark", {"row": True, "already": True})
+                    run.record(
+                        key,
+                        "skipped",
+                        f"{key}: " + _("id %(id)s is already in the benchmark") % {"id": qid},
+                        {"row": True, "already": True},
+                    )
                     continue
                 spec = {
                     "task": taxonomy.task(str(obj.get("level") or ""), str(obj.get("capability") or "")),

@@ -19,6 +19,8 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from annotation.contract import release_row
 from annotation.models import Item
@@ -31,7 +33,14 @@ from benchforge.errors import DomainError
 from curation.models import Benchmark
 from harness import Prompts
 from harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
-from harness.scoring import DEFAULT_THRESHOLD, EXTRACTOR_METHODS, SOLVED, format_options, mode_for_filter
+from harness.scoring import (
+    DEFAULT_THRESHOLD,
+    EXTRACTOR_METHODS,
+    FILTER_TITLES,
+    SOLVED,
+    format_options,
+    mode_for_filter,
+)
 from jobs import services as jobs
 from jobs.runner import JobRun
 from llm.client import check_endpoints, get_client, get_endpoint
@@ -59,7 +68,10 @@ def scope(benchmark, *, filter: str, tasks: Iterable = (), item_ids: Iterable[in
     the selection (all when None); multiple choice with 2-4 options and an answer key for the
     circular filters, open items with a reference answer for the judged one."""
     if filter not in Filter.values:
-        raise DomainError(f"Unknown QC filter '{filter}'; use one of: {', '.join(Filter.values)}.")
+        raise DomainError(
+            _("Unknown QC filter '%(filter)s'; use one of: %(filters)s.")
+            % {"filter": filter, "filters": ", ".join(Filter.values)}
+        )
     queryset = Item.objects.filter(benchmark=benchmark, status__in=QC_STATUSES)
     tasks = list(tasks)
     if tasks:
@@ -105,19 +117,23 @@ def passes_of(item: Item, filter: str) -> int:
 
 def _check_models(filter: str, models: list[str], extractor: str, judge: str) -> None:
     if not models:
-        raise DomainError("Choose at least one model.")
+        raise DomainError(_("Choose at least one model."))
     if len(set(models)) != len(models):
-        raise DomainError("A model is listed twice; each model counts once in the verdict.")
+        raise DomainError(_("A model is listed twice; each model counts once in the verdict."))
     if filter == Filter.JUDGED_TEXT_ONLY and not judge:
-        raise DomainError("The judged text-only filter needs a judge endpoint.")
+        raise DomainError(_("The judged text-only filter needs a judge endpoint."))
     for name in [*models, *([extractor] if extractor else []), *([judge] if judge else [])]:
         get_endpoint(name)  # an unknown name is a DomainError naming the models file
     if filter == Filter.ALL_FAIL:
         blind = [name for name in models if not get_endpoint(name).vision]
         if blind:
             raise DomainError(
-                f"The all-fail filter shows the image: {', '.join(blind)} {'is' if len(blind) == 1 else 'are'} "
-                "declared vision = false in the models file."
+                ngettext(
+                    "The all-fail filter shows the image: %(models)s is declared vision = false in the models file.",
+                    "The all-fail filter shows the image: %(models)s are declared vision = false in the models file.",
+                    len(blind),
+                )
+                % {"models": ", ".join(blind)}
             )
 
 
@@ -198,23 +214,25 @@ def start_run(
     models = [m.strip() for m in models if m and m.strip()]
     threshold = DEFAULT_THRESHOLD.get(filter, 0.5) if threshold is None else float(threshold)
     if not 0 <= threshold < 1:
-        raise DomainError("The threshold is a share of the models, from 0 up to (not including) 1.")
+        raise DomainError(_("The threshold is a share of the models, from 0 up to (not including) 1."))
     if not 1 <= min_score <= 10:
-        raise DomainError("The minimum score is a grade from 1 to 10.")
+        raise DomainError(_("The minimum score is a grade from 1 to 10."))
     if not 1 <= parts <= MAX_PARTS:
-        raise DomainError(f"A run is split into 1 to {MAX_PARTS} parts.")
+        raise DomainError(_("A run is split into 1 to %(max)s parts.") % {"max": MAX_PARTS})
     tasks = list(tasks)
     if filter not in Filter.values:
-        raise DomainError(f"Unknown QC filter '{filter}'; use one of: {', '.join(Filter.values)}.")
+        raise DomainError(
+            _("Unknown QC filter '%(filter)s'; use one of: %(filters)s.")
+            % {"filter": filter, "filters": ", ".join(Filter.values)}
+        )
     _check_models(filter, models, extractor, judge)
     items = scope(benchmark, filter=filter, tasks=tasks, item_ids=item_ids)
     if not items:
-        what = (
-            "open items with a reference answer"
+        raise DomainError(
+            _("No open items with a reference answer past review in this selection: nothing to check.")
             if filter == Filter.JUDGED_TEXT_ONLY
-            else "multiple-choice items with an answer key"
+            else _("No multiple-choice items with an answer key past review in this selection: nothing to check.")
         )
-        raise DomainError(f"No {what} past review in this selection: nothing to check.")
     summary = estimate(benchmark, filter=filter, models=models, extractor=extractor, judge=judge, items=items)
     with get_client() as client:
         check_endpoints(client, [*models, *([extractor] if extractor else []), *([judge] if judge else [])])
@@ -292,11 +310,16 @@ def _answer(row: dict) -> dict:
 def _score(qc: QCRun, run: JobRun, client, sink: JobSink, items: list[dict]):
     """Ask the filter's scoring mode about the items, models in turn, and keep every answer."""
     mode = mode_for_filter(qc.filter)
-    run.say(
-        f"{mode.title}: {len(items)} item(s), {len(qc.model_names)} model(s) in turn"
-        + (", each asked only about items still undecided" if qc.early_stop else "")
-        + ("" if qc.with_images else ", without images")
-    )
+    said = _("%(filter)s: %(items)s item(s), %(models)s model(s) in turn") % {
+        "filter": qc.get_filter_display(),
+        "items": len(items),
+        "models": len(qc.model_names),
+    }
+    if qc.early_stop:
+        said += _(", each asked only about items still undecided")
+    if not qc.with_images:
+        said += _(", without images")
+    run.say(said)
     settings = {
         "models": qc.model_names,
         "extractor": qc.extractor or None,
@@ -393,7 +416,8 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], flags: dict
             QC_FLAGGED,
             user=qc.created_by,
             action=FLAG_ACTION,
-            note=f"QC run {qc.number}: {qc.get_filter_display()}",
+            # the item's history says it in the harness's words, in no one's language
+            note=f"QC run {qc.number}: {FILTER_TITLES[qc.filter]}",
         )
         if not QCItem.objects.filter(run=qc, done=False).exists():
             QCRun.objects.filter(pk=qc.pk).update(status=QCRun.Status.FINISHED, finished_at=timezone.now())
@@ -409,11 +433,19 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], flags: dict
     }
     if open_items:
         raise DomainError(
-            f"{len(open_items)} item(s) still undecided because model calls failed "
-            f"({', '.join(sorted({m for e in open_items for m in e.errors}))}); resume the job to ask them again."
+            _("%(n)s item(s) still undecided because model calls failed (%(models)s); resume the job to ask them again.")
+            % {"n": len(open_items), "models": ", ".join(sorted({m for e in open_items for m in e.errors}))}
         )
     run.say(
-        f"{result['flagged']} of {result['items']} item(s) flagged; {result['calls_made']} passes asked "
-        f"of {result['calls_without_stopping']} without early stopping (requests sent and cache hits: the run's usage)."
+        _(
+            "%(flagged)s of %(items)s item(s) flagged; %(made)s passes asked of %(without)s without early stopping "
+            "(requests sent and cache hits: the run's usage)."
+        )
+        % {
+            "flagged": result["flagged"],
+            "items": result["items"],
+            "made": result["calls_made"],
+            "without": result["calls_without_stopping"],
+        }
     )
     return result

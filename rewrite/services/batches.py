@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation.models import Item
 from annotation.workflow import ACCEPTED
@@ -50,11 +51,18 @@ def eligible_seeds(benchmark, *, include_mcq: bool = False, items=None):
         found = set(seeds.values_list("pk", flat=True))
         if found != ids:
             missing = sorted(ids - found)
-            raise DomainError(
-                f"Item(s) {', '.join(f'#{pk}' for pk in missing[:10])} cannot be rewritten here: a seed must be an accepted "
-                f"item of this benchmark with a question, single-turn{' or multiple-choice' if include_mcq else ''} "
-                "(multi-turn items are never rewritten; multiple-choice only when asked)."
-            )
+            listed = ", ".join(f"#{pk}" for pk in missing[:10])
+            if include_mcq:
+                message = _(
+                    "Item(s) %(items)s cannot be rewritten here: a seed must be an accepted item of this benchmark with "
+                    "a question, single-turn or multiple-choice (multi-turn items are never rewritten)."
+                )
+            else:
+                message = _(
+                    "Item(s) %(items)s cannot be rewritten here: a seed must be an accepted item of this benchmark with "
+                    "a question, single-turn (multi-turn items are never rewritten; multiple-choice only when asked)."
+                )
+            raise DomainError(message % {"items": listed})
     return seeds.order_by("pk")
 
 
@@ -65,7 +73,7 @@ def _version(benchmark, template_version) -> TemplateVersion:
     pk = getattr(template_version, "pk", template_version)
     version = TemplateVersion.objects.select_related("template").filter(pk=pk, template__benchmark=benchmark).first()
     if version is None:
-        raise DomainError("Choose a prompt template of this benchmark.")
+        raise DomainError(_("Choose a prompt template of this benchmark."))
     return version
 
 
@@ -73,9 +81,9 @@ def _check_n(n) -> int:
     try:
         n = int(n)
     except (TypeError, ValueError):
-        raise DomainError("The number of rewrites per seed must be a whole number.") from None
+        raise DomainError(_("The number of rewrites per seed must be a whole number.")) from None
     if not 1 <= n <= MAX_N:
-        raise DomainError(f"Ask for 1 to {MAX_N} rewrites per seed.")
+        raise DomainError(_("Ask for 1 to %(max)s rewrites per seed.") % {"max": MAX_N})
     return n
 
 
@@ -103,8 +111,11 @@ def estimate_batch(
     rows = list(eligible_seeds(benchmark, include_mcq=include_mcq, items=items).values_list("pk", "question", "kind", "choices"))
     if not rows:
         raise DomainError(
-            "No seed to rewrite: the benchmark has no accepted single-turn item"
-            f"{' or multiple-choice item' if include_mcq else ''} that is not already in a batch."
+            _(
+                "No seed to rewrite: the benchmark has no accepted single-turn or multiple-choice item that is not already in a batch."
+            )
+            if include_mcq
+            else _("No seed to rewrite: the benchmark has no accepted single-turn item that is not already in a batch.")
         )
     calls = [
         {"key": seed_key(pk), "messages": _first_messages(version, question, kind, choices, n), "params": dict(params or {})}
@@ -144,7 +155,7 @@ def start_batch(
         lock(Benchmark, benchmark.pk)
         seed_ids = list(eligible_seeds(benchmark, include_mcq=include_mcq, items=items).values_list("pk", flat=True))
         if not seed_ids:
-            raise Conflict("No seed to rewrite: another batch started meanwhile took every eligible seed.")
+            raise Conflict(_("No seed to rewrite: another batch started meanwhile took every eligible seed."))
         number = (RewriteBatch.objects.filter(benchmark=benchmark).aggregate(n=Max("number"))["n"] or 0) + 1
         batch = RewriteBatch.objects.create(
             benchmark=benchmark,
@@ -253,7 +264,10 @@ def run_batch(run) -> dict:
         existing.setdefault(seed_id, []).append(text)
     done = run.done_keys()
     retries_done = sum(1 for key in done if key.endswith(RETRY_SUFFIX))
-    run.say(f"Asking {batch.endpoint!r} for {n} rewrites of each of {len(rows)} seeds.")
+    run.say(
+        _("Asking '%(endpoint)s' for %(n)s rewrites of each of %(seeds)s seeds.")
+        % {"endpoint": batch.endpoint, "n": n, "seeds": len(rows)}
+    )
 
     def first_calls():
         for seed in rows.values():
@@ -319,7 +333,7 @@ def run_batch(run) -> dict:
         return {"rewrite": {"kept": len(kept)}}
 
     if short:
-        run.say(f"{len(short)} seed(s) had too few usable rewrites: asking each once more.")
+        run.say(_("%(n)s seed(s) had too few usable rewrites: asking each once more.") % {"n": len(short)})
         llm.run_calls(
             run, retry_calls(), endpoint=batch.endpoint, on_result=on_retry, total=len(rows) + retries_done + len(short)
         )
@@ -350,13 +364,23 @@ def run_batch(run) -> dict:
         finished_at=timezone.now(),
     )
     run.say(
-        f"{states[BatchSeed.State.DONE]} of {len(rows)} seeds rewritten, {states[BatchSeed.State.MANUAL]} need a manual "
-        f"rewrite; {rewrites} rewrites to verify; {summary['requests']:,} requests, cost {result['cost']}."
+        _(
+            "%(done)s of %(seeds)s seeds rewritten, %(manual)s need a manual rewrite; %(rewrites)s rewrites to verify; "
+            "%(requests)s requests, cost %(cost)s."
+        )
+        % {
+            "done": states[BatchSeed.State.DONE],
+            "seeds": len(rows),
+            "manual": states[BatchSeed.State.MANUAL],
+            "rewrites": rewrites,
+            "requests": f"{summary['requests']:,}",
+            "cost": _("unknown") if result["cost"] == "unknown" else result["cost"],
+        }
     )
     if failed:
         run.fail(
-            f"{summary['errors']} call(s) failed ({'; '.join(summary['first_errors'])}). Resume the job to ask them "
-            "again: answered seeds are not asked again.",
+            _("%(n)s call(s) failed (%(errors)s). Resume the job to ask them again: answered seeds are not asked again.")
+            % {"n": summary["errors"], "errors": "; ".join(summary["first_errors"])},
             result=result,  # the usage shows on the failed job
         )
     return result

@@ -3,6 +3,7 @@ them, and every edit is a new numbered version (batches keep the version they se
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from django.utils.translation import gettext as _
 
 from benchforge import permissions
 from benchforge.errors import DomainError
@@ -42,16 +43,18 @@ def create_template(benchmark, *, user, name: str, language: str, text: str) -> 
     permissions.require_researcher(user, "Writing rewrite prompt templates")
     name = (name or "").strip()
     if not name or len(name) > 100:
-        raise DomainError("Give the template a name of at most 100 characters.")
+        raise DomainError(_("Give the template a name of at most 100 characters."))
     if language not in PromptTemplate.Language.values:
-        raise DomainError(f"Language must be one of {', '.join(PromptTemplate.Language.values)}.")
+        raise DomainError(_("Language must be one of %(codes)s.") % {"codes": ", ".join(PromptTemplate.Language.values)})
     text = _check_text(text)
     try:
         with transaction.atomic():
             template = PromptTemplate.objects.create(benchmark=benchmark, name=name, language=language, created_by=user)
             TemplateVersion.objects.create(template=template, number=1, text=text, created_by=user)
     except IntegrityError:
-        raise DomainError(f"This benchmark already has a template named '{name}'.", code="duplicate") from None
+        raise DomainError(
+            _("This benchmark already has a template named '%(name)s'.") % {"name": name}, code="duplicate"
+        ) from None
     return template
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotation.models import Item
 from annotation.services import change_status, create_item, lock_item
@@ -46,9 +47,9 @@ def refresh_similarities(seed_id: int) -> None:
 
 def check_verifier(user, seed: Item) -> None:
     if not permissions.may_review(user):
-        raise NotAllowed("Verifying rewrites needs the reviewer or researcher role.")
+        raise NotAllowed(_("Verifying rewrites needs the reviewer or researcher role."))
     if not permissions.is_member(user, seed.benchmark):
-        raise NotAllowed("You are not a member of this benchmark.")
+        raise NotAllowed(_("You are not a member of this benchmark."))
 
 
 def _locked(rewrite: Rewrite) -> Rewrite:
@@ -68,7 +69,8 @@ def _approved_already(current: Rewrite, user) -> Item:
         return current.item
     who = current.decided_by.username if current.decided_by_id else "someone"
     raise Conflict(
-        f"Rewrite #{current.pk} is already approved by {who} (item #{current.item_id}); an approval is final.",
+        _("Rewrite #%(rewrite)s is already approved by %(who)s (item #%(item)s); an approval is final.")
+        % {"rewrite": current.pk, "who": who, "item": current.item_id},
         extra={"existing": {"item": current.item_id}},
     )
 
@@ -76,17 +78,20 @@ def _approved_already(current: Rewrite, user) -> Item:
 def _clean_text(text: str) -> str:
     text = (text or "").replace("\r\n", "\n").strip()
     if not text:
-        raise DomainError("A rewrite cannot be empty.")
+        raise DomainError(_("A rewrite cannot be empty."))
     if len(text) > MAX_LENGTH:
-        raise DomainError(f"A rewrite is at most {MAX_LENGTH:,} characters.")
+        raise DomainError(_("A rewrite is at most %(max)s characters.") % {"max": f"{MAX_LENGTH:,}"})
     return text
 
 
 def _check_seed(seed: Item) -> None:
     if seed.status not in VERIFIABLE_SEED_STATUSES:
         raise DomainError(
-            f"Seed item #{seed.pk} is '{seed.status_label}' now: its rewrites can be verified only while it is accepted "
-            "(or already rewritten).",
+            _(
+                "Seed item #%(item)s is '%(status)s' now: its rewrites can be verified only while it is accepted "
+                "(or already rewritten)."
+            )
+            % {"item": seed.pk, "status": seed.status_label},
             code="seed_moved",
         )
 
@@ -133,15 +138,20 @@ def approve(rewrite: Rewrite, *, user) -> Item:
 
 def reject(rewrite: Rewrite, *, user, reason: str, comment: str = "") -> Rewrite:
     if reason not in Rewrite.Reason.values:
-        raise DomainError(f"Choose a reason: {', '.join(str(label) for label in Rewrite.Reason.labels)}.")
+        raise DomainError(
+            _("Choose a reason: %(reasons)s.") % {"reasons": ", ".join(str(label) for label in Rewrite.Reason.labels)}
+        )
     comment = (comment or "").strip()
     if reason == Rewrite.Reason.OTHER and not comment:
-        raise DomainError("Rejecting for another reason needs a comment saying what is wrong.")
+        raise DomainError(_("Rejecting for another reason needs a comment saying what is wrong."))
     with transaction.atomic():
         current = _locked(rewrite)
         check_verifier(user, current.seed)
         if current.state == Rewrite.State.APPROVED:
-            raise Conflict(f"Rewrite #{current.pk} is approved (item #{current.item_id}); an approval is final.")
+            raise Conflict(
+                _("Rewrite #%(rewrite)s is approved (item #%(item)s); an approval is final.")
+                % {"rewrite": current.pk, "item": current.item_id}
+            )
         current.state, current.reason, current.comment = Rewrite.State.REJECTED, reason, comment[:2000]
         current.decided_by, current.decided_at = user, timezone.now()
         current.save(update_fields=["state", "reason", "comment", "decided_by", "decided_at"])
@@ -155,7 +165,10 @@ def edit(rewrite: Rewrite, *, user, text: str) -> Rewrite:
         current = _locked(rewrite)
         check_verifier(user, current.seed)
         if current.state == Rewrite.State.APPROVED:
-            raise Conflict(f"Rewrite #{current.pk} is approved; an approval is final: edit item #{current.item_id} instead.")
+            raise Conflict(
+                _("Rewrite #%(rewrite)s is approved; an approval is final: edit item #%(item)s instead.")
+                % {"rewrite": current.pk, "item": current.item_id}
+            )
         if text == current.text:
             return current
         if not current.edited:
@@ -179,15 +192,18 @@ def add_manual(seed: Item, *, user, text: str) -> Rewrite:
         seed = lock_item(seed)
         check_verifier(user, seed)
         if seed.seed_id is not None:
-            raise DomainError(f"Item #{seed.pk} is itself a rewrite: add rewrites to its seed #{seed.seed_id}.")
+            raise DomainError(
+                _("Item #%(item)s is itself a rewrite: add rewrites to its seed #%(seed)s.")
+                % {"item": seed.pk, "seed": seed.seed_id}
+            )
         if seed.kind == Item.Kind.MULTI_TURN:
-            raise DomainError("Multi-turn items are not rewritten.")
+            raise DomainError(_("Multi-turn items are not rewritten."))
         _check_seed(seed)
         key = normalized(text)
         if key == normalized(seed.question):
-            raise DomainError("That is the seed question itself, not a rewrite.")
+            raise DomainError(_("That is the seed question itself, not a rewrite."))
         if any(normalized(t) == key for t in Rewrite.objects.filter(seed=seed).values_list("text", flat=True)):
-            raise DomainError("This seed already has that rewrite.", code="duplicate")
+            raise DomainError(_("This seed already has that rewrite."), code="duplicate")
         rewrite = Rewrite.objects.create(
             seed=seed,
             source=Rewrite.Source.MANUAL,

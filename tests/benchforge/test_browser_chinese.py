@@ -3,9 +3,12 @@ page in Chinese, each role walks the pages translated so far and finds no Englis
 user content (names, descriptions, task labels) and a short list of proper names; the switch in
 the header turns an English page Chinese and the choice stays with the account."""
 
+import base64
+import json
 import re
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from playwright.sync_api import expect
 
@@ -293,3 +296,194 @@ def test_verifying_rewrites_in_chinese(chinese_page, world):
     chinese_page.click(".approve-button")
     expect(chinese_page.locator("main")).to_contain_text("已批准：现在是题目 #")
     assert english_words(chinese_page, names) == []
+
+
+# ---- Later stages: rewrite batches, QC, releases and scores, human evaluation ----------------------
+# (their own world, pages and checks; kept apart from the blocks above)
+
+from tests.llm.conftest import _llm_settings, declare  # noqa: E402, F401 - the models file on the loopback server
+
+# Names of formats, methods and statistics, the same in a Chinese interface.
+ALLOWED |= {
+    "CircularEval", "MMBench", "MLLM", "Bench", "AlignMMBench", "TSV", "JSON", "JSONL", "Lines", "Parquet",
+    "Hugging", "Face", "README", "md", "metadata", "jsonl", "base", "sha", "GLM", "zhipuai", "TouchStone",
+    "Krippendorff", "Pearson", "Spearman", "Kendall", "Ctrl", "Enter", "tar", "gz", "KB", "MB",
+    "id", "answer",  # field names of the predictions format, in the score form's help
+}  # fmt: skip
+# What people named in the later stages' forms: endpoints of the models file, task labels, template names.
+USER_CONTENT += [
+    "select[name=endpoint]",
+    "select[name=template_version]",
+    "select[name=models]",
+    "select[name=extractor]",
+    "select[name=judge]",
+    "select[name=tasks]",
+    "#new-release [name=tasks]",
+    "#dataset-card",  # the bundle's README, English as it ships
+    "#reproduce",  # shell commands
+]
+LATER_PAGES = {
+    "annotator": ["release-list", "release-detail", "release-card", "release-leaderboard", "release-score",
+                  "humaneval-home", "humaneval-queue", "humaneval-rate"],
+    "reviewer": ["rewrite-home", "rewrite-batch", "rewrite-templates", "rewrite-template",
+                 "humaneval-home", "humaneval-queue", "humaneval-rate"],
+    "researcher": ["rewrite-home", "rewrite-batch", "rewrite-templates", "rewrite-template", "qc-home", "qc-run",
+                   "qc-flagged", "qc-item", "qc-import", "release-list", "release-detail", "release-diff", "release-card",
+                   "release-leaderboard", "release-score", "humaneval-home", "humaneval-plan", "humaneval-study"],
+}  # fmt: skip
+
+
+def _letter_of_right_option(body) -> str:
+    """A model that always picks the right option (the one whose text says 正确), image or not."""
+    from tests.qc.conftest import prompt_of
+
+    return next(letter for letter, text in re.findall(r"^([A-D])\. (.*)$", prompt_of(body), re.M) if "正确" in text)
+
+
+@pytest.fixture
+def later_stages(world, declare, fake_llm):  # noqa: F811 - declare is the fixture imported above
+    """On the demo benchmark: accepted Chinese seeds rewritten by a finished batch; multiple-choice
+    items a finished text-only QC run flagged (a model answers them without the image); release
+    1.0.0 frozen with a pointwise score judged on the loopback server, and 1.1.0 built after it;
+    a pointwise human-evaluation study that anna and rita rate."""
+    from annotation.services import create_item
+    from curation.services import ingest_image, screen_images
+    from exports import leaderboard
+    from exports import services as releases
+    from humaneval import services as humaneval
+    from qc import services as qc
+    from rewrite import services as rewrite
+    from tests.factories import complete_fields, jpeg
+    from tests.rewrite.conftest import five, question_of
+
+    demo, ross = world["benchmark"], world["researcher"]
+    counting, ocr = demo.tasks.get(slug="counting"), demo.tasks.get(slug="ocr")
+    # ross chose Chinese on his account: the jobs he starts write their reports in it
+    AccountSettings.objects.update_or_create(user=ross, defaults={"language": "zh-hans"})
+
+    def image(n, task):
+        found = ingest_image(demo, jpeg(8830 + n), tasks=[task]).image
+        screen_images(demo, [found.pk], action="accept", user=ross)
+        return found
+
+    for n, question in enumerate(["图中有几只猫？", "桌子上的杯子是什么颜色？"]):
+        fields = complete_fields(
+            image(n, counting),
+            question=question,
+            reference_answer=f"参考答案{n}：三只。",
+            criteria=[{"kind": "exact", "text": "数量是三。"}],
+        )
+        create_item(demo, task=counting, user=world["annotator"], status="accepted", **fields)
+    for n in range(2):
+        fields = complete_fields(
+            image(5 + n, ocr), question=f"牌子上写的是什么？（{n}）", reference_answer="“出口”。", criteria=[]
+        )
+        fields.update(choices=["入口", "出口（正确）", "停车场"], answer="B")
+        create_item(demo, task=ocr, user=world["annotator"], kind="mcq", status="accepted", **fields)
+
+    declare("g1", provider="zhipuai", model="g4")
+    fake_llm.script("g4", lambda body: five(question_of(body)))
+    batch = rewrite.start_batch(demo, user=ross, endpoint="g1")
+    batch.refresh_from_db()
+    assert batch.status == "finished", batch.job.message
+
+    declare("k1", model="k1")
+    fake_llm.script("k1", _letter_of_right_option)
+    run = qc.start_run(demo, user=ross, filter="text_only", models=["k1"])
+    run.refresh_from_db()
+    assert run.status == "finished" and run.entries.filter(flagged=True).count() == 2, run.status
+
+    release = releases.create_release(demo, user=ross, version="1.0.0")
+    releases.start_build(release, user=ross)
+    release = releases.freeze(type(release).objects.get(pk=release.pk), user=ross)
+    declare("j1", model="j2", vision=True)
+    fake_llm.script("j2", lambda body: json.dumps({"rating": 7, "reason": "大体正确。"}, ensure_ascii=False))
+    ids = [row["id"] for row in release.items.values_list("row", flat=True) if not row["choices"]]
+    predictions = "".join(json.dumps({"id": i, "answer": "三只猫。"}, ensure_ascii=False) + "\n" for i in ids)
+    score = leaderboard.submit(
+        release, user=ross, label="模型甲", method="pointwise", predictions=predictions.encode(), judge="j1"
+    )
+    score.refresh_from_db()
+    assert score.status == "done", score.job.message
+    later = releases.create_release(demo, user=ross, version="1.1.0")
+    releases.start_build(later, user=ross)
+
+    # an MMBench TSV imported into a new external benchmark: one row imports, one has a gap in its options
+    header = ["index", "question", "A", "B", "C", "D", "answer", "category", "l2-category", "split", "image"]
+    picture = base64.b64encode(jpeg(8840)).decode()
+    rows = [header, ["1", "图中是什么动物？", "猫", "狗", "", "", "A", "识别", "感知", "dev", picture]]
+    rows.append(["2", "图中有几只猫？", "一只", "", "三只", "", "A", "识别", "感知", "dev", picture])
+    upload = SimpleUploadedFile("外部.tsv", "".join("\t".join(r) + "\n" for r in rows).encode())
+    imported = qc.start_import(user=ross, file=upload, format="mmbench_tsv", name="MMBench 外部")
+
+    study = humaneval.create_study(
+        release,
+        user=ross,
+        title="评判模型可信吗",
+        mode="pointwise",
+        scores=[score],
+        raters=[world["annotator"], world["reviewer"]],
+        per_task=1,
+        ratings_per_item=2,
+    )
+    return {
+        "batch": batch,
+        "run": run,
+        "release": release,
+        "score": score,
+        "study": study,
+        "template": batch.template_version.template,
+        "import": imported,
+    }
+
+
+def _later_url(name, slug, state, user) -> str:
+    version, study = state["release"].version, state["study"]
+    if name in ("rewrite-home", "rewrite-templates", "qc-home", "release-list", "humaneval-home", "humaneval-plan"):
+        return reverse(name, args=[slug])
+    if name == "qc-import":
+        return reverse(name) + f"?job={state['import'].pk}"
+    if name == "rewrite-batch":
+        return reverse(name, args=[slug, state["batch"].number])
+    if name == "rewrite-template":
+        return reverse(name, args=[slug, state["template"].pk])
+    if name in ("qc-run", "qc-flagged"):
+        return reverse(name, args=[slug, state["run"].number])
+    if name == "qc-item":
+        return reverse(name, args=[slug, state["run"].number, state["run"].entries.filter(flagged=True).first().item_id])
+    if name in ("release-detail", "release-card", "release-leaderboard"):
+        return reverse(name, args=[slug, version])
+    if name == "release-diff":
+        return reverse(name, args=[slug, "1.1.0"]) + f"?against={version}&show=changed"
+    if name == "release-score":
+        return reverse(name, args=[slug, version, state["score"].pk])
+    if name in ("humaneval-study", "humaneval-queue"):
+        return reverse(name, args=[slug, study.number])
+    if name == "humaneval-rate":
+        return reverse(name, args=[slug, study.number, study.ratings.filter(rater__user=user).first().pk])
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("role", ["annotator", "reviewer", "researcher"])
+def test_the_later_stages_show_no_english_interface_text_in_chinese(chinese_page, world, later_stages, role):
+    user = world[role]
+    log_in(chinese_page, user)
+    slug = world["benchmark"].slug
+    # what people named: the benchmark, the people, the imported file
+    names = [world["benchmark"].name, world["benchmark"].description, "anna", "rita", "ross", "外部.tsv"]
+    for name in LATER_PAGES[role]:
+        url = _later_url(name, slug, later_stages, user)
+        response = chinese_page.goto(url)
+        assert response.status == 200, url
+        assert english_words(chinese_page, names) == [], url
+        if name == "rewrite-batch":  # the job's report, written in the language on ross's account
+            expect(chinese_page.locator(".job-message")).to_contain_text("2 道种子题目中 2 道已改写")
+        if name == "qc-run":
+            expect(chinese_page.locator("#qc-summary")).to_contain_text("2 道题目中 2 道被标记")
+        if name == "qc-import":  # the row that was not imported, by line, in the language on ross's account
+            expect(chinese_page.locator("#qc-import-errors")).to_contain_text("第 3 行")
+            expect(chinese_page.locator("#qc-import-errors")).to_contain_text("选项 B 为空")
+        if name == "release-detail":
+            expect(chinese_page.locator("#withheld")).to_contain_text("公开包，测试集：不含正确答案、参考答案和逐题评分标准")
+        if name == "humaneval-rate":
+            expect(chinese_page.locator("#rating-form h2")).to_have_text("你的分数")

@@ -13,10 +13,10 @@
     fetch(form.dataset.autosave, { method: "POST", body: data, headers: { "X-Autosave": "1" }, credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(function (body) {
-        status.textContent = body.saved ? "Saved." : "Not saved yet: " + body.detail;
+        status.textContent = body.saved ? status.dataset.saved : status.dataset.notSaved + " " + body.detail;
         if (body.saved && progress) progress.textContent = body.progress.done + " / " + body.progress.total;
       })
-      .catch(function () { status.textContent = "Not saved: the server did not answer. Ctrl+Enter tries again."; });
+      .catch(function () { status.textContent = status.dataset.noAnswer; });
   }
   // An extraction check's letter keys (A-I) pick the option with that letter, like its number key.
   form.querySelectorAll("[data-choose]").forEach(function (el) {
