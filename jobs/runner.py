@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import Count, F, Q
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
@@ -260,7 +260,9 @@ def execute(job_id: int) -> Job | None:
         kind = registry.get(job.kind)
     except LookupError as exc:
         return _finish(run, Job.Status.FAILED, message=str(exc))
-    with _heartbeat_thread(run):
+    # Reports are stored in English whoever started the job (an eager job runs inside a Chinese
+    # page's request): jobs.reports translates them where they are shown.
+    with _heartbeat_thread(run), translation.override("en"):
         try:
             result = kind.run(run)
         except JobStopped:

@@ -30,6 +30,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from annotation.contract import item_payload
 from annotation.models import Item
@@ -60,8 +61,11 @@ PUSH_LOCK_BASE = 0x4C53_0000_0000  # advisory lock keys of Label Studio pushes: 
 # one, or a disagreement flagged for the researcher to decide in benchforge.
 ALL, ACCEPTED = "all", "accepted"
 LATEST, FLAG = "latest", "flag"
-APPLY_CHOICES = {ALL: "every annotation", ACCEPTED: "only accepted annotations (verdict OK)"}
-SEVERAL_CHOICES = {LATEST: "the latest annotation wins", FLAG: "flag a disagreement for a decision here"}
+APPLY_CHOICES = {ALL: gettext_lazy("every annotation"), ACCEPTED: gettext_lazy("only accepted annotations (verdict OK)")}
+SEVERAL_CHOICES = {
+    LATEST: gettext_lazy("the latest annotation wins"),
+    FLAG: gettext_lazy("flag a disagreement for a decision here"),
+}
 
 
 class _Report:

@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone, translation
+from django.utils.translation import gettext_noop, pgettext_lazy
 
 from annotation.models import Item
 from annotation.selectors import editors_of
@@ -21,6 +22,7 @@ from benchforge.concurrency import lock, lock_rows
 from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.roles import RESEARCHER, REVIEWER
 from curation.models import Benchmark
+from jobs import reports
 from jobs import services as jobs
 
 from .models import REASON_LABELS, Review, ReviewRound, RoundItem
@@ -184,6 +186,14 @@ def _refuse_if_busy(benchmark) -> None:
         )
 
 
+# What the opening job reports per item (jobs.reports: shown in the reader's language).
+TO_REVIEWERS = gettext_noop("to %(reviewers)s")
+NO_LONGER_ANSWERED = gettext_noop("no longer answered (%(status)s): not in this round")
+NO_LONGER_ACCEPTED = gettext_noop("no longer accepted (%(status)s): not in this round")
+reports.declare(TO_REVIEWERS, NO_LONGER_ANSWERED, NO_LONGER_ACCEPTED)
+reports.declare_result_labels({"reviews": pgettext_lazy("job result", "Reviews")})
+
+
 def run_round_opening(run) -> dict:
     """The job body: move the round's items into it in chunks, each chunk's status changes,
     round entries and reviewer assignments committed together; resumable."""
@@ -218,15 +228,18 @@ def run_round_opening(run) -> dict:
                 for person in chosen:
                     load[person.pk] += 1
                     reviews.append(Review(round=review_round, entry=entry, item=item, reviewer=person))
-                notes.append((f"item {item.pk}", "ok", "to " + ", ".join(p.username for p in chosen), {"reviewers": len(chosen)}))
+                to = reports.text(TO_REVIEWERS, reviewers=", ".join(p.username for p in chosen))
+                notes.append((reports.text("item %(id)s", id=item.pk), "ok", to, {"reviewers": len(chosen)}))
             Review.objects.bulk_create(reviews)
             taken = {item.pk for item in moved}
             notes += [
                 (
-                    f"item {i.pk}",
+                    reports.text("item %(id)s", id=i.pk),
                     "skipped",
-                    f"no longer {'answered' if review_round.kind == Kind.CROSS else 'accepted'} "
-                    f"({i.status_label}): not in this round",
+                    reports.text(
+                        NO_LONGER_ANSWERED if review_round.kind == Kind.CROSS else NO_LONGER_ACCEPTED,
+                        status=str(i.status_label),
+                    ),
                     {},
                 )
                 for i in chunk

@@ -21,6 +21,8 @@ def create_benchmark(
     *, name: str, slug: str = "", description: str = "", user=None, preset: str = "", language: str = ""
 ) -> Benchmark:
     slug = slug or slugify(name)[:80]
+    if not language and preset in PRESETS:  # none chosen: the preset's
+        language = PRESETS[preset].language
     if not slug:
         raise DomainError("A benchmark needs a name made of letters or digits.")
     benchmark, created = create_unique(
@@ -75,7 +77,7 @@ def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "",
     if benchmark is None:
         benchmark, created = Benchmark.objects.get_or_create(
             slug=slug or preset.key,
-            defaults={"name": preset.name, "description": preset.description, "created_by": user},
+            defaults={"name": preset.name, "description": preset.description, "language": preset.language, "created_by": user},
         )
         if user is not None:
             benchmark.members.add(user)
