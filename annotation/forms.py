@@ -138,7 +138,7 @@ class OpenAssignmentsForm(forms.Form):
 
 
 class AlignMMBenchImportForm(forms.Form):
-    file = forms.FileField(label=_("File"), help_text=_("metadata.jsonl (one JSON object per line)."))
+    file = forms.FileField(label=_("File"), help_text=_("<code>metadata.jsonl</code> (one JSON object per line)."))
 
     def clean_file(self):
         upload = self.cleaned_data["file"]

@@ -98,8 +98,9 @@ class ImportForm(forms.Form):
     file = forms.FileField(
         label=_("File"),
         help_text=_(
-            "A zip (sub-folders named after a task slug tag their images), or a URL list: "
-            "one URL per line, or a CSV with a url column and optional task, source and license columns."
+            "A zip (sub-folders named after a task slug tag their images), or a URL list: one URL per line, "
+            "or a CSV with a <code>url</code> column and optional <code>task</code>, <code>source</code> and "
+            "<code>license</code> columns."
         ),
     )
     tasks = ModelMultipleChoiceField(
@@ -125,8 +126,8 @@ class KnownSetForm(forms.Form):
     file = forms.FileField(
         label=_("File"),
         help_text=_(
-            "CSV with an md5 and/or phash column (16 hex digits, as imagehash prints it) and "
-            "optional label, or JSONL with the same keys. For a folder of images use "
-            "`manage.py import_known_set NAME FOLDER`."
+            "CSV with an <code>md5</code> and/or <code>phash</code> column (16 hex digits, as imagehash prints it) "
+            "and optional <code>label</code>, or JSONL with the same keys. For a folder of images use "
+            "<code>manage.py import_known_set NAME FOLDER</code>."
         ),
     )

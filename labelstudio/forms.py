@@ -15,14 +15,14 @@ class ConnectionForm(forms.Form):
         required=False,
         label=_("Label Studio URL"),
         assume_scheme="http",
-        help_text=format_lazy(_("Empty: the {} environment variable of the benchmark server."), URL_ENV),
+        help_text=format_lazy(_("Empty: the <code>{}</code> environment variable of the benchmark server."), URL_ENV),
     )
     token_env = forms.CharField(
         validators=[token_env_validator],
         initial=DEFAULT_TOKEN_ENV,
         label=_("Token variable"),
         help_text=_(
-            "Name of the environment variable holding the access token (it must start with LABEL_STUDIO_). "
+            "Name of the environment variable holding the access token (it must start with <code>LABEL_STUDIO_</code>). "
             "The token itself is never stored here."
         ),
     )

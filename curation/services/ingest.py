@@ -12,9 +12,11 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
+from jobs import reports
 
 from ..imaging import ImageAnalysis, ImageLimits, ImageRejected, analyse_image, hamming
 from ..models import Benchmark, Image, Task
@@ -73,6 +75,12 @@ def near_duplicate_match(image: Image) -> str:
     return ", ".join(matched) or f"pHash {_bits(distances[0][1])}"
 
 
+# What an ingest reports per file (jobs.reports: shown in the reader's language).
+ADDED = gettext_noop("added")
+EXACT_DUPLICATE = gettext_noop("exact duplicate of image #%(id)s; not stored again")
+reports.declare(ADDED, EXACT_DUPLICATE)
+
+
 @dataclass
 class IngestOutcome:
     image: Image
@@ -81,7 +89,7 @@ class IngestOutcome:
     @property
     def message(self) -> str:
         if not self.created:
-            return f"exact duplicate of image #{self.image.pk}; not stored again"
+            return reports.text(EXACT_DUPLICATE, id=self.image.pk)
         notes = []
         if self.image.low_resolution:
             notes.append(f"low resolution ({self.image.width}x{self.image.height})")
@@ -90,7 +98,7 @@ class IngestOutcome:
         if self.image.contaminated:
             sets = ", ".join(m.known_set.name for m in self.image.contamination_matches.select_related("known_set"))
             notes.append(f"matches known set(s): {sets}")
-        return "added" + (": " + "; ".join(notes) if notes else "")
+        return f"{ADDED}: " + "; ".join(notes) if notes else reports.text(ADDED)
 
     def as_dict(self) -> dict:
         return {

@@ -2,9 +2,11 @@
 
 from django.db import transaction
 from django.utils.text import slugify
+from django.utils.translation import gettext_noop, pgettext_lazy
 
 from benchforge.concurrency import create_unique
 from benchforge.errors import AlreadyExists, DomainError
+from jobs import reports
 from jobs import services as jobs
 from jobs.selectors import jobs_of
 
@@ -154,9 +156,15 @@ def start_preset_load(benchmark: Benchmark, preset: str, *, user):
     return jobs.start_job("load_preset", user=user, benchmark=benchmark, total=1, params={"preset": preset})
 
 
+# What the preset job reports (jobs.reports: shown in the reader's language).
+TAXONOMY_HAS = gettext_noop("taxonomy has %(n)s tasks")
+reports.declare(TAXONOMY_HAS)
+reports.declare_result_labels({"tasks": pgettext_lazy("job result", "Tasks")})
+
+
 def run_preset_load(run) -> dict:
     preset = run.params["preset"]
     with run.unit(preset) as unit:
         load_preset(preset, benchmark=run.benchmark)
-        unit.ok(f"taxonomy has {run.benchmark.tasks.count()} tasks")
+        unit.ok(reports.text(TAXONOMY_HAS, n=run.benchmark.tasks.count()))
     return {"tasks": run.benchmark.tasks.count()}
