@@ -76,7 +76,11 @@ def benchmark_create(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         benchmark = services.create_benchmark(
-            name=data["name"], slug=data["slug"], description=data["description"], user=request.user, language=data["language"]
+            name=data["name"],
+            slug=data["slug"],
+            description=data["description"],
+            user=request.user,
+            language=data["language"] or services.preset_language(data["preset"]),
         )
         if data["preset"]:
             services.start_preset_load(benchmark, data["preset"], user=request.user)

@@ -19,12 +19,16 @@ def unique_task_slug(name: str) -> str:
 
 
 @transaction.atomic
+def preset_language(preset: str) -> str:
+    """The language of a benchmark made from `preset` when none is chosen ('' without a preset: the default)."""
+    return PRESETS[preset].language if preset in PRESETS else ""
+
+
 def create_benchmark(
     *, name: str, slug: str = "", description: str = "", user=None, preset: str = "", language: str = ""
 ) -> Benchmark:
     slug = slug or slugify(name)[:80]
-    if not language and preset in PRESETS:  # none chosen: the preset's
-        language = PRESETS[preset].language
+    language = language or preset_language(preset)
     if not slug:
         raise DomainError("A benchmark needs a name made of letters or digits.")
     benchmark, created = create_unique(
