@@ -12,7 +12,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext, gettext_noop
 
 from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
@@ -116,7 +116,7 @@ def check_tasks(benchmark: Benchmark, tasks) -> list[Task]:
     tasks = list(tasks)
     foreign = [t.name for t in tasks if t.benchmark_id != benchmark.pk]
     if foreign:
-        raise DomainError(f"Task(s) {', '.join(foreign)} belong to another benchmark.")
+        raise DomainError(gettext("Task(s) %(tasks)s belong to another benchmark.") % {"tasks": ", ".join(map(str, foreign))})
     return tasks
 
 
@@ -214,7 +214,10 @@ def ingest_uploads(benchmark: Benchmark, files, *, user, tasks=(), source: str =
         name = getattr(upload, "name", "") or "upload"
         try:
             if upload.size > max_bytes:
-                raise DomainError(f"The file is {upload.size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB.")
+                raise DomainError(
+                    gettext("The file is %(size)s MB; the limit is %(limit)s MB.")
+                    % {"size": f"{upload.size / 1e6:.1f}", "limit": f"{max_bytes / 1e6:.0f}"}
+                )
             outcome = ingest_image(
                 benchmark, upload.read(), original_name=name, source=source, license=license, collected_by=user, tasks=tasks
             )

@@ -2,7 +2,7 @@
 
 from django.db import transaction
 from django.utils.text import slugify
-from django.utils.translation import gettext_noop, pgettext_lazy
+from django.utils.translation import gettext, gettext_noop, pgettext_lazy
 
 from benchforge.concurrency import create_unique
 from benchforge.errors import AlreadyExists, DomainError
@@ -30,7 +30,7 @@ def create_benchmark(
     slug = slug or slugify(name)[:80]
     language = language or preset_language(preset)
     if not slug:
-        raise DomainError("A benchmark needs a name made of letters or digits.")
+        raise DomainError(gettext("A benchmark needs a name made of letters or digits."))
     benchmark, created = create_unique(
         lambda: Benchmark.objects.create(
             name=name, slug=slug, description=description, created_by=user, **({"language": language} if language else {})
