@@ -304,8 +304,13 @@ ALLOWED.update(
     | {"TIFF", "CSV", "TXT", "JSON", "JSONL", "MD", "pHash", "dHash", "SFT", "KB", "MB", "HTTP", "CC", "BY", "OK"}
     | {"Cohen", "kappa", "Kappa", "Krippendorff", "alpha", "LABEL", "STUDIO", "imagehash"}
 )
-# What people wrote in forms (a task's texts, the benchmark's description) and task names in selects.
-USER_CONTENT += ["textarea", "select[name=task]", "select[name=tasks]", "input[type=text]"]
+# Task names in the selects of these pages' forms.
+USER_CONTENT += [
+    "#new-item select[name=task]",
+    "#upload-form select[name=tasks]",
+    "#import-form select[name=tasks]",
+    "#labelstudio-push select[name=task]",
+]
 
 
 def url_of(name, world, extra):
