@@ -145,6 +145,7 @@ def test_a_stored_job_report_is_read_in_the_readers_language():
     where it is shown, values kept, and any other text is shown as stored."""
     from django.utils import translation
 
+    from annotation.alignmmbench import IMPORTED, IMPORTED_WITHOUT_IMAGES
     from jobs import reports
     from review.services import TO_REVIEWERS
 
@@ -156,3 +157,9 @@ def test_a_stored_job_report_is_read_in_the_readers_language():
         assert reports.shown("ConnectionError: refused") == "ConnectionError: refused"
         assert reports.result_label("reviews") == "审核" and reports.result_label("files_seen") == "Files seen"
     assert reports.shown(stored) == stored
+    # of two declared summaries, the one the text was made from (the longer one here)
+    counts = dict(imported=3, seeds=2, rewrites=1, multi_turn=0, already_imported=0, errors=1, images_not_provided=2)
+    summary = reports.text(IMPORTED_WITHOUT_IMAGES, **counts)
+    with translation.override("zh-hans"):
+        assert reports.shown(summary).startswith("已导入 3 道题目（2 道种子题目") and "2 张图片未提供" in reports.shown(summary)
+        assert reports.shown(reports.text(IMPORTED, **counts)).endswith("1 行有错误。")
