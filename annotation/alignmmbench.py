@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.utils.translation import gettext_noop, pgettext_lazy
 
 from benchforge.errors import DomainError
 from curation.models import Image, Task
 from curation.services import discard_created_benchmark
 from harness.tabular import JSONL, FileProblem, TableReader
+from jobs import reports
 
 from .models import Item
 from .services.imports import import_external_items
@@ -165,12 +167,7 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
                 continue
             candidate = (base / image_path).resolve() if base else None
             if candidate is None or not candidate.is_relative_to(base) or not candidate.is_file():
-                run.record(
-                    key,
-                    "skipped",
-                    f"image {image_path} not provided; {len(users)} item(s) imported without image",
-                    {"image": True},
-                )
+                run.record(key, "skipped", reports.text(IMAGE_NOT_PROVIDED, path=image_path, n=len(users)), {"image": True})
                 continue
             tasks = sorted({r.task for r in users}, key=lambda t: t.pk)
             files.append(IngestFile(candidate.read_bytes, original_name=candidate.name, source="AlignMMBench", tasks=tasks))
@@ -265,6 +262,32 @@ def _unit_outcome(outcome: str, data: dict) -> list[str]:
     return ["already_imported"] if data.get("already") else []
 
 
+# What the import job reports (jobs.reports: stored in English, shown in the reader's language).
+IMAGE_NOT_PROVIDED = gettext_noop("image %(path)s not provided; %(n)s item(s) imported without image")
+IMPORTED = gettext_noop(
+    "Imported %(imported)s items (%(seeds)s seeds, %(rewrites)s rewrites, %(multi_turn)s multi-turn); "
+    "%(already_imported)s were already there; %(errors)s row(s) with errors."
+)
+IMPORTED_WITHOUT_IMAGES = gettext_noop(
+    "Imported %(imported)s items (%(seeds)s seeds, %(rewrites)s rewrites, %(multi_turn)s multi-turn); "
+    "%(already_imported)s were already there; %(errors)s row(s) with errors; %(images_not_provided)s image(s) "
+    "not provided, their items were imported without image."
+)
+reports.declare(IMAGE_NOT_PROVIDED, IMPORTED, IMPORTED_WITHOUT_IMAGES)
+reports.declare_result_labels(
+    {
+        "rows": pgettext_lazy("job result", "Rows"),
+        "imported": pgettext_lazy("job result", "Imported"),
+        "already_imported": pgettext_lazy("job result", "Already imported"),
+        "seeds": pgettext_lazy("job result", "Seeds"),
+        "rewrites": pgettext_lazy("job result", "Rewrites"),
+        "multi_turn": pgettext_lazy("job result", "Multi-turn"),
+        "images_attached": pgettext_lazy("job result", "Images attached"),
+        "images_not_provided": pgettext_lazy("job result", "Images not provided"),
+    }
+)
+
+
 def _summary(run, total: int) -> dict:
     """What the job did over all its runs, from its entries (a resumed import counts everything)."""
     rows = run.tally(_unit_outcome)
@@ -341,12 +364,5 @@ def run_import(run) -> dict:
     _create(run, rewrite_rows, rewrite_specs)
 
     result = _summary(run, total)
-    message = (
-        f"Imported {result['imported']} items ({result['seeds']} seeds, {result['rewrites']} rewrites, "
-        f"{result['multi_turn']} multi-turn); {result['already_imported']} were already there; "
-        f"{result['errors']} row(s) with errors"
-    )
-    if result["images_not_provided"]:
-        message += f"; {result['images_not_provided']} image(s) not provided, their items were imported without image"
-    run.say(message + ".")
+    run.say(reports.text(IMPORTED_WITHOUT_IMAGES if result["images_not_provided"] else IMPORTED, **result))
     return result

@@ -9,6 +9,8 @@ items.jsonl row (the harness's schema, `harness/release.py`) and an MMBench TSV 
 import base64
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from harness import CHOICE_LETTERS as HARNESS_LETTERS
 
 from .models import CHOICE_LETTERS, Criterion, Item
@@ -38,26 +40,26 @@ TURN_MAX_CHARS = 50_000
 MAX_TURNS = 100
 
 FIELDS = (
-    Field("task", "Task"),
-    Field("kind", "Kind"),
-    Field("question_type", "Question type"),
-    Field("question", "Question", text=True, max_chars=QUESTION_MAX_CHARS),
-    Field("history", "Dialogue history"),
-    Field("incoherent", "Incoherent"),
-    Field("hint", "Hint", text=True, max_chars=QUESTION_MAX_CHARS),
-    Field("choices", "Options"),
-    Field("answer", "Answer key", text=True, max_chars=100),
-    Field("reference_answer", "Reference answer", text=True, seed_only=True, max_chars=REFERENCE_MAX_CHARS),
-    Field("description", "Image description", text=True, max_chars=QUESTION_MAX_CHARS),
-    Field("images", "Images", seed_only=True, child=True),
-    Field("criteria", "Criteria", seed_only=True, child=True),
+    Field("task", _("Task")),
+    Field("kind", _("Kind")),
+    Field("question_type", _("Question type")),
+    Field("question", _("Question"), text=True, max_chars=QUESTION_MAX_CHARS),
+    Field("history", _("Dialogue history")),
+    Field("incoherent", _("Incoherent")),
+    Field("hint", _("Hint"), text=True, max_chars=QUESTION_MAX_CHARS),
+    Field("choices", _("Options")),
+    Field("answer", _("Answer key"), text=True, max_chars=100),
+    Field("reference_answer", _("Reference answer"), text=True, seed_only=True, max_chars=REFERENCE_MAX_CHARS),
+    Field("description", _("Image description"), text=True, max_chars=QUESTION_MAX_CHARS),
+    Field("images", _("Images"), seed_only=True, child=True),
+    Field("criteria", _("Criteria"), seed_only=True, child=True),
 )
 EDITABLE_FIELDS = tuple(f.name for f in FIELDS)
 SCALAR_FIELDS = tuple(f.name for f in FIELDS if not f.child and f.name != "task")
 TEXT_FIELDS = tuple(f.name for f in FIELDS if f.text)
 TEXT_LIMITS = {f.name: f.max_chars for f in FIELDS if f.text}
 SEED_ONLY_FIELDS = tuple(f.name for f in FIELDS if f.seed_only)
-FIELD_LABELS = {**{f.name: f.label for f in FIELDS}, "status": "Status"}
+FIELD_LABELS = {**{f.name: f.label for f in FIELDS}, "status": _("Status")}
 ROLES_IN_TURN = ("user", "assistant")
 
 
@@ -65,7 +67,11 @@ def too_long(label: str, text: str, limit: int) -> str:
     """The problem of a text over its limit ('' when it fits): names the field, its size, the limit."""
     if len(text) <= limit:
         return ""
-    return f"{label} is {len(text):,} characters long; the limit is {limit:,}."
+    return _("%(label)s is %(n)s characters long; the limit is %(limit)s.") % {
+        "label": label,
+        "n": f"{len(text):,}",
+        "limit": f"{limit:,}",
+    }
 
 
 # The harness's words for what the platform calls the question type.

@@ -3,6 +3,7 @@ Shapes and types only: the rules themselves live in annotation.services."""
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy as _
 
 from benchforge.errors import DomainError
 from benchforge.inputs import BadInput, ModelMultipleChoiceField, parse_ids
@@ -50,23 +51,25 @@ def editor_changes(data, item: Item) -> dict:
         changes["reference_answer"] = _text(data.get("reference_answer", ""))
         kinds, texts = data.getlist("criterion_kind"), data.getlist("criterion_text")
         if len(kinds) != len(texts):
-            raise DomainError("Every criterion needs a kind and a text; reload the page.")
+            raise DomainError(_("Every criterion needs a kind and a text; reload the page."))
         changes["criteria"] = [{"kind": k, "text": _text(t)} for k, t in zip(kinds, texts)]
-        changes["images"] = _ids(data.getlist("image"), "Images")
+        changes["images"] = _ids(data.getlist("image"), str(_("Images")))
     return changes
 
 
 class NewItemForm(forms.Form):
-    task = forms.ChoiceField()
-    kind = forms.ChoiceField(choices=Item.Kind.choices, initial=Item.Kind.SINGLE_TURN)
-    images = forms.CharField(required=False, help_text="Accepted image ids, in order, separated by commas or spaces.")
+    task = forms.ChoiceField(label=_("Task"))
+    kind = forms.ChoiceField(label=_("Kind"), choices=Item.Kind.choices, initial=Item.Kind.SINGLE_TURN)
+    images = forms.CharField(
+        label=_("Images"), required=False, help_text=_("Accepted image ids, in order, separated by commas or spaces.")
+    )
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["task"].choices = task_choices(benchmark)
 
     def clean_images(self):
-        return _ids(self.cleaned_data["images"].replace(",", " ").split(), "Images")
+        return _ids(self.cleaned_data["images"].replace(",", " ").split(), str(_("Images")))
 
 
 class IdsField(forms.Field):
@@ -87,25 +90,25 @@ def _people_field(benchmark, **kwargs):
 
 class AssignImagesForm(forms.Form):
     task = forms.SlugField()
-    images = IdsField(error_messages={"required": "Select at least one image."})
+    images = IdsField(error_messages={"required": _("Select at least one image.")})
     assignee = forms.ModelChoiceField(queryset=get_user_model().objects.none())
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["assignee"] = _people_field(benchmark, error_messages={"required": "Choose the annotator."})
+        self.fields["assignee"] = _people_field(benchmark, error_messages={"required": _("Choose the annotator.")})
 
 
 class AssignItemsForm(forms.Form):
-    items = IdsField(error_messages={"required": "Select at least one item."})
+    items = IdsField(error_messages={"required": _("Select at least one item.")})
     assignee = forms.ModelChoiceField(queryset=get_user_model().objects.none())
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["assignee"] = _people_field(benchmark, error_messages={"required": "Choose the annotator."})
+        self.fields["assignee"] = _people_field(benchmark, error_messages={"required": _("Choose the annotator.")})
 
 
 class AssignEvenlyForm(forms.Form):
-    tasks = forms.MultipleChoiceField(required=False, help_text="None selected: every task.")
+    tasks = forms.MultipleChoiceField(required=False, help_text=_("None selected: every task."))
     assignees = ModelMultipleChoiceField(queryset=get_user_model().objects.none())
 
     def __init__(self, *args, benchmark, **kwargs):
@@ -114,13 +117,13 @@ class AssignEvenlyForm(forms.Form):
         self.fields["assignees"] = ModelMultipleChoiceField(
             queryset=benchmark_people(benchmark),
             to_field_name="username",
-            error_messages={"required": "Choose at least one annotator."},
+            error_messages={"required": _("Choose at least one annotator.")},
         )
 
 
 class OpenAssignmentsForm(forms.Form):
-    action = forms.ChoiceField(choices=[("reassign", "Reassign"), ("cancel", "Cancel")])
-    assignments = IdsField(error_messages={"required": "Select at least one assignment."})
+    action = forms.ChoiceField(choices=[("reassign", _("Reassign")), ("cancel", _("Cancel"))])
+    assignments = IdsField(error_messages={"required": _("Select at least one assignment.")})
     assignee = forms.ModelChoiceField(queryset=get_user_model().objects.none(), required=False)
 
     def __init__(self, *args, benchmark, **kwargs):
@@ -130,15 +133,15 @@ class OpenAssignmentsForm(forms.Form):
     def clean(self):
         data = super().clean()
         if data.get("action") == "reassign" and not data.get("assignee"):
-            raise forms.ValidationError("Choose who gets the selected assignments.")
+            raise forms.ValidationError(_("Choose who gets the selected assignments."))
         return data
 
 
 class AlignMMBenchImportForm(forms.Form):
-    file = forms.FileField(help_text="metadata.jsonl (one JSON object per line).")
+    file = forms.FileField(label=_("File"), help_text=_("<code>metadata.jsonl</code> (one JSON object per line)."))
 
     def clean_file(self):
         upload = self.cleaned_data["file"]
         if not upload.name.lower().endswith((".jsonl", ".json", ".ndjson")):
-            raise forms.ValidationError("Upload the metadata.jsonl file (JSON lines).")
+            raise forms.ValidationError(_("Upload the metadata.jsonl file (JSON lines)."))
         return upload

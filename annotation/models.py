@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from .workflow import DRAFT, RELEASED, STATUS_CHOICES, STATUS_LABELS, WORK_IN_PROGRESS
 
@@ -154,6 +155,20 @@ class ItemRevision(models.Model):
         IMPORTED = "imported"
         REVIEWED = "reviewed"  # a status change a review decided (the review app's)
 
+    # What the history page calls each verb, the other apps' included; an unknown verb shows as stored.
+    ACTION_LABELS = {
+        Action.CREATED: pgettext_lazy("revision", "created"),
+        Action.EDITED: pgettext_lazy("revision", "edited"),
+        Action.SUBMITTED: pgettext_lazy("revision", "submitted"),
+        Action.RETURNED: pgettext_lazy("revision", "returned to draft"),
+        Action.IMPORTED: pgettext_lazy("revision", "imported"),
+        Action.REVIEWED: pgettext_lazy("revision", "reviewed"),
+        "rewritten": pgettext_lazy("revision", "rewritten"),
+        "qc_flagged": pgettext_lazy("revision", "flagged by QC"),
+        "qc_decided": pgettext_lazy("revision", "QC decision"),
+        "labelstudio": pgettext_lazy("revision", "from Label Studio"),
+    }
+
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="revisions")
     version = models.PositiveIntegerField()
     snapshot = models.JSONField()
@@ -166,6 +181,10 @@ class ItemRevision(models.Model):
         ordering = ["item_id", "-version"]
         constraints = [models.UniqueConstraint(fields=["item", "version"], name="unique_item_revision_version")]
         indexes = [models.Index(fields=["action", "changed_at"])]
+
+    @property
+    def action_label(self) -> str:
+        return self.ACTION_LABELS.get(self.action, self.action)
 
 
 class Assignment(models.Model):

@@ -7,6 +7,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from benchforge import permissions
@@ -91,7 +92,7 @@ def item_new(request, slug):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         item = services.create_item(benchmark, task=data["task"], kind=data["kind"], images=data["images"], user=request.user)
-        messages.success(request, f"Item #{item.pk} created.")
+        messages.success(request, gettext("Item #%(id)s created.") % {"id": item.pk})
         return redirect("item-edit", slug=benchmark.slug, item_id=item.pk)
     return render(request, "annotation/item_new.html", {"benchmark": benchmark, "form": form})
 
@@ -187,7 +188,7 @@ def _posted_version(request) -> int:
     try:
         return parse_id(request.POST.get("version", ""), "version")
     except BadInput:
-        raise DomainError("The form does not say which version it was loaded from; reload the page.") from None
+        raise DomainError(gettext("The form does not say which version it was loaded from; reload the page.")) from None
 
 
 def _save_and(request, slug, item_id, then=None):
@@ -222,7 +223,7 @@ def item_submit(request, slug, item_id):
     )
     if error:
         return error
-    messages.success(request, f"Item #{item.pk} submitted for review.")
+    messages.success(request, gettext("Item #%(id)s submitted for review.") % {"id": item.pk})
     response = HttpResponse(status=204)
     response["HX-Redirect"] = _start_next(request, item)
     return response
@@ -231,7 +232,10 @@ def item_submit(request, slug, item_id):
 def _cannot_start(assignment, exc: DomainError) -> str:
     if isinstance(exc, Conflict | NotAllowed):  # moved or withdrawn meanwhile: nothing for anyone to fix
         return exc.message
-    return f"Assignment #{assignment.pk} cannot be started: {exc.message} Ask a researcher to cancel it."
+    return gettext("Assignment #%(id)s cannot be started: %(problem)s Ask a researcher to cancel it.") % {
+        "id": assignment.pk,
+        "problem": exc.message,
+    }
 
 
 def _start_next(request, item) -> str:
@@ -240,7 +244,7 @@ def _start_next(request, item) -> str:
     after = latest_assignment_for_item(request.user, item.pk)
     following = services.next_assignment(request.user, item.benchmark, after=after)
     if following is None:
-        messages.success(request, "Your queue is empty: nothing left to do here.")
+        messages.success(request, gettext("Your queue is empty: nothing left to do here."))
         return reverse("queue", args=[item.benchmark.slug])
     try:
         started = services.start_assignment(following, user=request.user)
@@ -255,7 +259,7 @@ def _start_next(request, item) -> str:
 def item_withdraw(request, slug, item_id):
     item = get_item_for(request.user, slug, item_id)
     services.return_to_draft(item, user=request.user, expected_version=_posted_version(request))
-    messages.success(request, f"Item #{item.pk} is a draft again.")
+    messages.success(request, gettext("Item #%(id)s is a draft again.") % {"id": item.pk})
     return redirect("item-edit", slug=slug, item_id=item.pk)
 
 
@@ -285,7 +289,7 @@ def image_chip(request, slug):
         # Plain text: the typed value is echoed back, and must never be read as HTML.
         shown = request.GET.get("image_id", "").strip()[:40]
         return HttpResponse(
-            f"No image #{shown} in this benchmark: type the number of an accepted image.",
+            gettext("No image #%(id)s in this benchmark: type the number of an accepted image.") % {"id": shown},
             status=400,
             content_type="text/plain; charset=utf-8",
         )
@@ -358,7 +362,7 @@ def queue_next(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     assignment = services.next_assignment(request.user, benchmark, after=_after(request))
     if assignment is None:
-        messages.success(request, "Your queue is empty: nothing left to do here.")
+        messages.success(request, gettext("Your queue is empty: nothing left to do here."))
         return redirect("queue", slug=slug)
     return _open_or_offer(request, benchmark, assignment)
 
@@ -432,37 +436,52 @@ def _assign_post(request, benchmark) -> None:
         "open": OpenAssignmentsForm,
     }.get(action)
     if form_class is None:
-        raise DomainError("Unknown assignment action.")
+        raise DomainError(gettext("Unknown assignment action."))
     form = form_class(request.POST, benchmark=benchmark)
     if not form.is_valid():
-        messages.error(request, "Nothing assigned: " + " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(
+            request,
+            gettext("Nothing assigned: %(problems)s")
+            % {"problems": " ".join(e for errors in form.errors.values() for e in errors)},
+        )
         return
     data = form.cleaned_data
     if action == "images":
         result = services.assign_images(
             benchmark, task=data["task"], image_ids=data["images"], assignee=data["assignee"], user=request.user
         )
-        skipped = f" ({len(result['skipped'])} already assigned for this task, skipped)" if result["skipped"] else ""
-        messages.success(request, f"{result['assigned']} image(s) assigned to {data['assignee'].username}{skipped}.")
+        said = {"n": result["assigned"], "who": data["assignee"].username, "skipped": len(result["skipped"])}
+        if result["skipped"]:
+            done = gettext("%(n)s image(s) assigned to %(who)s (%(skipped)s already assigned for this task, skipped).")
+        else:
+            done = gettext("%(n)s image(s) assigned to %(who)s.")
+        messages.success(request, done % said)
     elif action == "items":
         result = services.assign_items(benchmark, item_ids=data["items"], assignee=data["assignee"], user=request.user)
-        messages.success(request, f"{result['assigned'] + result['moved']} item(s) assigned to {data['assignee'].username}.")
+        messages.success(
+            request,
+            gettext("%(n)s item(s) assigned to %(who)s.")
+            % {"n": result["assigned"] + result["moved"], "who": data["assignee"].username},
+        )
     elif action == "evenly":
         report = services.assign_evenly(benchmark, tasks=data["tasks"], assignees=list(data["assignees"]), user=request.user)
         total = sum(r["assigned"] for r in report.values())
         labels = {task.slug: task.label for task in tasks_of(benchmark)}
-        short = [f"{labels.get(slug, slug)}, {r['short']} short" for slug, r in report.items() if r["short"]]
-        messages.success(
-            request,
-            f"{total} image(s) assigned evenly."
-            + (" Not enough accepted images tagged for: " + "; ".join(short) + "." if short else ""),
-        )
+        short = [
+            gettext("%(task)s, %(n)s short") % {"task": labels.get(slug, slug), "n": r["short"]}
+            for slug, r in report.items()
+            if r["short"]
+        ]
+        done = gettext("%(n)s image(s) assigned evenly.") % {"n": total}
+        if short:
+            done += " " + gettext("Not enough accepted images tagged for: %(tasks)s.") % {"tasks": "; ".join(short)}
+        messages.success(request, done)
     elif data["action"] == "reassign":
         n = services.reassign(benchmark, assignment_ids=data["assignments"], assignee=data["assignee"], user=request.user)
-        messages.success(request, f"{n} assignment(s) moved to {data['assignee'].username}.")
+        messages.success(request, gettext("%(n)s assignment(s) moved to %(who)s.") % {"n": n, "who": data["assignee"].username})
     else:
         n = services.cancel_assignments(benchmark, assignment_ids=data["assignments"], user=request.user)
-        messages.success(request, f"{n} assignment(s) cancelled.")
+        messages.success(request, gettext("%(n)s assignment(s) cancelled.") % {"n": n})
 
 
 @accepts_uploads("data_file")
@@ -472,7 +491,7 @@ def import_page(request, slug):
     form = AlignMMBenchImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         job = services.start_alignmmbench_import(benchmark, user=request.user, file=form.cleaned_data["file"])
-        messages.success(request, f"Import job #{job.pk} started.")
+        messages.success(request, gettext("Import job #%(id)s started.") % {"id": job.pk})
         return redirect("item-import", slug=slug)
     jobs = jobs_of(benchmark, kind=services.ALIGNMMBENCH_JOB)[:10]
     return render(request, "annotation/import.html", {"benchmark": benchmark, "form": form, "jobs": jobs})

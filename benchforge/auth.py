@@ -19,6 +19,7 @@ from django.db.models import Max, Sum
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import ngettext
 from knox.auth import TokenAuthentication
 from knox.models import AuthToken
 from rest_framework.authentication import get_authorization_header
@@ -37,10 +38,14 @@ def _cooloff_minutes() -> int:
 
 
 def lockout_message() -> str:
-    return (
-        f"Too many failed logins for this account or from this address. Try again in {_cooloff_minutes()} "
-        "minutes, or ask a researcher to lift the lockout (page 'Locked logins')."
-    )
+    n = _cooloff_minutes()
+    return ngettext(
+        "Too many failed logins for this account or from this address. Try again in %(n)s minute, "
+        "or ask a researcher to lift the lockout (page 'Locked logins').",
+        "Too many failed logins for this account or from this address. Try again in %(n)s minutes, "
+        "or ask a researcher to lift the lockout (page 'Locked logins').",
+        n,
+    ) % {"n": n}
 
 
 def lockout_response(request, original_response=None, credentials=None):

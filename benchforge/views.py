@@ -10,6 +10,7 @@ from django.template import loader
 from django.templatetags.static import static
 from django.urls import reverse_lazy
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from . import navigation
@@ -33,29 +34,41 @@ class PasswordChange(auth_views.PasswordChangeView):
     def form_valid(self, form):
         response = super().form_valid(form)
         revoked = revoke_tokens(self.request.user)
-        tokens = f" and {revoked} API token(s) revoked" if revoked else ""
-        messages.success(self.request, f"Password changed: your other sessions are logged out{tokens}.")
+        if revoked:
+            said = gettext("Password changed: your other sessions are logged out and %(n)s API token(s) revoked.")
+        else:
+            said = gettext("Password changed: your other sessions are logged out.")
+        messages.success(self.request, said % {"n": revoked})
         return response
 
 
 # ---- login lockouts ------------------------------------------------------------------------------
 
 
+LOCKOUT_KINDS = {"username": _("username"), "address": _("address")}
+
+
 @role_required(RESEARCHER)
 def lockouts(request):
     """Researchers: usernames and addresses locked after repeated failed logins, and lifting them."""
+    cooloff = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
     if request.method == "POST":
         kind, value = request.POST.get("kind"), request.POST.get("value", "")
         removed = lift_lockout(username=value if kind == "username" else "", ip_address=value if kind == "address" else "")
-        messages.success(request, f"Lockout of {kind} '{value}' lifted ({removed} record(s) cleared).")
+        what = LOCKOUT_KINDS.get(kind, kind)
+        messages.success(
+            request,
+            gettext("Lockout of %(kind)s '%(value)s' lifted (%(n)s record(s) cleared).")
+            % {"kind": what, "value": value, "n": removed},
+        )
         return redirect("lockouts")
     return render(
         request,
         "benchforge/lockouts.html",
         {
-            "rows": active_lockouts(),
+            "rows": [{**row, "kind_label": LOCKOUT_KINDS[row["kind"]]} for row in active_lockouts()],
             "limit": settings.AXES_FAILURE_LIMIT,
-            "cooloff": settings.AXES_COOLOFF_TIME,
+            "cooloff": ngettext("%(n)s minute", "%(n)s minutes", cooloff) % {"n": cooloff},
         },
     )
 

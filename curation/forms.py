@@ -1,31 +1,36 @@
 from django import forms
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy as _
 
 from benchforge.inputs import ModelMultipleChoiceField
 
-from .models import Benchmark, Task
+from .models import Benchmark, KnownImageSet, Task
 from .presets import PRESETS
 
 
 class BenchmarkCreateForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    slug = forms.SlugField(max_length=80, required=False, help_text="Short id used in URLs; made from the name if empty.")
-    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    name = forms.CharField(label=_("Name"), max_length=200)
+    slug = forms.SlugField(
+        label=_("Slug"), max_length=80, required=False, help_text=_("Short id used in URLs; made from the name if empty.")
+    )
+    description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
     language = forms.ChoiceField(
-        choices=Benchmark._meta.get_field("language").choices,
-        initial=Benchmark._meta.get_field("language").default,
-        required=False,  # left out: the default
+        label=_("Language"),
+        # left out: the preset's language, English without a preset
+        choices=[("", _("the preset's (English without one)"))] + Benchmark._meta.get_field("language").choices,
+        required=False,
         help_text=Benchmark._meta.get_field("language").help_text,
     )
     preset = forms.ChoiceField(
-        choices=[("", "— empty taxonomy —")] + [(k, p.name) for k, p in PRESETS.items()],
+        label=_("Preset"),
+        choices=[("", _("— empty taxonomy —"))] + [(k, p.name) for k, p in PRESETS.items()],
         required=False,
-        help_text="Start from the taxonomy of a published benchmark.",
+        help_text=_("Start from the taxonomy of a published benchmark."),
     )
 
 
 class PresetForm(forms.Form):
-    preset = forms.ChoiceField(choices=[(k, p.name) for k, p in PRESETS.items()])
+    preset = forms.ChoiceField(label=_("Preset"), choices=[(k, p.name) for k, p in PRESETS.items()])
 
 
 class KeywordsField(forms.CharField):
@@ -42,14 +47,22 @@ class KeywordsField(forms.CharField):
 class TaskForm(forms.ModelForm):
     # Full width: keyword lists run to dozens of terms, names to a long phrase.
     collection_keywords = KeywordsField(
+        label=_("Collection keywords"),
         required=False,
-        help_text="Comma-separated search terms for collecting images.",
+        help_text=_("Comma-separated search terms for collecting images."),
         widget=forms.TextInput(attrs={"class": "wide"}),
     )
 
     class Meta:
         model = Task
         fields = ["name", "description", "collection_keywords", "guideline", "judge_rules", "quota"]
+        labels = {
+            "name": _("Name"),
+            "description": _("Description"),
+            "guideline": _("Guideline"),
+            "judge_rules": _("Judge rules"),
+            "quota": _("Quota"),
+        }
         widgets = {
             "name": forms.TextInput(attrs={"class": "wide"}),
             "description": forms.Textarea(attrs={"rows": 2}),
@@ -60,6 +73,7 @@ class TaskForm(forms.ModelForm):
 
 class BenchmarkSettingsForm(forms.ModelForm):
     members = ModelMultipleChoiceField(
+        label=_("Members"),
         queryset=get_user_model().objects.order_by("username"),
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -68,19 +82,35 @@ class BenchmarkSettingsForm(forms.ModelForm):
     class Meta:
         model = Benchmark
         fields = ["name", "description", "language", "near_dup_threshold", "min_short_edge", "members"]
+        labels = {
+            "name": _("Name"),
+            "description": _("Description"),
+            "language": _("Language"),
+            "near_dup_threshold": _("Near-duplicate threshold"),
+            "min_short_edge": _("Minimum short edge"),
+        }
 
 
 class ImportForm(forms.Form):
-    kind = forms.ChoiceField(choices=[("zip", "Zip archive of images"), ("url_list", "URL list (CSV or TXT)")])
+    kind = forms.ChoiceField(
+        label=_("Kind"), choices=[("zip", _("Zip archive of images")), ("url_list", _("URL list (CSV or TXT)"))]
+    )
     file = forms.FileField(
-        help_text="A zip (sub-folders named after a task slug tag their images), or a URL list: "
-        "one URL per line, or a CSV with a url column and optional task, source and license columns."
+        label=_("File"),
+        help_text=_(
+            "A zip (sub-folders named after a task slug tag their images), or a URL list: one URL per line, "
+            "or a CSV with a <code>url</code> column and optional <code>task</code>, <code>source</code> and "
+            "<code>license</code> columns."
+        ),
     )
     tasks = ModelMultipleChoiceField(
-        queryset=Task.objects.none(), required=False, help_text="Tag every imported image with these tasks."
+        label=_("Tasks"),
+        queryset=Task.objects.none(),
+        required=False,
+        help_text=_("Tag every imported image with these tasks."),
     )
-    source = forms.CharField(required=False, max_length=1000)
-    license = forms.CharField(required=False, max_length=200)
+    source = forms.CharField(label=_("Source"), required=False, max_length=1000)
+    license = forms.CharField(label=_("License"), required=False, max_length=200)
 
     def __init__(self, *args, benchmark=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -90,11 +120,14 @@ class ImportForm(forms.Form):
 
 
 class KnownSetForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    kind = forms.ChoiceField(choices=[("sft", "SFT / training dataset"), ("benchmark", "Prior benchmark"), ("other", "Other")])
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    name = forms.CharField(label=_("Name"), max_length=200)
+    kind = forms.ChoiceField(label=_("Kind"), choices=KnownImageSet.Kind.choices)
+    description = forms.CharField(label=_("Description"), required=False, widget=forms.Textarea(attrs={"rows": 2}))
     file = forms.FileField(
-        help_text="CSV with an md5 and/or phash column (16 hex digits, as imagehash prints it) and "
-        "optional label, or JSONL with the same keys. For a folder of images use "
-        "`manage.py import_known_set NAME FOLDER`."
+        label=_("File"),
+        help_text=_(
+            "CSV with an <code>md5</code> and/or <code>phash</code> column (16 hex digits, as imagehash prints it) "
+            "and optional <code>label</code>, or JSONL with the same keys. For a folder of images use "
+            "<code>manage.py import_known_set NAME FOLDER</code>."
+        ),
     )

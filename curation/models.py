@@ -9,7 +9,9 @@ from django.utils.translation import gettext_lazy as _
 from harness import DEFAULT_LANGUAGE, LANGUAGES
 
 # The languages a benchmark may be in: those the scoring harness has prompts in.
-BENCHMARK_LANGUAGES = list(LANGUAGES.items())
+# The harness's languages, named in the interface's language.
+LANGUAGE_NAMES = {"en": _("English"), "zh": _("Simplified Chinese")}
+BENCHMARK_LANGUAGES = [(code, LANGUAGE_NAMES.get(code, name)) for code, name in LANGUAGES.items()]
 
 
 class Benchmark(models.Model):
@@ -18,21 +20,21 @@ class Benchmark(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80, unique=True)
     description = models.TextField(blank=True)
-    preset = models.CharField(max_length=40, blank=True, help_text="Preset the taxonomy was loaded from, if any.")
+    preset = models.CharField(max_length=40, blank=True, help_text=_("Preset the taxonomy was loaded from, if any."))
     language = models.CharField(
         max_length=8,
         choices=BENCHMARK_LANGUAGES,
         default=DEFAULT_LANGUAGE,
-        help_text="The language of its questions: the scoring harness asks and judges in it.",
+        help_text=_("The language of its questions: the scoring harness asks and judges in it."),
     )
-    is_external = models.BooleanField(default=False, help_text="Imported from an existing benchmark (e.g. an MMBench TSV).")
+    is_external = models.BooleanField(default=False, help_text=_("Imported from an existing benchmark (e.g. an MMBench TSV)."))
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="benchmarks")
     near_dup_threshold = models.PositiveSmallIntegerField(
         default=8,
         validators=[MaxValueValidator(32)],
-        help_text="Images whose perceptual hashes differ by fewer bits than this are near duplicates.",
+        help_text=_("Images whose perceptual hashes differ by fewer bits than this are near duplicates."),
     )
-    min_short_edge = models.PositiveIntegerField(default=512, help_text="Shorter images are flagged as low resolution.")
+    min_short_edge = models.PositiveIntegerField(default=512, help_text=_("Shorter images are flagged as low resolution."))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -99,10 +101,10 @@ class Task(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80)
     description = models.TextField(blank=True)
-    collection_keywords = models.JSONField(default=list, blank=True, help_text="Search terms for collecting images.")
-    guideline = models.TextField(blank=True, help_text="What annotators must do for this task.")
-    judge_rules = models.TextField(blank=True, help_text="Task-specific hints given to the LLM judge.")
-    quota = models.PositiveIntegerField(default=0, validators=[MinValueValidator(0)], help_text="Target number of seed items.")
+    collection_keywords = models.JSONField(default=list, blank=True, help_text=_("Search terms for collecting images."))
+    guideline = models.TextField(blank=True, help_text=_("What annotators must do for this task."))
+    judge_rules = models.TextField(blank=True, help_text=_("Task-specific hints given to the LLM judge."))
+    quota = models.PositiveIntegerField(default=0, validators=[MinValueValidator(0)], help_text=_("Target number of seed items."))
     order = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -194,9 +196,9 @@ class KnownImageSet(models.Model):
     known by MD5 and/or pHash. Sets apply to every benchmark."""
 
     class Kind(models.TextChoices):
-        SFT = "sft", "SFT / training dataset"
-        BENCHMARK = "benchmark", "Prior benchmark"
-        OTHER = "other", "Other"
+        SFT = "sft", _("SFT / training dataset")
+        BENCHMARK = "benchmark", _("Prior benchmark")
+        OTHER = "other", _("Other")
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.OTHER)
@@ -215,7 +217,7 @@ class KnownHash(models.Model):
     known_set = models.ForeignKey(KnownImageSet, on_delete=models.CASCADE, related_name="hashes")
     md5 = models.CharField(max_length=32, blank=True, db_index=True)
     phash = models.BigIntegerField(null=True, blank=True)
-    label = models.CharField(max_length=500, blank=True, help_text="Id or file name in the original set.")
+    label = models.CharField(max_length=500, blank=True, help_text=_("Id or file name in the original set."))
 
     class Meta:
         constraints = [
@@ -225,8 +227,8 @@ class KnownHash(models.Model):
 
 class ContaminationMatch(models.Model):
     class Kind(models.TextChoices):
-        MD5 = "md5", "Same bytes (MD5)"
-        PHASH = "phash", "Perceptual hash"
+        MD5 = "md5", _("Same bytes (MD5)")
+        PHASH = "phash", _("Perceptual hash")
 
     image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="contamination_matches")
     known_set = models.ForeignKey(KnownImageSet, on_delete=models.CASCADE, related_name="matches")

@@ -32,6 +32,7 @@ class Preset:
     description: str
     default_quota: int
     categories: tuple[CategorySpec, ...] = field(default_factory=tuple)
+    language: str = "en"  # of the questions a benchmark made from it (harness.LANGUAGES)
 
     def iter_tasks(self):
         def walk(cats):
@@ -51,6 +52,7 @@ ALIGNMMBENCH = Preset(
     name="AlignMMBench",
     description="Chinese multimodal alignment: 13 tasks in three groups, seed questions expanded by LLM rewrites.",
     default_quota=80,
+    language="zh",
     categories=(
         CategorySpec(
             "Perception & Understanding",

@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 from django.views.decorators.http import require_GET, require_POST
 
 from benchforge.errors import DomainError
@@ -25,6 +25,7 @@ from .forms import (
 )
 from .imaging import hamming
 from .models import Image, KnownImageSet
+from .presets import PRESETS
 from .selectors import (
     IMAGE_FLAGS,
     benchmarks_for,
@@ -64,7 +65,7 @@ def task_edit(request, slug, task_slug):
     form = TaskForm(request.POST or None, instance=task)
     if request.method == "POST" and form.is_valid():
         services.update_task(task, **{f: form.cleaned_data[f] for f in form.Meta.fields})
-        messages.success(request, f"Saved task '{task.name}'.")
+        messages.success(request, gettext("Saved task '%(name)s'.") % {"name": task.name})
         return redirect("taxonomy", slug=benchmark.slug)
     return render(request, "curation/task_form.html", {"benchmark": benchmark, "task": task, "form": form})
 
@@ -75,13 +76,21 @@ def benchmark_create(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         benchmark = services.create_benchmark(
-            name=data["name"], slug=data["slug"], description=data["description"], user=request.user, language=data["language"]
+            name=data["name"],
+            slug=data["slug"],
+            description=data["description"],
+            user=request.user,
+            language=data["language"] or services.preset_language(data["preset"]),
         )
         if data["preset"]:
             services.start_preset_load(benchmark, data["preset"], user=request.user)
-            messages.success(request, f"Created '{benchmark.name}'; its {data['preset']} taxonomy is loading.")
+            messages.success(
+                request,
+                gettext("Created '%(name)s'; its %(preset)s taxonomy is loading.")
+                % {"name": benchmark.name, "preset": PRESETS[data["preset"]].name},
+            )
         else:
-            messages.success(request, f"Created '{benchmark.name}'.")
+            messages.success(request, gettext("Created '%(name)s'.") % {"name": benchmark.name})
         return redirect("dashboard", slug=benchmark.slug)
     return render(request, "curation/benchmark_form.html", {"form": form})
 
@@ -92,10 +101,10 @@ def preset_load(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     form = PresetForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose one of the listed presets.")
+        messages.error(request, gettext("Choose one of the listed presets."))
     else:
         services.start_preset_load(benchmark, form.cleaned_data["preset"], user=request.user)
-        messages.success(request, "Preset tasks added (existing tasks were kept as they were).")
+        messages.success(request, gettext("Preset tasks added (existing tasks were kept as they were)."))
     return redirect("taxonomy", slug=benchmark.slug)
 
 
@@ -105,7 +114,7 @@ def benchmark_settings(request, slug):
     form = BenchmarkSettingsForm(request.POST or None, instance=benchmark)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, "Settings saved.")
+        messages.success(request, gettext("Settings saved."))
         return redirect("dashboard", slug=benchmark.slug)
     return render(request, "curation/benchmark_settings.html", {"benchmark": benchmark, "form": form})
 
@@ -192,8 +201,26 @@ def image_upload(request, slug):
             "import_form": ImportForm(benchmark=benchmark),
             "jobs": recent_imports(benchmark),
             "max_mb": settings.BENCHFORGE_MAX_UPLOAD_BYTES // 1_000_000,
+            # what upload.js writes, in the page's language
+            "words": {
+                "totals": gettext("%(added)s added, %(duplicate)s already stored, %(error)s refused"),
+                "still_uploading": gettext("%(n)s uploading…"),
+                "uploading": gettext("uploading…"),
+                "image": gettext("image #%(id)s:"),
+                "unreachable": gettext("The upload did not reach the server; try these files again."),
+                "failed": gettext("Upload failed (HTTP %(status)s)."),
+                "outcomes": {
+                    "added": pgettext("upload outcome", "added"),
+                    "duplicate": pgettext("upload outcome", "duplicate"),
+                    "error": pgettext("upload outcome", "error"),
+                },
+            },
         },
     )
+
+
+def _field_name(form, field: str) -> str:
+    return str(form.fields[field].label).lower() if field in form.fields else gettext("form")
 
 
 @accepts_uploads("archive")
@@ -204,7 +231,9 @@ def image_import(request, slug):
     form = ImportForm(request.POST, request.FILES, benchmark=benchmark)
     if not form.is_valid():
         messages.error(
-            request, "Import not started: " + "; ".join(f"{field}: {' '.join(errs)}" for field, errs in form.errors.items())
+            request,
+            gettext("Import not started: %(problems)s")
+            % {"problems": "; ".join(f"{_field_name(form, field)}: {' '.join(errs)}" for field, errs in form.errors.items())},
         )
         return redirect("image-upload", slug=benchmark.slug)
     data = form.cleaned_data
@@ -219,9 +248,12 @@ def image_import(request, slug):
             license=data["license"],
         )
     except DomainError as exc:
-        messages.error(request, f"Import not started: {exc.message}")
+        messages.error(request, gettext("Import not started: %(problems)s") % {"problems": exc.message})
         return redirect("image-upload", slug=benchmark.slug)
-    messages.success(request, f"Import job #{job.pk} started; its progress is below and each file's outcome is on the job page.")
+    messages.success(
+        request,
+        gettext("Import job #%(id)s started; its progress is below and each file's outcome is on the job page.") % {"id": job.pk},
+    )
     return redirect(reverse("image-upload", args=[benchmark.slug]) + "#imports")
 
 
@@ -249,9 +281,10 @@ def near_duplicate_resolve(request, slug, pk):
     image = get_image_for(request.user, slug, pk)
     decision = request.POST.get("decision")
     if decision not in ("keep", "drop"):
-        raise DomainError("Choose 'keep' (both images stay) or 'drop' (reject this one as similar content).")
+        raise DomainError(gettext("Choose 'keep' (both images stay) or 'drop' (reject this one as similar content)."))
     services.resolve_near_duplicate(image, keep=decision == "keep", user=request.user)
-    messages.success(request, f"Image #{image.pk} {'kept' if decision == 'keep' else 'rejected as similar content'}.")
+    done = gettext("Image #%(id)s kept.") if decision == "keep" else gettext("Image #%(id)s rejected as similar content.")
+    messages.success(request, done % {"id": image.pk})
     page = request.POST.get("page", "")
     return redirect(reverse("near-duplicates", args=[slug]) + (f"?page={page}" if is_digits(page) else ""))
 
@@ -293,9 +326,16 @@ def known_sets_page(request):
         else:
             messages.success(
                 request,
-                f"'{result.known_set.name}': {result.hashes_added} hashes added "
-                f"({len(rows) - result.hashes_added} were already in the set); "
-                f"{result.images_flagged} stored images newly flagged.",
+                gettext(
+                    "'%(name)s': %(added)s hashes added (%(known)s were already in the set); "
+                    "%(flagged)s stored images newly flagged."
+                )
+                % {
+                    "name": result.known_set.name,
+                    "added": result.hashes_added,
+                    "known": len(rows) - result.hashes_added,
+                    "flagged": result.images_flagged,
+                },
             )
             return redirect(_known_sets_url(benchmark))
     page = Paginator(known_sets(), 50).get_page(request.GET.get("page"))
@@ -307,7 +347,10 @@ def known_sets_page(request):
 def known_set_delete(request, pk):
     known_set = get_object_or_404(KnownImageSet, pk=pk)
     services.delete_known_set(known_set)
-    messages.success(request, f"Deleted '{known_set.name}'; images only it had flagged are no longer marked contaminated.")
+    messages.success(
+        request,
+        gettext("Deleted '%(name)s'; images only it had flagged are no longer marked contaminated.") % {"name": known_set.name},
+    )
     return redirect(_known_sets_url(_opened_from(request)))
 
 
@@ -323,11 +366,11 @@ _STORED_NAME = re.compile(r"(?:images|thumbs)/([0-9a-f]{2})/([0-9a-f]{2})/(\1\2[
 def media_file(request, path):
     match = _STORED_NAME.fullmatch(path)
     if match is None or not media_file_visible_to(request.user, path, match[3]):
-        raise Http404("No such file, or it belongs to no benchmark you can see.")
+        raise Http404(gettext("No such file, or it belongs to no benchmark you can see."))
     try:
         handle = default_storage.open(path)
     except FileNotFoundError:
-        raise Http404("The file is missing from storage.") from None
+        raise Http404(gettext("The file is missing from storage.")) from None
     response = FileResponse(handle)
     # Content-addressed: the bytes behind a name never change, so browsers may keep them.
     response["Cache-Control"] = "private, max-age=31536000, immutable"

@@ -92,6 +92,18 @@ class Job(models.Model):
         return _("Interrupted") if self.is_interrupted else self.get_status_display()
 
     @property
+    def kind_label(self) -> str:
+        from . import registry  # the kinds other apps register (after the models load)
+
+        return registry.label(self.kind)
+
+    @property
+    def shown_message(self) -> str:
+        from .reports import shown
+
+        return shown(self.message)
+
+    @property
     def can_resume(self) -> bool:
         return self.status in (self.Status.FAILED, self.Status.CANCELLED) or self.is_interrupted or self.is_unsent
 
@@ -118,3 +130,15 @@ class JobEntry(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [models.UniqueConstraint(fields=["job", "key"], name="unique_job_entry_key")]
+
+    @property
+    def shown_key(self) -> str:
+        from .reports import shown
+
+        return shown(self.key)
+
+    @property
+    def shown_message(self) -> str:
+        from .reports import shown
+
+        return shown(self.message)

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
@@ -261,10 +261,11 @@ def execute(job_id: int) -> Job | None:
         kind = registry.get(job.kind)
     except LookupError as exc:
         return _finish(run, Job.Status.FAILED, message=str(exc))
-    # What the job writes (its progress message, its report) is in the language of whoever started
-    # it, when their account chose one; otherwise in the language already active (a worker's default).
+    # A job writes in its starter's language (the one their account chose; English otherwise, also for
+    # an eager job run inside a Chinese page's request). Texts from jobs.reports' declared templates
+    # are stored in English whoever starts the job and are translated for each reader where shown.
     chosen = account_language(job.created_by) if job.created_by_id else ""
-    with _heartbeat_thread(run), translation.override(chosen) if chosen else nullcontext():
+    with _heartbeat_thread(run), translation.override(chosen or "en"):
         try:
             result = kind.run(run)
         except JobStopped:

@@ -13,11 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, transaction
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from benchforge import permissions
 from benchforge.errors import DomainError
 
-from . import registry, runner
+from . import registry, reports, runner
 from .models import Job
 from .staging import sweep_staged
 
@@ -38,6 +39,17 @@ class QueueUnavailable(DomainError):
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+# Job messages this module stores (jobs.reports: stored in English, shown in the reader's language).
+NOT_SENT = gettext_noop(
+    "Not sent: the job queue could not be reached (%(error)s). Nothing has run; the job is "
+    "sent again when a worker starts, or resume it from its page once the queue is back."
+)
+RESUMED = gettext_noop("Resumed.")
+RESUMED_BY = gettext_noop("Resumed by %(user)s.")
+CANCELLED_BY = gettext_noop("Cancelled by %(user)s.")
+reports.declare(NOT_SENT, RESUMED, RESUMED_BY, CANCELLED_BY)
 
 
 def create_job(kind: str, *, user=None, benchmark=None, total: int = 0, params: dict | None = None) -> Job:
@@ -146,10 +158,7 @@ def _send(job_id: int) -> None:
             )
     except Exception as exc:  # kombu's OperationalError, socket errors: the broker did not take it
         log.warning("job %s not sent: the job queue is unreachable (%s)", job_id, exc)
-        message = (
-            f"Not sent: the job queue could not be reached ({type(exc).__name__}). Nothing has run; the job is "
-            "sent again when a worker starts, or resume it from its page once the queue is back."
-        )
+        message = reports.text(NOT_SENT, error=type(exc).__name__)
         Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(unsent_since=timezone.now(), message=message)
         raise QueueUnavailable(
             f"Job #{job_id} was saved but the job queue (Celery broker) could not be reached, so nothing runs yet. "
@@ -200,10 +209,10 @@ def _run_in_thread(job_id: int) -> None:
 def resume(job: Job, *, user) -> Job:
     """Queue a failed, cancelled or interrupted job again; its runner skips the units already done."""
     permissions.require_researcher(user, "Resuming or cancelling a job")
-    return enqueue(requeue(job, note=f"Resumed by {user.get_username()}."))
+    return enqueue(requeue(job, note=reports.text(RESUMED_BY, user=user.get_username())))
 
 
-def requeue(job: Job, *, note: str = "Resumed.") -> Job:
+def requeue(job: Job, *, note: str = RESUMED) -> Job:
     """Put a failed, cancelled or interrupted job back in the queue (the caller runs or enqueues it);
     a job the queue never received stays queued and is sent again."""
     job.refresh_from_db()
@@ -214,19 +223,22 @@ def requeue(job: Job, *, note: str = "Resumed.") -> Job:
     if not job.can_resume:
         if job.status == Job.Status.RUNNING:
             raise DomainError(
-                f"Job #{job.pk} is still running (last heard from {timezone.localtime(job.heartbeat_at):%H:%M:%S}); "
-                "it can be resumed only once its worker has stopped.",
+                gettext(
+                    "Job #%(id)s is still running (last heard from %(when)s); it can be resumed only once its worker has stopped."
+                )
+                % {"id": job.pk, "when": f"{timezone.localtime(job.heartbeat_at):%H:%M:%S}"},
                 code="still_running",
             )
         raise DomainError(
-            f"Job #{job.pk} is {job.get_status_display().lower()}; only a failed, cancelled or interrupted job can be resumed.",
+            gettext("Job #%(id)s is %(status)s; only a failed, cancelled or interrupted job can be resumed.")
+            % {"id": job.pk, "status": str(job.get_status_display()).lower()},
             code="not_resumable",
         )
     updated = Job.objects.filter(pk=job.pk, status=job.status, run_token=job.run_token).update(
         status=Job.Status.QUEUED, run_token="", finished_at=None, message=note
     )
     if not updated:
-        raise DomainError(f"Job #{job.pk} changed meanwhile; reload the page.", code="changed")
+        raise DomainError(gettext("Job #%(id)s changed meanwhile; reload the page.") % {"id": job.pk}, code="changed")
     job.refresh_from_db()
     return job
 
@@ -236,9 +248,12 @@ def cancel(job: Job, *, user) -> Job:
     permissions.require_researcher(user, "Resuming or cancelling a job")
     job.refresh_from_db()
     if not job.can_cancel:
-        raise DomainError(f"Job #{job.pk} is already {job.get_status_display().lower()}.", code="not_cancellable")
+        raise DomainError(
+            gettext("Job #%(id)s is already %(status)s.") % {"id": job.pk, "status": str(job.get_status_display()).lower()},
+            code="not_cancellable",
+        )
     Job.objects.filter(pk=job.pk, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
-        status=Job.Status.CANCELLED, finished_at=timezone.now(), message=f"Cancelled by {user.get_username()}."
+        status=Job.Status.CANCELLED, finished_at=timezone.now(), message=reports.text(CANCELLED_BY, user=user.get_username())
     )
     job.refresh_from_db()
     return job  # its staged upload stays while it can be resumed; the sweep removes it later

@@ -7,7 +7,7 @@ from django.utils.translation import gettext
 from benchforge import permissions
 from benchforge.roles import ANNOTATOR, role_required
 
-from . import registry, services
+from . import registry, reports, services
 from .models import Job, JobEntry
 from .selectors import get_job_for, jobs_list, with_benchmarks
 
@@ -23,12 +23,12 @@ def job_detail(request, job_id):
         action = request.POST.get("action")
         if action == "resume":
             services.resume(job, user=request.user)
-            messages.success(request, f"Job #{job.pk} resumed: it continues after the units already done.")
+            messages.success(request, gettext("Job #%(id)s resumed: it continues after the units already done.") % {"id": job.pk})
         elif action == "cancel":
             services.cancel(job, user=request.user)
-            messages.success(request, f"Job #{job.pk} cancelled; what it had done stays done.")
+            messages.success(request, gettext("Job #%(id)s cancelled; what it had done stays done.") % {"id": job.pk})
         else:
-            messages.error(request, "Unknown action: choose resume or cancel.")
+            messages.error(request, gettext("Unknown action: choose resume or cancel."))
         return redirect("job-detail", job_id=job.pk)
     [job] = with_benchmarks([job])
     entries = job.entries.all()
@@ -43,7 +43,6 @@ def job_detail(request, job_id):
             "job": job,
             "page": page,
             "outcome": outcome,
-            "kind_label": registry.label(job.kind),
             "result_rows": result_rows(job.result),
             "benchmark": _member_benchmark(request.user, job.benchmark),
         },
@@ -55,17 +54,14 @@ def result_rows(result: dict | None) -> list[tuple[str, str]]:
     no task folder", and a nested count such as {"rewrite": {"kept": 5}} reads "kept: 5". Pairs,
     not the dict: a key named like a dict method ("items") would shadow it in the template."""
 
-    def words(key) -> str:
-        return str(key).replace("_", " ")
-
     def shown(value) -> str:
         if isinstance(value, dict):
-            return ", ".join(f"{words(k)}: {shown(v)}" for k, v in value.items())
+            return ", ".join(f"{reports.result_word(k)}: {shown(v)}" for k, v in value.items())
         if isinstance(value, list | tuple):
             return ", ".join(shown(v) for v in value)
-        return str(value)
+        return reports.shown(str(value))
 
-    return [(words(key).capitalize(), shown(value)) for key, value in sorted((result or {}).items())]
+    return [(reports.result_label(key), shown(value)) for key, value in sorted((result or {}).items())]
 
 
 def _member_benchmark(user, benchmark):
@@ -91,8 +87,6 @@ def job_list(request):
         rows = [job for job in rows[:2000] if job.is_interrupted]
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
     page.object_list = with_benchmarks(page.object_list)
-    for job in page.object_list:
-        job.kind_label = registry.label(job.kind)
     listed_ids = registry.benchmark_ids_with_slug(filters["benchmark"]) if filters["benchmark"] else []
     listed = next(iter(registry.benchmarks_by_id(listed_ids).values()), None)
     return render(

@@ -1,4 +1,7 @@
 from django import forms
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from annotation.workflow import STATUS_CHOICES
 from curation.selectors import task_choices
@@ -10,36 +13,40 @@ from .services import ALL, APPLY_CHOICES, LATEST, SEVERAL_CHOICES
 class ConnectionForm(forms.Form):
     url = forms.URLField(
         required=False,
-        label="Label Studio URL",
+        label=_("Label Studio URL"),
         assume_scheme="http",
-        help_text=f"Empty: the {URL_ENV} environment variable of the benchmark server.",
+        help_text=format_lazy(_("Empty: the <code>{}</code> environment variable of the benchmark server."), URL_ENV),
     )
     token_env = forms.CharField(
         validators=[token_env_validator],
         initial=DEFAULT_TOKEN_ENV,
-        label="Token variable",
-        help_text="Name of the environment variable holding the access token (it must start with LABEL_STUDIO_). "
-        "The token itself is never stored here.",
+        label=_("Token variable"),
+        help_text=_(
+            "Name of the environment variable holding the access token (it must start with <code>LABEL_STUDIO_</code>). "
+            "The token itself is never stored here."
+        ),
     )
 
 
 class PushForm(forms.Form):
     title = forms.CharField(
         max_length=200,
-        label="Project title",
-        help_text="A new project is created for a new title; an existing one only receives items it does not have yet.",
+        label=_("Project title"),
+        help_text=_("A new project is created for a new title; an existing one only receives items it does not have yet."),
     )
-    task = forms.ChoiceField(required=False)
-    status = forms.ChoiceField(required=False, choices=[("", "any status")] + STATUS_CHOICES)
+    task = forms.ChoiceField(label=_("Task"), required=False)
+    status = forms.ChoiceField(label=_("Status"), required=False, choices=[("", _("any status"))] + STATUS_CHOICES)
 
     def __init__(self, *args, benchmark, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["task"].choices = [("", "every task")] + task_choices(benchmark)
+        self.fields["task"].choices = [("", _("every task"))] + task_choices(benchmark)
 
 
 class PullForm(forms.Form):
-    apply = forms.ChoiceField(choices=list(APPLY_CHOICES.items()), required=False, label="Apply")
-    several = forms.ChoiceField(choices=list(SEVERAL_CHOICES.items()), required=False, label="When annotators disagree")
+    apply = forms.ChoiceField(
+        choices=list(APPLY_CHOICES.items()), required=False, label=pgettext_lazy("pull annotations", "Apply")
+    )
+    several = forms.ChoiceField(choices=list(SEVERAL_CHOICES.items()), required=False, label=_("When annotators disagree"))
 
     def clean(self):
         data = super().clean()

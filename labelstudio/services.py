@@ -30,6 +30,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy, gettext_noop, pgettext_lazy
 
 from annotation.contract import item_payload
 from annotation.models import Item
@@ -38,6 +39,7 @@ from annotation.services import update_item
 from benchforge import outbound, permissions
 from benchforge.errors import DomainError, StaleVersion
 from curation.models import Image
+from jobs import reports
 from jobs import services as jobs
 from jobs.runner import ERROR, OK, SKIPPED
 
@@ -60,8 +62,11 @@ PUSH_LOCK_BASE = 0x4C53_0000_0000  # advisory lock keys of Label Studio pushes: 
 # one, or a disagreement flagged for the researcher to decide in benchforge.
 ALL, ACCEPTED = "all", "accepted"
 LATEST, FLAG = "latest", "flag"
-APPLY_CHOICES = {ALL: "every annotation", ACCEPTED: "only accepted annotations (verdict OK)"}
-SEVERAL_CHOICES = {LATEST: "the latest annotation wins", FLAG: "flag a disagreement for a decision here"}
+APPLY_CHOICES = {ALL: gettext_lazy("every annotation"), ACCEPTED: gettext_lazy("only accepted annotations (verdict OK)")}
+SEVERAL_CHOICES = {
+    LATEST: gettext_lazy("the latest annotation wins"),
+    FLAG: gettext_lazy("flag a disagreement for a decision here"),
+}
 
 
 class _Report:
@@ -220,17 +225,16 @@ def _push_locked(run, benchmark, user) -> dict:
             if key in done:
                 continue  # an earlier run of this job did it
             if payload is None:
-                report.add("errors", key, ERROR, "The item no longer exists.")
+                report.add("errors", key, ERROR, reports.text(ITEM_GONE))
             elif payload["seed_id"]:
                 report.add(
                     "skipped",
                     key,
                     SKIPPED,
-                    f"A rewrite shares the reference answer and criteria of its seed: "
-                    f"push seed item #{payload['seed_id']} instead.",
+                    reports.text(PUSH_THE_SEED, id=payload["seed_id"]),
                 )
             elif item_id in known and known[item_id].pushed_version == payload["version"]:
-                report.add("already_pushed", key, SKIPPED, f"Already in the project as task {known[item_id].task_id}.")
+                report.add("already_pushed", key, SKIPPED, reports.text(ALREADY_PUSHED, task=known[item_id].task_id))
             elif item_id in known:
                 stale.append(payload)
             else:
@@ -248,18 +252,13 @@ def _push_locked(run, benchmark, user) -> dict:
                         shown=ls.synced_values(payload),
                         synced=ls.synced_values(payload),
                     )
-                    report.add(
-                        "pushed", f"item {payload['id']}", OK, f"Pushed as task {task_id} (item version {payload['version']})."
-                    )
+                    pushed = reports.text(PUSHED, task=task_id, version=payload["version"])
+                    report.add("pushed", f"item {payload['id']}", OK, pushed)
         for batch in _batches(report, stale, task_names):
             for payload, task in batch:
                 _refresh(client, known[payload["id"]], payload, task, report)
     counts = report.counts
-    summary = (
-        f"{counts['pushed']} pushed, {counts['refreshed']} refreshed, {counts['already_pushed']} already in the project, "
-        f"{counts['skipped']} skipped, {counts['errors']} errors. Project: {link.project_url}"
-    )
-    run.say(summary)
+    run.say(reports.text(PUSH_SUMMARY, **counts, url=link.project_url))
     return {**counts, "project_id": link.project_id, "link_id": link.pk, "project_url": link.project_url}
 
 
@@ -431,6 +430,35 @@ def run_pull(run) -> dict:
     return _pull(run, link, run.user)
 
 
+# What push and pull jobs report (jobs.reports: stored in English, shown in the reader's language).
+ITEM_GONE = gettext_noop("The item no longer exists.")
+PUSH_THE_SEED = gettext_noop("A rewrite shares the reference answer and criteria of its seed: push seed item #%(id)s instead.")
+ALREADY_PUSHED = gettext_noop("Already in the project as task %(task)s.")
+PUSHED = gettext_noop("Pushed as task %(task)s (item version %(version)s).")
+PUSH_SUMMARY = gettext_noop(
+    "%(pushed)s pushed, %(refreshed)s refreshed, %(already_pushed)s already in the project, "
+    "%(skipped)s skipped, %(errors)s errors. Project: %(url)s"
+)
+NOT_ANNOTATED = gettext_noop("Task %(task)s has no annotation yet.")
+reports.declare(ITEM_GONE, PUSH_THE_SEED, ALREADY_PUSHED, PUSHED, PUSH_SUMMARY, NOT_ANNOTATED)
+reports.declare_result_labels(
+    {
+        "pushed": pgettext_lazy("job result", "Pushed"),
+        "refreshed": pgettext_lazy("job result", "Refreshed"),
+        "already_pushed": pgettext_lazy("job result", "Already in the project"),
+        "applied": pgettext_lazy("job result", "Applied"),
+        "unchanged": pgettext_lazy("job result", "Unchanged"),
+        "already_pulled": pgettext_lazy("job result", "Already pulled"),
+        "not_annotated": pgettext_lazy("job result", "Not annotated"),
+        "not_accepted": pgettext_lazy("job result", "Not accepted"),
+        "disagreements": pgettext_lazy("job result", "Disagreements"),
+        "conflicts": pgettext_lazy("job result", "Conflicts"),
+        "project_id": pgettext_lazy("job result", "Project id"),
+        "link_id": pgettext_lazy("job result", "Link id"),
+        "project_url": pgettext_lazy("job result", "Project URL"),
+    }
+)
+
 PULL_COUNTS = (
     "applied",
     "unchanged",
@@ -463,7 +491,7 @@ def _pull(run, link: LabelStudioLink, user) -> dict:
             if key in done:
                 continue
             if row.task_id not in annotated:
-                report.add("not_annotated", key, SKIPPED, f"Task {row.task_id} has no annotation yet.")
+                report.add("not_annotated", key, SKIPPED, reports.text(NOT_ANNOTATED, task=row.task_id))
                 continue
             try:
                 outcome, count, message, data = _pull_task(client, row, user, apply=apply, several=several)

@@ -3,6 +3,7 @@
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotation.selectors import items_of
@@ -49,7 +50,7 @@ def labelstudio_connection(request, slug):
     form = ConnectionForm(request.POST)
     if form.is_valid():
         services.save_connection(benchmark, user=request.user, **form.cleaned_data)
-        messages.success(request, "Label Studio connection saved.")
+        messages.success(request, gettext("Label Studio connection saved."))
     else:
         messages.error(request, _errors_of(form))
     return redirect("labelstudio", slug=benchmark.slug)
@@ -85,5 +86,9 @@ def labelstudio_pull(request, slug, link_id):
 def labelstudio_unlink(request, slug, link_id):
     link = get_link_for(request.user, slug, link_id)
     services.unlink(link, user=request.user)
-    messages.success(request, f"Unlinked '{link.title}': benchforge forgot the project; nothing was deleted in Label Studio.")
+    messages.success(
+        request,
+        gettext("Unlinked '%(title)s': benchforge forgot the project; nothing was deleted in Label Studio.")
+        % {"title": link.title},
+    )
     return redirect("labelstudio", slug=link.benchmark.slug)

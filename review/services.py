@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone, translation
+from django.utils.translation import gettext, gettext_noop, pgettext_lazy
 
 from annotation.models import Item
 from annotation.selectors import editors_of
@@ -21,6 +22,7 @@ from benchforge.concurrency import lock, lock_rows
 from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.roles import RESEARCHER, REVIEWER
 from curation.models import Benchmark
+from jobs import reports
 from jobs import services as jobs
 
 from .models import REASON_LABELS, Review, ReviewRound, RoundItem
@@ -74,12 +76,20 @@ def _pool(benchmark, kind: str, reviewers, user) -> list:
     pool = sorted({u.pk: u for u in pool if u.is_active}.values(), key=lambda u: u.pk)
     for person in pool:
         if kind == Kind.EXPERT and not permissions.is_researcher(person):
-            raise DomainError(f"{person.username} is not a researcher: expert verification is done by researchers.")
+            raise DomainError(
+                gettext("%(name)s is not a researcher: expert verification is done by researchers.") % {"name": person.username}
+            )
         if kind == Kind.CROSS and not (permissions.may_review(person) and permissions.is_member(person, benchmark)):
-            raise DomainError(f"{person.username} cannot review here: reviewers need the reviewer role and membership.")
+            raise DomainError(
+                gettext("%(name)s cannot review here: reviewers need the reviewer role and membership.")
+                % {"name": person.username}
+            )
     if not pool:
-        who = "researcher" if kind == Kind.EXPERT else "member with the reviewer role"
-        raise DomainError(f"No reviewer to draw from: add a {who} to the benchmark, or name the reviewers.")
+        if kind == Kind.EXPERT:
+            raise DomainError(gettext("No reviewer to draw from: add a researcher to the benchmark, or name the reviewers."))
+        raise DomainError(
+            gettext("No reviewer to draw from: add a member with the reviewer role to the benchmark, or name the reviewers.")
+        )
     return pool
 
 
@@ -119,25 +129,29 @@ def open_round(
     items move into the round as a job (thousands of items are fine); the round opens when it ends."""
     permissions.require_researcher(user, "Opening a review round")
     if kind not in Kind.values or rule not in Rule.values:
-        raise DomainError("Choose a round kind (cross or expert) and a rule (unanimous, majority or any_reject).")
+        raise DomainError(gettext("Choose a round kind (cross or expert) and a rule (unanimous, majority or any_reject)."))
     if not 1 <= int(per_item) <= MAX_REVIEWERS_PER_ITEM:
-        raise DomainError(f"Each item gets 1 to {MAX_REVIEWERS_PER_ITEM} reviewers.")
+        raise DomainError(gettext("Each item gets 1 to %(max)s reviewers.") % {"max": MAX_REVIEWERS_PER_ITEM})
     if sample_per_task is not None and (kind != Kind.EXPERT or int(sample_per_task) < 1):
-        raise DomainError("A sample per task is for expert verification, and at least 1.")
+        raise DomainError(gettext("A sample per task is for expert verification, and at least 1."))
     _refuse_if_busy(benchmark)
     pool = _pool(benchmark, kind, reviewers, user)
     rows = _scope(benchmark, kind, tasks, authors, sample_per_task, seed)
     if not rows:
-        what = "accepted" if kind == Kind.EXPERT else "answered (submitted and waiting for review)"
-        raise DomainError(f"No {what} item in this scope: nothing to review.")
+        if kind == Kind.EXPERT:
+            raise DomainError(gettext("No accepted item in this scope: nothing to review."))
+        raise DomainError(gettext("No answered item (submitted and waiting for review) in this scope: nothing to review."))
     pool_ids = {p.pk for p in pool}
     editors = editors_of(benchmark)
     possible = {pk: pool_ids - {author, assignee, *editors.get(pk, ())} for pk, _task, author, assignee in rows}
     short = [pk for pk, *_ in rows if len(possible[pk]) < per_item]
     if short:
         raise DomainError(
-            f"{len(short)} item(s) (e.g. #{short[0]}) would need {per_item} reviewer(s) other than their author, "
-            f"assignee and editors, but only {len(pool)} reviewer(s) are in the pool: add reviewers or lower the overlap."
+            gettext(
+                "%(n)s item(s) (e.g. #%(id)s) would need %(per_item)s reviewer(s) other than their author, "
+                "assignee and editors, but only %(pool)s reviewer(s) are in the pool: add reviewers or lower the overlap."
+            )
+            % {"n": len(short), "id": short[0], "per_item": per_item, "pool": len(pool)}
         )
     # The items with the fewest possible reviewers are handed out first, so the even spread of the
     # load never strands them (a reviewer who wrote many items can take none of those).
@@ -184,6 +198,14 @@ def _refuse_if_busy(benchmark) -> None:
         )
 
 
+# What the opening job reports per item (jobs.reports: shown in the reader's language).
+TO_REVIEWERS = gettext_noop("to %(reviewers)s")
+NO_LONGER_ANSWERED = gettext_noop("no longer answered (%(status)s): not in this round")
+NO_LONGER_ACCEPTED = gettext_noop("no longer accepted (%(status)s): not in this round")
+reports.declare(TO_REVIEWERS, NO_LONGER_ANSWERED, NO_LONGER_ACCEPTED)
+reports.declare_result_labels({"reviews": pgettext_lazy("job result", "Reviews")})
+
+
 def run_round_opening(run) -> dict:
     """The job body: move the round's items into it in chunks, each chunk's status changes,
     round entries and reviewer assignments committed together; resumable."""
@@ -218,15 +240,18 @@ def run_round_opening(run) -> dict:
                 for person in chosen:
                     load[person.pk] += 1
                     reviews.append(Review(round=review_round, entry=entry, item=item, reviewer=person))
-                notes.append((f"item {item.pk}", "ok", "to " + ", ".join(p.username for p in chosen), {"reviewers": len(chosen)}))
+                to = reports.text(TO_REVIEWERS, reviewers=", ".join(p.username for p in chosen))
+                notes.append((reports.text("item %(id)s", id=item.pk), "ok", to, {"reviewers": len(chosen)}))
             Review.objects.bulk_create(reviews)
             taken = {item.pk for item in moved}
             notes += [
                 (
-                    f"item {i.pk}",
+                    reports.text("item %(id)s", id=i.pk),
                     "skipped",
-                    f"no longer {'answered' if review_round.kind == Kind.CROSS else 'accepted'} "
-                    f"({i.status_label}): not in this round",
+                    reports.text(
+                        NO_LONGER_ANSWERED if review_round.kind == Kind.CROSS else NO_LONGER_ACCEPTED,
+                        status=str(i.status_label),
+                    ),
                     {},
                 )
                 for i in chunk
@@ -279,12 +304,12 @@ def submit_review(review: Review, *, user, verdict: str, reasons=(), comment: st
                 extra={"current_version": item.version},
             )
         if verdict not in Verdict.values:
-            raise DomainError("Choose a verdict: accept, revision (needs revision) or reject.")
+            raise DomainError(gettext("Choose a verdict: accept, revision (needs revision) or reject."))
         unknown = [r for r in reasons if r not in REASON_LABELS]
         if unknown:
-            raise DomainError(f"Unknown reason code(s): {', '.join(unknown)}.")
+            raise DomainError(gettext("Unknown reason code(s): %(codes)s.") % {"codes": ", ".join(unknown)})
         if verdict != Verdict.ACCEPT and not reasons:
-            raise DomainError("Give at least one reason when the item needs revision or is rejected.")
+            raise DomainError(gettext("Give at least one reason when the item needs revision or is rejected."))
         review.verdict, review.reasons, review.comment = verdict, reasons, comment
         review.item_version, review.submitted_at = item.version, timezone.now()
         review.save(update_fields=["verdict", "reasons", "comment", "item_version", "submitted_at"])
@@ -330,7 +355,10 @@ def close_round(review_round: ReviewRound, *, user) -> ReviewRound:
         if review_round.status == ReviewRound.Status.CLOSED:
             return review_round
         if review_round.status == ReviewRound.Status.OPENING:
-            raise DomainError(f"Round {review_round.number} is still being opened (job #{review_round.job_id}); wait for it.")
+            raise DomainError(
+                gettext("Round %(n)s is still being opened (job #%(job)s); wait for it.")
+                % {"n": review_round.number, "job": review_round.job_id}
+            )
         # Its undecided entries, locked: a verdict being given now finishes first, and its entry is then decided.
         for entry in lock_rows(review_round.entries.filter(outcome="")):
             if entry.reviews.exclude(verdict="").exists():

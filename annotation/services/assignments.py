@@ -9,6 +9,7 @@ from collections import Counter
 
 from django.db import transaction
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from benchforge import permissions
 from benchforge.concurrency import lock, lock_rows
@@ -26,7 +27,8 @@ from .validation import image_refusals, raise_problems
 def _check_assignee(benchmark: Benchmark, assignee) -> None:
     if not has_role(assignee, ANNOTATOR) or not permissions.is_member(assignee, benchmark):
         raise DomainError(
-            f"{assignee.username} is not a member of this benchmark with an annotator role; add them to the benchmark first.",
+            gettext("%(name)s is not a member of this benchmark with an annotator role; add them to the benchmark first.")
+            % {"name": assignee.username},
             code="not_member",
         )
 
@@ -51,7 +53,7 @@ def assign_images(benchmark: Benchmark, *, task, image_ids, assignee, user) -> d
     _check_assignee(benchmark, assignee)
     ids = list(dict.fromkeys(int(i) for i in image_ids))
     if not ids:
-        raise DomainError("Select at least one image.")
+        raise DomainError(gettext("Select at least one image."))
     raise_problems(image_refusals(benchmark, ids), prefix="Nothing assigned")
     lock(Task, task.pk)  # whoever hands out images for this task at the same time waits, then sees these
     taken = _taken_image_ids(task)
@@ -136,7 +138,7 @@ def assign_evenly(benchmark: Benchmark, *, tasks, assignees, user) -> dict:
     permissions.require_researcher(user, "Assigning work")
     assignees = list(dict.fromkeys(assignees))
     if not assignees:
-        raise DomainError("Choose at least one annotator.")
+        raise DomainError(gettext("Choose at least one annotator."))
     for person in assignees:
         _check_assignee(benchmark, person)
     tasks = [resolve_task(benchmark, t) for t in tasks] or list(benchmark.tasks.all())

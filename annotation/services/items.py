@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from benchforge import permissions
 from benchforge.concurrency import lock_rows
@@ -66,7 +67,7 @@ def resolve_task(benchmark: Benchmark, task) -> Task:
         lookup = {"pk": task} if isinstance(task, int) else {"slug": str(task)}
         found = Task.objects.filter(benchmark=benchmark, **lookup).first()
     if found is None:
-        raise DomainError(f"Task '{task}' is not a task of this benchmark.", code="unknown_task")
+        raise DomainError(gettext("Task '%(task)s' is not a task of this benchmark.") % {"task": task}, code="unknown_task")
     return found
 
 
@@ -282,7 +283,11 @@ def submit_item(item: Item, *, user, expected_version: int | None = None) -> Ite
         check_can_edit(user, current)
         problems = readiness_problems(current)
         if problems:
-            raise DomainError("Not submitted yet: " + " ".join(problems), code="not_ready", extra={"problems": problems})
+            raise DomainError(
+                gettext("Not submitted yet: %(problems)s") % {"problems": " ".join(problems)},
+                code="not_ready",
+                extra={"problems": problems},
+            )
         current = change_status(current, ANSWERED, user=user, action=ItemRevision.Action.SUBMITTED, submitted_at=timezone.now())
         Assignment.objects.filter(item=current, status=Assignment.Status.OPEN).update(
             status=Assignment.Status.DONE, done_at=timezone.now()

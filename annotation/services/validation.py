@@ -87,7 +87,7 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
             if not isinstance(turn, dict) or set(turn) != {"role", "content"} or not isinstance(turn.get("content"), str):
                 problems.append(f'Turn {i} must be {{"role": "user" or "assistant", "content": text}}.')
                 continue
-            if found := too_long(f"Turn {i} of the dialogue history", turn["content"], TURN_MAX_CHARS):
+            if found := too_long(_("Turn %(n)s of the dialogue history") % {"n": i}, turn["content"], TURN_MAX_CHARS):
                 problems.append(found)
             expected = ROLES_IN_TURN[(i - 1) % 2]
             if turn["role"] != expected:
@@ -108,7 +108,7 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
         problems.append(f"A multiple-choice item has at most {MAX_CHOICES} options (A-D); this one has {len(choices)}.")
     elif any(len(c) > OPTION_MAX_CHARS for c in choices):
         problems += [
-            too_long(f"Option {letter}", c, OPTION_MAX_CHARS)
+            too_long(_("Option %(letter)s") % {"letter": letter}, c, OPTION_MAX_CHARS)
             for letter, c in zip(CHOICE_LETTERS, choices)
             if len(c) > OPTION_MAX_CHARS
         ]
@@ -125,7 +125,7 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
         for i, criterion in enumerate(criteria, 1):
             if not isinstance(criterion, dict) or not isinstance(criterion.get("text"), str):
                 problems.append(f'Criterion {i} must be {{"kind": ..., "text": ...}}.')
-            elif found := too_long(f"Criterion {i}", criterion["text"], CRITERION_MAX_CHARS):
+            elif found := too_long(_("Criterion %(n)s") % {"n": i}, criterion["text"], CRITERION_MAX_CHARS):
                 problems.append(found)
             elif criterion.get("kind") not in Criterion.Kind.values:
                 problems.append(

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
@@ -94,17 +95,17 @@ def parse_hash_list(data: bytes, filename: str) -> list[dict]:
     try:
         for record in reader:
             if fmt == CSV and not {"md5", "phash"} & set(reader.header or []):
-                raise DomainError("The CSV needs a header row with an 'md5' and/or a 'phash' column.")
+                raise DomainError(gettext("The CSV needs a header row with an 'md5' and/or a 'phash' column."))
             if not record.problem:
                 records.append((record, record.value))
         if fmt == CSV and not {"md5", "phash"} & set(reader.header or []):
-            raise DomainError("The CSV needs a header row with an 'md5' and/or a 'phash' column.")
+            raise DomainError(gettext("The CSV needs a header row with an 'md5' and/or a 'phash' column."))
         rows = _hash_rows(reader, records)
         reader.refuse_if_problems()
     except FileProblem as exc:
         raise DomainError(exc.message) from None
     if not rows:
-        raise DomainError("The hash list has no rows.")
+        raise DomainError(gettext("The hash list has no rows."))
     return rows
 
 
@@ -156,9 +157,9 @@ def import_known_set(
 
     Hashes the set already holds are not added again, so re-importing a list changes nothing."""
     if not name.strip():
-        raise DomainError("A known image set needs a name.")
+        raise DomainError(gettext("A known image set needs a name."))
     if kind not in KnownImageSet.Kind.values:
-        raise DomainError(f"Unknown set kind '{kind}'.")
+        raise DomainError(gettext("Unknown set kind '%(kind)s'.") % {"kind": kind})
     known_set, _ = KnownImageSet.objects.get_or_create(
         name=name.strip(), defaults={"kind": kind, "description": description, "created_by": user}
     )

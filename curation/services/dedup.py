@@ -1,6 +1,7 @@
 """Near duplicates: finding and flagging them, and a person's decision on a flagged pair."""
 
 from django.db import transaction
+from django.utils.translation import gettext
 
 from benchforge.errors import DomainError
 
@@ -74,7 +75,7 @@ def flag_near_duplicates_of_batch(benchmark: Benchmark, images: list[Image]) -> 
 def resolve_near_duplicate(image: Image, *, keep: bool, user) -> Image:
     """After a person compared the pair: keep both, or drop this one as similar content."""
     if image.near_duplicate_of_id is None:
-        raise DomainError(f"Image #{image.pk} is not flagged as a near duplicate.")
+        raise DomainError(gettext("Image #%(id)s is not flagged as a near duplicate.") % {"id": image.pk})
     if keep:
         image.near_duplicate_resolved = True
         image.save(update_fields=["near_duplicate_resolved"])
@@ -95,7 +96,7 @@ def resolve_near_duplicate(image: Image, *, keep: bool, user) -> Image:
 
 def set_near_dup_threshold(benchmark: Benchmark, threshold: int) -> Benchmark:
     if not 0 <= threshold <= 32:
-        raise DomainError("The near-duplicate threshold must be between 0 (off) and 32 bits.")
+        raise DomainError(gettext("The near-duplicate threshold must be between 0 (off) and 32 bits."))
     benchmark.near_dup_threshold = threshold
     benchmark.save(update_fields=["near_dup_threshold"])
     return benchmark

@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils.translation import gettext
 
 from benchforge import outbound
 from benchforge.errors import DomainError
@@ -85,7 +86,7 @@ def create_import_job(
 ):
     """A queued import job reading a staged upload (`staged`, a storage name) or a server path."""
     if kind not in IMPORT_KINDS:
-        raise DomainError(f"Unknown import kind '{kind}'.")
+        raise DomainError(gettext("Unknown import kind '%(kind)s'.") % {"kind": kind})
     if bool(path) == bool(staged):
         raise DomainError("An import reads either an uploaded file or a path on the server.")
     tasks = check_tasks(benchmark, tasks)
@@ -155,11 +156,15 @@ def check_zip_members(members: list[zipfile.ZipInfo]) -> None:
     """Refuse an archive with more entries, or more unpacked bytes, than an import may hold."""
     limit = settings.BENCHFORGE_MAX_ARCHIVE_ENTRIES
     if len(members) > limit:
-        raise DomainError(f"The zip holds {len(members):,} files; an import takes at most {limit:,}. Split it into several zips.")
+        raise DomainError(
+            gettext("The zip holds %(n)s files; an import takes at most %(limit)s. Split it into several zips.")
+            % {"n": f"{len(members):,}", "limit": f"{limit:,}"}
+        )
     unpacked, cap = sum(m.file_size for m in members), settings.BENCHFORGE_MAX_ARCHIVE_UNPACKED_BYTES
     if unpacked > cap:
         raise DomainError(
-            f"The zip unpacks to {unpacked / 1e9:.1f} GB; an import takes at most {cap / 1e9:.1f} GB. Split it into several zips."
+            gettext("The zip unpacks to %(size)s GB; an import takes at most %(cap)s GB. Split it into several zips.")
+            % {"size": f"{unpacked / 1e9:.1f}", "cap": f"{cap / 1e9:.1f}"}
         )
 
 
@@ -176,7 +181,7 @@ def run_zip_import(run):
     except (zipfile.BadZipFile, OSError) as exc:
         if source is not None:
             source.close()  # from S3: a temporary copy of the whole archive
-        raise DomainError(f"The upload is not a readable zip archive ({exc}).") from None
+        raise DomainError(gettext("The upload is not a readable zip archive (%(problem)s).") % {"problem": exc}) from None
     with source, archive:
         members = _zip_members(archive)
         check_zip_members(members)
@@ -307,7 +312,7 @@ def run_url_list_import(run):
         with _open_source(job) as handle:
             data = handle.read()
     except OSError as exc:
-        raise DomainError(f"The URL list cannot be read ({exc}).") from None
+        raise DomainError(gettext("The URL list cannot be read (%(problem)s).") % {"problem": exc}) from None
     rows = parse_url_list(data)
     run.set_total(len(rows))
     by_key = {}
@@ -344,23 +349,23 @@ def _check_import_file(kind: str, file) -> None:
     """Refuse an upload that cannot be what the user said it is, before any job starts."""
     if kind == "zip":
         if not zipfile.is_zipfile(file):
-            raise DomainError("The file is not a zip archive; choose a .zip of images (or pick 'URL list').")
+            raise DomainError(gettext("The file is not a zip archive; choose a .zip of images (or pick 'URL list')."))
         file.seek(0)
         try:
             with zipfile.ZipFile(file) as archive:
                 check_zip_members(_zip_members(archive))
         except zipfile.BadZipFile as exc:
-            raise DomainError(f"The zip archive is damaged ({exc}).") from None
+            raise DomainError(gettext("The zip archive is damaged (%(problem)s).") % {"problem": exc}) from None
     else:
         if not parse_url_list(file.read(), getattr(file, "name", "") or "The URL list"):
-            raise DomainError("The URL list has no URLs: one URL per line, or a CSV with a url column.")
+            raise DomainError(gettext("The URL list has no URLs: one URL per line, or a CSV with a url column."))
     file.seek(0)
 
 
 def start_upload_import(benchmark: Benchmark, *, user, kind: str, file, tasks=(), source: str = "", license: str = ""):
     """Stage an uploaded zip or URL list and start its import job."""
     if kind not in ("zip", "url_list"):
-        raise DomainError("Choose what the file is: a zip of images or a URL list.")
+        raise DomainError(gettext("Choose what the file is: a zip of images or a URL list."))
     tasks = check_tasks(benchmark, tasks)
     _check_import_file(kind, file)
     staged = stage_upload(file, ".zip" if kind == "zip" else ".txt")

@@ -12,9 +12,11 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from benchforge.bulk import bulk_insert
 from benchforge.errors import DomainError
+from jobs import reports
 
 from ..imaging import ImageAnalysis, ImageLimits, ImageRejected, analyse_image, hamming
 from ..models import Benchmark, Image, Task
@@ -73,6 +75,12 @@ def near_duplicate_match(image: Image) -> str:
     return ", ".join(matched) or f"pHash {_bits(distances[0][1])}"
 
 
+# What an ingest reports per file (jobs.reports: shown in the reader's language).
+ADDED = gettext_noop("added")
+EXACT_DUPLICATE = gettext_noop("exact duplicate of image #%(id)s; not stored again")
+reports.declare(ADDED, EXACT_DUPLICATE)
+
+
 @dataclass
 class IngestOutcome:
     image: Image
@@ -81,7 +89,7 @@ class IngestOutcome:
     @property
     def message(self) -> str:
         if not self.created:
-            return f"exact duplicate of image #{self.image.pk}; not stored again"
+            return reports.text(EXACT_DUPLICATE, id=self.image.pk)
         notes = []
         if self.image.low_resolution:
             notes.append(f"low resolution ({self.image.width}x{self.image.height})")
@@ -90,7 +98,7 @@ class IngestOutcome:
         if self.image.contaminated:
             sets = ", ".join(m.known_set.name for m in self.image.contamination_matches.select_related("known_set"))
             notes.append(f"matches known set(s): {sets}")
-        return "added" + (": " + "; ".join(notes) if notes else "")
+        return f"{ADDED}: " + "; ".join(notes) if notes else reports.text(ADDED)
 
     def as_dict(self) -> dict:
         return {
@@ -108,7 +116,7 @@ def check_tasks(benchmark: Benchmark, tasks) -> list[Task]:
     tasks = list(tasks)
     foreign = [t.name for t in tasks if t.benchmark_id != benchmark.pk]
     if foreign:
-        raise DomainError(f"Task(s) {', '.join(foreign)} belong to another benchmark.")
+        raise DomainError(gettext("Task(s) %(tasks)s belong to another benchmark.") % {"tasks": ", ".join(map(str, foreign))})
     return tasks
 
 
@@ -206,7 +214,10 @@ def ingest_uploads(benchmark: Benchmark, files, *, user, tasks=(), source: str =
         name = getattr(upload, "name", "") or "upload"
         try:
             if upload.size > max_bytes:
-                raise DomainError(f"The file is {upload.size / 1e6:.1f} MB; the limit is {max_bytes / 1e6:.0f} MB.")
+                raise DomainError(
+                    gettext("The file is %(size)s MB; the limit is %(limit)s MB.")
+                    % {"size": f"{upload.size / 1e6:.1f}", "limit": f"{max_bytes / 1e6:.0f}"}
+                )
             outcome = ingest_image(
                 benchmark, upload.read(), original_name=name, source=source, license=license, collected_by=user, tasks=tasks
             )

@@ -2,9 +2,11 @@
 
 from django.db import transaction
 from django.utils.text import slugify
+from django.utils.translation import gettext, gettext_noop, pgettext_lazy
 
 from benchforge.concurrency import create_unique
 from benchforge.errors import AlreadyExists, DomainError
+from jobs import reports
 from jobs import services as jobs
 from jobs.selectors import jobs_of
 
@@ -17,12 +19,18 @@ def unique_task_slug(name: str) -> str:
 
 
 @transaction.atomic
+def preset_language(preset: str) -> str:
+    """The language of a benchmark made from `preset` when none is chosen ('' without a preset: the default)."""
+    return PRESETS[preset].language if preset in PRESETS else ""
+
+
 def create_benchmark(
     *, name: str, slug: str = "", description: str = "", user=None, preset: str = "", language: str = ""
 ) -> Benchmark:
     slug = slug or slugify(name)[:80]
+    language = language or preset_language(preset)
     if not slug:
-        raise DomainError("A benchmark needs a name made of letters or digits.")
+        raise DomainError(gettext("A benchmark needs a name made of letters or digits."))
     benchmark, created = create_unique(
         lambda: Benchmark.objects.create(
             name=name, slug=slug, description=description, created_by=user, **({"language": language} if language else {})
@@ -75,7 +83,7 @@ def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "",
     if benchmark is None:
         benchmark, created = Benchmark.objects.get_or_create(
             slug=slug or preset.key,
-            defaults={"name": preset.name, "description": preset.description, "created_by": user},
+            defaults={"name": preset.name, "description": preset.description, "language": preset.language, "created_by": user},
         )
         if user is not None:
             benchmark.members.add(user)
@@ -152,9 +160,15 @@ def start_preset_load(benchmark: Benchmark, preset: str, *, user):
     return jobs.start_job("load_preset", user=user, benchmark=benchmark, total=1, params={"preset": preset})
 
 
+# What the preset job reports (jobs.reports: shown in the reader's language).
+TAXONOMY_HAS = gettext_noop("taxonomy has %(n)s tasks")
+reports.declare(TAXONOMY_HAS)
+reports.declare_result_labels({"tasks": pgettext_lazy("job result", "Tasks")})
+
+
 def run_preset_load(run) -> dict:
     preset = run.params["preset"]
     with run.unit(preset) as unit:
         load_preset(preset, benchmark=run.benchmark)
-        unit.ok(f"taxonomy has {run.benchmark.tasks.count()} tasks")
+        unit.ok(reports.text(TAXONOMY_HAS, n=run.benchmark.tasks.count()))
     return {"tasks": run.benchmark.tasks.count()}

@@ -487,3 +487,110 @@ def test_the_later_stages_show_no_english_interface_text_in_chinese(chinese_page
             expect(chinese_page.locator("#withheld")).to_contain_text("公开包，测试集：不含正确答案、参考答案和逐题评分标准")
         if name == "humaneval-rate":
             expect(chinese_page.locator("#rating-form h2")).to_have_text("你的分数")
+
+
+# ---- assignment, import, history, round, curation, lockouts, Label Studio and job pages ----------------
+
+# Proper and technical names these pages show: presets, file formats, hashes, size units, statistics
+# named after people, the Label Studio environment variable, the library that prints pHashes.
+ALLOWED.update(
+    {"AlignMMBench", "MMBench", "MLLM", "Bench", "TouchStone", "alignmmbench", "JPEG", "PNG", "WebP", "GIF", "BMP"}
+    | {"TIFF", "CSV", "TXT", "JSON", "JSONL", "MD", "pHash", "dHash", "SFT", "KB", "MB", "HTTP", "CC", "BY", "OK"}
+    | {"Cohen", "kappa", "Kappa", "Krippendorff", "alpha", "LABEL", "STUDIO", "imagehash"}
+)
+# Task names in the selects of these pages' forms.
+USER_CONTENT += [
+    "#new-item select[name=task]",
+    "#upload-form select[name=tasks]",
+    "#import-form select[name=tasks]",
+    "#labelstudio-push select[name=task]",
+]
+
+
+def url_of(name, world, extra):
+    """The page `name` for this world: no argument, the benchmark's slug, or the slug and more."""
+    slug = world["benchmark"].slug
+    args = {
+        "benchmark-create": [],
+        "known-sets": [],
+        "lockouts": [],
+        "item-history": [slug, world["draft"].pk],
+        "task-edit": [slug, "counting"],
+        "review-round": [slug, extra["round"].number],
+        "job-detail": [extra["round"].job_id],
+        "preset-job": [extra["preset_job"].pk],
+    }.get(name, [slug])
+    return reverse("job-detail" if name == "preset-job" else name, args=args)
+
+
+MORE_PAGES = {
+    "annotator": ["item-new", "item-history", "taxonomy", "image-upload", "near-duplicates", "contamination"],
+    "reviewer": ["taxonomy", "near-duplicates", "contamination"],
+    "researcher": [
+        *["assign", "item-import", "item-new", "item-history", "review-round", "taxonomy", "task-edit"],
+        *["benchmark-create", "benchmark-settings", "image-upload", "near-duplicates", "contamination", "known-sets"],
+        *["lockouts", "labelstudio", "job-detail", "preset-job"],
+    ],
+}
+
+
+@pytest.fixture
+def curated(world, in_review):
+    """What these pages show when there is something to show: a near-duplicate pair, an image
+    matching a known set, a closed-off round with its opening job, a preset job, a Label Studio
+    project gone from its server and a locked username and address."""
+    from django.conf import settings
+    from django.test import Client
+    from django.utils import timezone
+
+    from curation.services import import_known_set, ingest_image, start_preset_load
+    from labelstudio.models import LabelStudioLink
+    from review.models import ReviewRound
+    from tests.factories import jpeg
+
+    demo, ross = world["benchmark"], world["researcher"]
+    ingest_image(demo, jpeg(8830, quality=95))
+    near = ingest_image(demo, jpeg(8830, quality=60)).image
+    assert near.near_duplicate_of is not None
+    seen = ingest_image(demo, jpeg(8831)).image
+    import_known_set(name="早期训练集", kind="sft", rows=[{"md5": seen.md5, "phash": None}], user=ross)
+    preset_job = start_preset_load(demo, "alignmmbench", user=ross)
+    LabelStudioLink.objects.create(
+        benchmark=demo, url="http://127.0.0.1:9", project_id=7, title="第一批核对", created_by=ross, gone_at=timezone.now()
+    )
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        Client().post("/accounts/login/", {"username": "mallory", "password": "guess"}, REMOTE_ADDR="10.9.9.9")
+    return {"round": ReviewRound.objects.get(benchmark=demo), "preset_job": preset_job}
+
+
+@pytest.mark.parametrize("role", ["annotator", "reviewer", "researcher"])
+def test_the_curation_assignment_and_job_pages_have_no_english_in_chinese(chinese_page, world, curated, role):
+    demo = world["benchmark"]
+    # what people named: the benchmark, people, and the edited task (in the task page's title)
+    names = [demo.name, demo.description, demo.tasks.get(slug="counting").name, "anna", "rita", "ross", "mallory"]
+    log_in(chinese_page, world[role])
+    for name in MORE_PAGES[role]:
+        url = url_of(name, world, curated)
+        response = chinese_page.goto(url)
+        assert response.status == 200, url
+        assert english_words(chinese_page, names) == [], url
+        if name == "contamination":
+            expect(chinese_page.locator("#contamination-report")).to_contain_text("MD5（字节相同）")
+        if name == "near-duplicates":
+            expect(chinese_page.locator("main")).to_contain_text("保留两张")
+        if name == "lockouts":
+            expect(chinese_page.locator("#lockouts")).to_contain_text("用户名")
+        if name == "job-detail":  # the round opening's notes, stored in English, read in Chinese
+            expect(chinese_page.locator("main")).to_contain_text("分配给 rita")
+        if name == "preset-job":
+            expect(chinese_page.locator("main")).to_contain_text("分类体系有")
+
+
+def test_a_locked_login_is_told_in_chinese(chinese_page, world, curated):
+    chinese_page.goto("/accounts/login/")
+    chinese_page.fill("input[name=username]", "mallory")
+    chinese_page.fill("input[name=password]", "guess again")
+    chinese_page.click("main button[type=submit]")
+    expect(chinese_page.locator("h1")).to_have_text("登录已锁定")
+    expect(chinese_page.locator("p.error")).to_contain_text("登录失败次数过多")
+    assert english_words(chinese_page) == []

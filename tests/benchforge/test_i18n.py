@@ -124,3 +124,42 @@ def test_the_api_keeps_english_names_and_translates_detail_when_asked(client, an
     assert "slug" in str(listed)
     missing = client.get("/api/v1/benchmarks/no-such/")
     assert missing.status_code == 404 and not any("\u4e00" <= ch <= "\u9fff" for ch in missing.json()["detail"])
+
+
+def test_the_server_error_page_follows_the_language_and_needs_no_database(rf):
+    """The 500 page is rendered without the request's context (the failure may be the database):
+    it still speaks the request's language."""
+    from django.utils import translation
+
+    from benchforge.views import server_error
+
+    with translation.override("zh-hans"):
+        page = server_error(rf.get("/b/demo/")).content.decode()
+    assert '<html lang="zh-hans">' in page and "我们这边出了问题" in page and "went wrong" not in page
+    english = server_error(rf.get("/b/demo/")).content.decode()
+    assert '<html lang="en">' in english and "Something went wrong on our side" in english
+
+
+def test_a_stored_job_report_is_read_in_the_readers_language():
+    """Runners store report texts in English; a text made from a declared template reads in Chinese
+    where it is shown, values kept, and any other text is shown as stored."""
+    from django.utils import translation
+
+    from annotation.alignmmbench import IMPORTED, IMPORTED_WITHOUT_IMAGES
+    from jobs import reports
+    from review.services import TO_REVIEWERS
+
+    stored = reports.text(TO_REVIEWERS, reviewers="rita, rob")
+    assert stored == "to rita, rob"
+    with translation.override("zh-hans"):
+        assert reports.shown(stored) == "分配给 rita, rob"
+        assert reports.shown(reports.text("item %(id)s", id=12)) == "题目 12"
+        assert reports.shown("ConnectionError: refused") == "ConnectionError: refused"
+        assert reports.result_label("reviews") == "审核" and reports.result_label("files_seen") == "Files seen"
+    assert reports.shown(stored) == stored
+    # of two declared summaries, the one the text was made from (the longer one here)
+    counts = dict(imported=3, seeds=2, rewrites=1, multi_turn=0, already_imported=0, errors=1, images_not_provided=2)
+    summary = reports.text(IMPORTED_WITHOUT_IMAGES, **counts)
+    with translation.override("zh-hans"):
+        assert reports.shown(summary).startswith("已导入 3 道题目（2 道种子题目") and "2 张图片未提供" in reports.shown(summary)
+        assert reports.shown(reports.text(IMPORTED, **counts)).endswith("1 行有错误。")

@@ -129,3 +129,18 @@ def test_invalid_task_edit_shows_the_form_again(client_for, researcher, benchmar
     resp = client_for(researcher).post("/b/demo/taxonomy/counting/", {"name": "", "quota": "-3"})
     assert resp.status_code == 200
     assert benchmark.tasks.get(slug="counting").quota == 80
+
+
+def test_the_alignmmbench_preset_makes_a_chinese_benchmark_unless_another_language_is_chosen(researcher, client_for):
+    """AlignMMBench's questions are Chinese: a benchmark made from its preset asks and judges in
+    Chinese; the others stay English, and a language chosen when creating one wins."""
+    from curation.services import create_benchmark
+
+    assert load_preset("alignmmbench", slug="align").language == "zh"
+    assert load_preset("mmbench", slug="mmb").language == "en"
+    assert create_benchmark(name="Align two", preset="alignmmbench").language == "zh"
+    assert create_benchmark(name="Align in English", preset="alignmmbench", language="en").language == "en"
+    assert create_benchmark(name="Plain").language == "en"
+    # the form: left at "the preset's", the preset decides
+    client_for(researcher).post("/benchmarks/new/", {"name": "From the form", "preset": "alignmmbench", "language": ""})
+    assert Benchmark.objects.get(slug="from-the-form").language == "zh"

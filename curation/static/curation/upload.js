@@ -9,21 +9,23 @@
   const rows = document.querySelector("#upload-results tbody");
   const summary = document.getElementById("upload-summary");
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const words = JSON.parse(document.getElementById("upload-words").textContent);
   const BATCH_FILES = 8;
   const BATCH_BYTES = 40 * 1024 * 1024;
   const totals = { added: 0, duplicate: 0, error: 0, waiting: 0 };
   let queue = Promise.resolve();
 
   function showTotals() {
-    summary.textContent = totals.added + " added, " + totals.duplicate + " already stored, " + totals.error +
-      " refused" + (totals.waiting ? ", " + totals.waiting + " uploading…" : ".");
+    const done = words.totals.replace("%(added)s", totals.added).replace("%(duplicate)s", totals.duplicate)
+      .replace("%(error)s", totals.error);
+    summary.textContent = done + (totals.waiting ? ", " + words.still_uploading.replace("%(n)s", totals.waiting) : ".");
   }
 
   function row(file) {
     const tr = document.createElement("tr");
     tr.className = "outcome-waiting";
     tr.dataset.name = file.name;
-    for (const text of [file.name, "uploading…", ""]) {
+    for (const text of [file.name, words.uploading, ""]) {
       const td = document.createElement("td");
       td.textContent = text;
       tr.appendChild(td);
@@ -35,7 +37,7 @@
 
   function fill(tr, outcome, text) {
     tr.className = "outcome-" + outcome;
-    tr.children[1].textContent = outcome;
+    tr.children[1].textContent = words.outcomes[outcome] || outcome;
     tr.children[2].textContent = text;
     totals.waiting -= 1;
     totals[outcome] += 1;
@@ -71,16 +73,16 @@
       });
       data = await resp.json();
     } catch (err) {
-      data = { detail: "The upload did not reach the server; try these files again." };
+      data = { detail: words.unreachable };
     }
     if (resp && resp.ok) {
       // One result per file, in the order sent.
       data.results.forEach((result, i) => {
-        const text = result.outcome === "error" ? result.message : "image #" + result.image_id + ": " + result.message;
+        const text = result.outcome === "error" ? result.message : words.image.replace("%(id)s", result.image_id) + " " + result.message;
         fill(trs[i], result.outcome, text);
       });
     } else {
-      trs.forEach((tr) => fill(tr, "error", data.detail || "Upload failed (HTTP " + (resp && resp.status) + ")."));
+      trs.forEach((tr) => fill(tr, "error", data.detail || words.failed.replace("%(status)s", resp && resp.status)));
     }
     showTotals();
   }
