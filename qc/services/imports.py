@@ -36,7 +36,7 @@ from django.db import transaction
 from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
 from benchforge import permissions
-from benchforge.bulk import bulk_insert
+from benchforge.bulk import insert_rows
 from benchforge.errors import DomainError
 from benchforge.inputs import is_digits
 from curation.models import Benchmark, Category, Image, Task
@@ -216,7 +216,7 @@ class _Batch:
                     continue
                 item = made[spec["external_id"]]
                 self.imported.add(spec["external_id"])
-                sources.append(ExternalSource(item=item, job=job, format=self.fmt, line=line, **source))
+                sources.append((item.pk, job.pk, self.fmt, line, source["index"], source.get("split", "")))
                 entries.append(
                     (
                         key,
@@ -225,7 +225,7 @@ class _Batch:
                         {"row": True, "item": item.pk, "line": line, **source, "images": spec.get("images", [])},
                     )
                 )
-            bulk_insert(sources)
+            insert_rows(ExternalSource, ("item_id", "job_id", "format", "line", "index", "split"), sources)
             self.run.record_many(entries)
 
 
