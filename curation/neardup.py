@@ -424,7 +424,7 @@ Fingerprint = Callable[[Hashable, int], Hashable]
 
 
 class IndexRegistry:
-    """Lazily built indexes, one per key (e.g. (benchmark_id, "phash")), kept per process.
+    """Lazily built indexes, one per key (e.g. a benchmark's id), kept per process.
 
     ``loader(key, after_id)`` returns (ids, hashes) of rows with id > after_id, so each use
     first picks up rows other processes added since. ``fingerprint(key, last_id)`` describes
@@ -432,35 +432,45 @@ class IndexRegistry:
     deleted or replaced and the index is rebuilt from scratch. A loader may return a third value,
     what ``fingerprint`` would say of the rows once the ones it returns are loaded (read in the
     same query, which saves asking again after every load).
+
+    With ``columns`` > 1, each row has that many hashes (say a pHash and a dHash): the loader's
+    hashes are a tuple of that many columns, and ``get`` returns a tuple of indexes, one per
+    column, loaded and fingerprinted together (one query each per use, not one per column).
     """
 
-    def __init__(self, loader: Loader, fingerprint: Fingerprint | None = None):
+    def __init__(self, loader: Loader, fingerprint: Fingerprint | None = None, *, columns: int = 1):
         self._loader = loader
         self._fingerprint = fingerprint
-        self._indexes: dict[Hashable, tuple[HashIndex, int, Hashable]] = {}
+        self._columns = columns
+        self._indexes: dict[Hashable, tuple[tuple[HashIndex, ...], int, Hashable]] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> HashIndex:
+    def get(self, key: Hashable) -> HashIndex | tuple[HashIndex, ...]:
+        indexes = self._get(key)
+        return indexes[0] if self._columns == 1 else indexes
+
+    def _get(self, key: Hashable) -> tuple[HashIndex, ...]:
         with self._lock:
-            index, last_id, seen = self._indexes.get(key, (None, 0, None))
-            kept = index is not None
+            indexes, last_id, seen = self._indexes.get(key, (None, 0, None))
+            kept = indexes is not None
             if kept and self._fingerprint is not None:
                 kept = self._fingerprint(key, last_id) == seen
             if not kept:
-                index, last_id = HashIndex(), 0
+                indexes, last_id = tuple(HashIndex() for _ in range(self._columns)), 0
             ids, hashes, *newest = self._loader(key, last_id)
             ids_arr = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64)
             if len(ids_arr):
-                index.add_many(ids_arr, hashes if isinstance(hashes, np.ndarray) else list(hashes))
+                for index, column in zip(indexes, (hashes,) if self._columns == 1 else hashes, strict=True):
+                    index.add_many(ids_arr, column if isinstance(column, np.ndarray) else list(column))
                 last_id = max(last_id, int(ids_arr.max()))
             elif kept:  # nothing new over the rows just fingerprinted: the fingerprint stands (one query less)
-                return index
+                return indexes
             if newest and len(ids_arr):  # the loader read the newest row's fingerprint with it
                 seen = newest[0]
             else:
                 seen = self._fingerprint(key, last_id) if self._fingerprint is not None else None
-            self._indexes[key] = (index, last_id, seen)
-            return index
+            self._indexes[key] = (indexes, last_id, seen)
+            return indexes
 
     def forget(self, key: Hashable | None = None) -> None:
         with self._lock:

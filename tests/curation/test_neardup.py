@@ -106,6 +106,32 @@ def test_registry_rebuilds_when_loaded_rows_change():
     assert registry.get("k").query(0b111, 0)[0].tolist() == [2]
 
 
+def test_registry_with_two_columns_loads_and_checks_both_indexes_together():
+    rows = {1: (0, 0b1111), 2: (0b1, 0)}
+    calls = []
+
+    def loader(key, after_id):
+        calls.append(("load", after_id))
+        fresh = sorted(i for i in rows if i > after_id)
+        return fresh, ([rows[i][0] for i in fresh], [rows[i][1] for i in fresh])
+
+    def fingerprint(key, last_id):
+        calls.append(("fingerprint", last_id))
+        return tuple(rows.get(i) for i in range(1, last_id + 1))
+
+    registry = IndexRegistry(loader, fingerprint, columns=2)
+    first, second = registry.get("b")
+    assert first.query(0, 0)[0].tolist() == [1] and second.query(0, 0)[0].tolist() == [2]
+    rows[3] = (0b11, 0b11)
+    first, second = registry.get("b")
+    assert first.query(0, 2)[0].tolist() == [1, 2, 3] and second.query(0, 2)[0].tolist() == [2, 3]
+    # one fingerprint and one load per use, for both columns
+    assert calls == [("load", 0), ("fingerprint", 2), ("fingerprint", 2), ("load", 2), ("fingerprint", 3)]
+    rows[2] = (0b111, 0b111)  # a row replaced: both indexes are rebuilt
+    first, second = registry.get("b")
+    assert first.query(0b111, 0)[0].tolist() == [2] and second.query(0, 0)[0].tolist() == []
+
+
 def _brute(hashes: np.ndarray, ids: np.ndarray, probe: int, radius: int) -> list[tuple[int, int]]:
     d = np.bitwise_count(hashes.view(np.uint64) ^ np.uint64(probe & 0xFFFF_FFFF_FFFF_FFFF))
     keep = d <= radius
