@@ -45,6 +45,7 @@ _DEAD_SHARE = 8  # rebuild when removed or replaced entries reach this fraction 
 _THREE_BLOCKS_FROM = 1 << 19  # distinct values; below this, four blocks of 16 bits
 _MAX_THRESHOLD = 3  # per block: up to 1,794 near block values for 22 bits
 _SCAN_CHUNK = 1 << 16
+_BATCH_CELLS = 1 << 20  # query_many: hashes x tail entries compared in one step
 # Relative costs (a gathered candidate = 1): looking up one near block value, and passing over
 # one distinct value in order (contiguous memory is far cheaper than gathering).
 _PROBE_COST = 0.5
@@ -399,6 +400,39 @@ class HashIndex:
             ids_arr, distance = ids_arr[keep], distance[keep]
         order = np.lexsort((ids_arr, distance))
         return ids_arr[order], distance[order]
+
+    def query_many(self, hash_values: Iterable[int], radius: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """query() of each hash (ids and distances, nearest first), for a batch: the unindexed
+        tail is compared with every hash of the batch at once, not scanned once per hash."""
+        queries = _as_uint64(list(hash_values))
+        found: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(len(queries))]
+        with self._lock:
+            if self._needs_build():
+                self._build()
+            if self._blocks is not None:
+                for n, query in enumerate(queries.tolist()):
+                    positions, distance = self._blocks.search(query, radius)
+                    alive = self._alive[positions]
+                    found[n].append((self._blocks.ids[positions[alive]], distance[alive]))
+            step = max(1, _BATCH_CELLS // max(1, len(queries)))  # bounds the distance matrix
+            for start in range(0, self._tail, step):
+                stop = min(self._tail, start + step)
+                near = np.bitwise_count(self._tail_hashes[None, start:stop] ^ queries[:, None])
+                rows, cols = np.nonzero((near <= radius) & self._tail_alive[None, start:stop])
+                bounds = np.searchsorted(rows, np.arange(len(queries) + 1))  # rows come sorted
+                for n in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
+                    hit = cols[bounds[n] : bounds[n + 1]]
+                    found[n].append((self._tail_ids[start + hit], near[n, hit]))
+        results = []
+        for parts in found:
+            if not parts:
+                results.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)))
+                continue
+            ids_arr = np.concatenate([ids for ids, _ in parts])
+            distance = np.concatenate([d for _, d in parts]).astype(np.uint8, copy=False)
+            order = np.lexsort((ids_arr, distance))
+            results.append((ids_arr[order], distance[order]))
+        return results
 
 
 def pairs_within(ids: Iterable[int] | np.ndarray, hashes: Iterable[int] | np.ndarray, radius: int) -> list[tuple[int, int, int]]:

@@ -48,8 +48,7 @@ def flag_near_duplicates_of_batch(benchmark: Benchmark, images: list[Image]) -> 
         return
     candidates: dict[int, set[int]] = {image.pk: set() for image in images}
     for field, index in zip(HASH_COLUMNS, image_indexes.get(benchmark.pk)):
-        for image in images:
-            ids, _ = index.query(getattr(image, field), radius, exclude=image.pk)
+        for image, (ids, _) in zip(images, index.query_many([getattr(image, field) for image in images], radius)):
             candidates[image.pk].update(i for i in ids.tolist() if i < image.pk)
     wanted = set().union(*candidates.values())
     # Re-read from the database: the index may hold rows deleted elsewhere.
