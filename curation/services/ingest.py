@@ -330,12 +330,13 @@ class Ingester:
             data = file.load()
         except (ImageRejected, DomainError) as exc:
             return _Prepared(error=exc)
-        prepared = _Prepared(md5=hashlib.md5(data).hexdigest(), data=data)
+        prepared = _Prepared(data=data)
         try:
             analysis = prepared.analysis = analyse_image(data, limits=self.limits, thumbnail_size=THUMBNAIL_PX)
         except ImageRejected as exc:
-            prepared.error = exc
+            prepared.md5, prepared.error = hashlib.md5(data).hexdigest(), exc
             return prepared
+        prepared.md5 = analysis.md5  # the same digest, taken once
         # The files too, here in the thread (storage is I/O): a file no row ends up using is removed by store().
         prepared.written = tuple(name for name, content in _stored_files(analysis, data) if _store(name, content))
         return prepared
