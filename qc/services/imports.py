@@ -238,6 +238,7 @@ class _RowsWithImages:
         self.run, self.ingester, self.finish, self.name = run, ingester, finish, name
         self.open: list[tuple] = []  # (line, index, row, task, image ids or None, files)
         self.files: list[IngestFile] = []
+        self.bytes = 0  # of self.files
         self.flight: tuple | None = None  # (ticket, rows) submitted, not stored yet
 
     def add(self, line: int, index: int, row: dict, task: Task, *, images=(), shares=()) -> None:
@@ -251,7 +252,8 @@ class _RowsWithImages:
         ]
         self.open.append((line, index, row, task, shares, files))
         self.files += files
-        if len(self.files) >= INGEST_BATCH or sum(f.size for f in self.files) >= INGEST_BATCH_BYTES:
+        self.bytes += sum(f.size for f in files)
+        if len(self.files) >= INGEST_BATCH or self.bytes >= INGEST_BATCH_BYTES:
             self._submit()
 
     def waits_for(self, indexes) -> bool:
@@ -262,7 +264,7 @@ class _RowsWithImages:
         ticket = self.ingester.submit(self.files)
         if self.flight is not None:
             self._complete(*self.flight)
-        self.flight, self.open, self.files = (ticket, self.open), [], []
+        self.flight, self.open, self.files, self.bytes = (ticket, self.open), [], [], 0
 
     def flush(self) -> None:
         if self.open:
