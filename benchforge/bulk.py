@@ -169,7 +169,10 @@ def insert_rows(
         objs = [model(**dict(zip(names, row))) for row in rows]  # an old SQLite: bulk_insert's way round it
         bulk_insert(objs, ids=True)
         return [obj.pk for obj in objs]
-    steps = []  # per field: (position in the row, converter) or (None, a value for every row)
+    # Per field, one of: (its position in the row, the type stored as it is, a converter);
+    # (None, the field, a converter): a callable default, called per row; (None, None, the
+    # database value of every row).
+    steps: list[tuple] = []
     blank = None
     for field in fields:
         if field.attname in given:
