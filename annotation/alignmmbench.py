@@ -144,7 +144,15 @@ def _read_rows(run, tasks) -> tuple[list[Row], set[str], int]:
 def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
     """Ingest images found next to metadata.jsonl (accepted: screened by their publisher).
     Returns {image_path: image id} for the images stored (in this run or an earlier one)."""
-    from curation.services import INGEST_BATCH, Ingester, IngestFile, IngestOutcome, ingest_stream, screen_images
+    from curation.services import (
+        INGEST_BATCH,
+        INGEST_BATCH_BYTES,
+        Ingester,
+        IngestFile,
+        IngestOutcome,
+        ingest_stream,
+        screen_images,
+    )
 
     job = run.job
     wanted: dict[str, list[Row]] = {}
@@ -160,7 +168,7 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
 
     def batches():
         """(files, [(image path, its rows)]) a batch at a time; missing files are recorded here."""
-        files, paths = [], []
+        files, paths, batch_bytes = [], [], 0
         for image_path, users in wanted.items():
             key = f"image {image_path}"
             if key in done:
@@ -170,11 +178,15 @@ def _attach_images(run, rows: list[Row], done: set[str]) -> dict[str, int]:
                 run.record(key, "skipped", reports.text(IMAGE_NOT_PROVIDED, path=image_path, n=len(users)), {"image": True})
                 continue
             tasks = sorted({r.task for r in users}, key=lambda t: t.pk)
-            files.append(IngestFile(candidate.read_bytes, original_name=candidate.name, source="AlignMMBench", tasks=tasks))
+            size = candidate.stat().st_size
+            files.append(
+                IngestFile(candidate.read_bytes, size=size, original_name=candidate.name, source="AlignMMBench", tasks=tasks)
+            )
             paths.append((image_path, users))
-            if len(files) >= INGEST_BATCH:
+            batch_bytes += size
+            if len(files) >= INGEST_BATCH or batch_bytes >= INGEST_BATCH_BYTES:  # two batches are in memory at once
                 yield files, paths
-                files, paths = [], []
+                files, paths, batch_bytes = [], [], 0
         if files:
             yield files, paths
 

@@ -14,7 +14,8 @@ Prints, in one run:
     an MMBench TSV of --tsv-rows rows (small JPEGs, every fifth row sharing the image of the row
     before, circular copies) and a folder of --folder-images photo-like JPEGs: rows (or images)
     per second, beside the time the hashing alone takes on the same images with the same
-    threads (decode + MD5 + SHA-256 + pHash + dHash + thumbnail, as ingest does). Targets: the
+    threads (decode + MD5 + SHA-256 + pHash + dHash + thumbnail, as ingest does), and for the
+    TSV the CPU time of hashing plus writing the files (no database: an import's floor). Targets: the
     import within 1.3x of its hashing alone; the TSV at 300 rows/s or more. --one-by-one also
     times the same imports storing one image at a time (what imports did before issue 24).
 Near-duplicate search is measured by bench/neardup.py.
@@ -145,6 +146,28 @@ def hashing_alone(images: list[bytes]) -> tuple[float, float]:
         return time.perf_counter() - started, time.process_time() - cpu
 
 
+def hashing_and_files_alone(images: list[bytes], media: Path) -> tuple[float, float]:
+    """Wall and CPU seconds to analyse every image and write its content-addressed files (into a
+    folder of their own under `media`, as ingest writes them), on the same threads: what an import
+    cannot do without, whatever its database side costs."""
+    from django.core.files.storage import FileSystemStorage
+
+    from curation.services.ingest import THUMBNAIL_PX, _store_on_disk, _stored_files, ingest_threads
+
+    storage = FileSystemStorage(location=media)
+
+    def analyse_and_write(data: bytes) -> None:
+        analysis = _analyse_or_none(data, THUMBNAIL_PX)
+        if analysis is not None:
+            for name, content in _stored_files(analysis, data):
+                _store_on_disk(storage, name, content)
+
+    with ThreadPoolExecutor(ingest_threads()) as pool:
+        started, cpu = time.perf_counter(), time.process_time()
+        list(pool.map(analyse_and_write, images))
+        return time.perf_counter() - started, time.process_time() - cpu
+
+
 def _analyse_or_none(data: bytes, thumbnail: int):
     try:
         return analyse_image(data, thumbnail_size=thumbnail)
@@ -182,6 +205,7 @@ def bench_imports(args, var: Path) -> bool:
             ingesting.Ingester.store = ingesting.Ingester.store_one_by_one
         benchmark = curation.create_benchmark(name=f"TSV {way}", user=lead)
         hashing, hashing_cpu = hashing_alone(images)
+        _, files_cpu = hashing_and_files_alone(images, var / f"files-alone-{way.replace(' ', '-')}")
         started, cpu, main = time.perf_counter(), time.process_time(), time.thread_time()
         job = import_path(benchmark, tsv, user=lead)
         took, took_cpu, main = time.perf_counter() - started, time.process_time() - cpu, time.thread_time() - main
@@ -194,6 +218,8 @@ def bench_imports(args, var: Path) -> bool:
             f"    CPU time (every thread; load from other processes left out): import {took_cpu:6.1f} s = "
             f"{args.tsv_rows / took_cpu:5.0f} rows/s; hashing alone {hashing_cpu:5.1f} s; import / hashing "
             f"{took_cpu / hashing_cpu:.2f}x (load {os.getloadavg()[0]:.1f})\n"
+            f"    hashing and writing the same files alone (no database): CPU {files_cpu:6.1f} s = "
+            f"{files_cpu / hashing_cpu:.2f}x hashing alone, the floor of import / hashing with files on this disk\n"
             f"    of which the job's own thread (reading, checks, the database side; the job runs here): {main:6.1f} s = "
             f"{args.tsv_rows / main:5.0f} rows/s",
             flush=True,

@@ -45,6 +45,7 @@ _DEAD_SHARE = 8  # rebuild when removed or replaced entries reach this fraction 
 _THREE_BLOCKS_FROM = 1 << 19  # distinct values; below this, four blocks of 16 bits
 _MAX_THRESHOLD = 3  # per block: up to 1,794 near block values for 22 bits
 _SCAN_CHUNK = 1 << 16
+_BATCH_CELLS = 1 << 20  # query_many: hashes x tail entries compared in one step
 # Relative costs (a gathered candidate = 1): looking up one near block value, and passing over
 # one distinct value in order (contiguous memory is far cheaper than gathering).
 _PROBE_COST = 0.5
@@ -400,6 +401,39 @@ class HashIndex:
         order = np.lexsort((ids_arr, distance))
         return ids_arr[order], distance[order]
 
+    def query_many(self, hash_values: Iterable[int], radius: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """query() of each hash (ids and distances, nearest first), for a batch: the unindexed
+        tail is compared with every hash of the batch at once, not scanned once per hash."""
+        queries = _as_uint64(list(hash_values))
+        found: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(len(queries))]
+        with self._lock:
+            if self._needs_build():
+                self._build()
+            if self._blocks is not None:
+                for n, query in enumerate(queries.tolist()):
+                    positions, distance = self._blocks.search(query, radius)
+                    alive = self._alive[positions]
+                    found[n].append((self._blocks.ids[positions[alive]], distance[alive]))
+            step = max(1, _BATCH_CELLS // max(1, len(queries)))  # bounds the distance matrix
+            for start in range(0, self._tail, step):
+                stop = min(self._tail, start + step)
+                near = np.bitwise_count(self._tail_hashes[None, start:stop] ^ queries[:, None])
+                rows, cols = np.nonzero((near <= radius) & self._tail_alive[None, start:stop])
+                bounds = np.searchsorted(rows, np.arange(len(queries) + 1))  # rows come sorted
+                for n in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
+                    hit = cols[bounds[n] : bounds[n + 1]]
+                    found[n].append((self._tail_ids[start + hit], near[n, hit]))
+        results = []
+        for parts in found:
+            if not parts:
+                results.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint8)))
+                continue
+            ids_arr = np.concatenate([ids for ids, _ in parts])
+            distance = np.concatenate([d for _, d in parts]).astype(np.uint8, copy=False)
+            order = np.lexsort((ids_arr, distance))
+            results.append((ids_arr[order], distance[order]))
+        return results
+
 
 def pairs_within(ids: Iterable[int] | np.ndarray, hashes: Iterable[int] | np.ndarray, radius: int) -> list[tuple[int, int, int]]:
     """Every pair (id_a, id_b, distance) with distance <= radius, id_a listed before id_b."""
@@ -424,7 +458,7 @@ Fingerprint = Callable[[Hashable, int], Hashable]
 
 
 class IndexRegistry:
-    """Lazily built indexes, one per key (e.g. (benchmark_id, "phash")), kept per process.
+    """Lazily built indexes, one per key (e.g. a benchmark's id), kept per process.
 
     ``loader(key, after_id)`` returns (ids, hashes) of rows with id > after_id, so each use
     first picks up rows other processes added since. ``fingerprint(key, last_id)`` describes
@@ -432,35 +466,45 @@ class IndexRegistry:
     deleted or replaced and the index is rebuilt from scratch. A loader may return a third value,
     what ``fingerprint`` would say of the rows once the ones it returns are loaded (read in the
     same query, which saves asking again after every load).
+
+    With ``columns`` > 1, each row has that many hashes (say a pHash and a dHash): the loader's
+    hashes are a tuple of that many columns, and ``get`` returns a tuple of indexes, one per
+    column, loaded and fingerprinted together (one query each per use, not one per column).
     """
 
-    def __init__(self, loader: Loader, fingerprint: Fingerprint | None = None):
+    def __init__(self, loader: Loader, fingerprint: Fingerprint | None = None, *, columns: int = 1):
         self._loader = loader
         self._fingerprint = fingerprint
-        self._indexes: dict[Hashable, tuple[HashIndex, int, Hashable]] = {}
+        self._columns = columns
+        self._indexes: dict[Hashable, tuple[tuple[HashIndex, ...], int, Hashable]] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> HashIndex:
+    def get(self, key: Hashable) -> HashIndex | tuple[HashIndex, ...]:
+        indexes = self._get(key)
+        return indexes[0] if self._columns == 1 else indexes
+
+    def _get(self, key: Hashable) -> tuple[HashIndex, ...]:
         with self._lock:
-            index, last_id, seen = self._indexes.get(key, (None, 0, None))
-            kept = index is not None
+            indexes, last_id, seen = self._indexes.get(key, (None, 0, None))
+            kept = indexes is not None
             if kept and self._fingerprint is not None:
                 kept = self._fingerprint(key, last_id) == seen
             if not kept:
-                index, last_id = HashIndex(), 0
+                indexes, last_id = tuple(HashIndex() for _ in range(self._columns)), 0
             ids, hashes, *newest = self._loader(key, last_id)
             ids_arr = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64)
             if len(ids_arr):
-                index.add_many(ids_arr, hashes if isinstance(hashes, np.ndarray) else list(hashes))
+                for index, column in zip(indexes, (hashes,) if self._columns == 1 else hashes, strict=True):
+                    index.add_many(ids_arr, column if isinstance(column, np.ndarray) else list(column))
                 last_id = max(last_id, int(ids_arr.max()))
             elif kept:  # nothing new over the rows just fingerprinted: the fingerprint stands (one query less)
-                return index
+                return indexes
             if newest and len(ids_arr):  # the loader read the newest row's fingerprint with it
                 seen = newest[0]
             else:
                 seen = self._fingerprint(key, last_id) if self._fingerprint is not None else None
-            self._indexes[key] = (index, last_id, seen)
-            return index
+            self._indexes[key] = (indexes, last_id, seen)
+            return indexes
 
     def forget(self, key: Hashable | None = None) -> None:
         with self._lock:

@@ -21,7 +21,7 @@ from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone, translation
 
-from benchforge.bulk import bulk_insert
+from benchforge.bulk import insert_rows
 from benchforge.errors import DomainError
 from benchforge.i18n import account_language
 
@@ -136,10 +136,8 @@ class JobRun:
             existing = set(
                 JobEntry.objects.filter(job_id=self.job.pk, key__in=[r[0] for r in rows]).values_list("key", flat=True)
             )
-            fresh = [
-                JobEntry(job_id=self.job.pk, key=k, outcome=o, message=m, data=d) for k, o, m, d in rows if k not in existing
-            ]
-            bulk_insert(fresh)
+            fresh = [(self.job.pk, k, o, m, d) for k, o, m, d in rows if k not in existing]
+            insert_rows(JobEntry, ("job_id", "key", "outcome", "message", "data"), fresh)
             for key, outcome, message, data in rows:
                 if key in existing:
                     JobEntry.objects.filter(job_id=self.job.pk, key=key).update(outcome=outcome, message=message, data=data)

@@ -22,6 +22,11 @@ from ..contract import (
 )
 from ..models import CHOICE_LETTERS, MAX_CHOICES, MAX_CRITERIA, Criterion, Item
 
+# The choices' values, read once (an enum's .values builds a new list each time: per imported row).
+_KINDS = frozenset(Item.Kind.values)
+_QUESTION_TYPES = frozenset(Item.QuestionType.values)
+_CRITERION_KINDS = frozenset(Criterion.Kind.values)
+
 
 def _letters(n: int) -> str:
     return CHOICE_LETTERS[:n]
@@ -63,9 +68,9 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
     `image_rows`: the images' load_image_rows, when the caller read them for many items at once."""
     problems = []
     kind = state["kind"]
-    if kind not in Item.Kind.values:
+    if kind not in _KINDS:
         problems.append(f"Unknown kind '{kind}'; use one of: {', '.join(Item.Kind.values)}.")
-    if state["question_type"] not in Item.QuestionType.values:
+    if state["question_type"] not in _QUESTION_TYPES:
         problems.append(f"Unknown question type '{state['question_type']}'; use one of: {', '.join(Item.QuestionType.values)}.")
     for name in TEXT_FIELDS:
         if not isinstance(state[name], str):
@@ -127,7 +132,7 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
                 problems.append(f'Criterion {i} must be {{"kind": ..., "text": ...}}.')
             elif found := too_long(_("Criterion %(n)s") % {"n": i}, criterion["text"], CRITERION_MAX_CHARS):
                 problems.append(found)
-            elif criterion.get("kind") not in Criterion.Kind.values:
+            elif criterion.get("kind") not in _CRITERION_KINDS:
                 problems.append(
                     f"Criterion {i} has an unknown kind '{criterion.get('kind')}'; use one of: "
                     f"{', '.join(Criterion.Kind.values)}."

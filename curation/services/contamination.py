@@ -55,8 +55,8 @@ def flag_contamination_of_batch(benchmark: Benchmark, images: list[Image]) -> No
     radius = _contamination_radius(benchmark)
     near: dict[int, list[int]] = {}
     if radius >= 0:
-        index = known_index.get("phash")
-        near = {image.pk: index.query(image.phash, radius)[0].tolist() for image in images}
+        found = known_index.get("phash").query_many([image.phash for image in images], radius)
+        near = {image.pk: ids.tolist() for image, (ids, _) in zip(images, found)}
     wanted = {pk for found in near.values() for pk in found}
     known_by_pk = {k.pk: k for k in KnownHash.objects.filter(pk__in=wanted).order_by("pk")} if wanted else {}
     matches, flagged = [], []

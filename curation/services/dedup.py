@@ -7,7 +7,7 @@ from benchforge.errors import DomainError
 
 from ..imaging import hamming
 from ..models import Benchmark, Image
-from .indexes import image_indexes
+from .indexes import HASH_COLUMNS, image_indexes
 from .screening import screen_images
 
 
@@ -19,8 +19,8 @@ def find_near_duplicates(image: Image, radius: int | None = None) -> list[tuple[
     if radius < 0:
         return []
     candidate_ids: set[int] = set()
-    for field in ("phash", "dhash"):
-        ids, _ = image_indexes.get((image.benchmark_id, field)).query(getattr(image, field), radius, exclude=image.pk)
+    for field, index in zip(HASH_COLUMNS, image_indexes.get(image.benchmark_id)):
+        ids, _ = index.query(getattr(image, field), radius, exclude=image.pk)
         candidate_ids.update(ids.tolist())
     # Re-read from the database: the index may hold rows deleted elsewhere.
     found = []
@@ -48,10 +48,8 @@ def flag_near_duplicates_of_batch(benchmark: Benchmark, images: list[Image]) -> 
     if radius < 0 or not images:
         return
     candidates: dict[int, set[int]] = {image.pk: set() for image in images}
-    for field in ("phash", "dhash"):
-        index = image_indexes.get((benchmark.pk, field))
-        for image in images:
-            ids, _ = index.query(getattr(image, field), radius, exclude=image.pk)
+    for field, index in zip(HASH_COLUMNS, image_indexes.get(benchmark.pk)):
+        for image, (ids, _) in zip(images, index.query_many([getattr(image, field) for image in images], radius)):
             candidates[image.pk].update(i for i in ids.tolist() if i < image.pk)
     wanted = set().union(*candidates.values())
     # Re-read from the database: the index may hold rows deleted elsewhere.

@@ -26,7 +26,7 @@ _JUNK_NAMES = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 # Files decoded together and written in one transaction with their entries (a killed worker
 # leaves neither, and the batch is redone on resume): this many, or fewer when their bytes reach
 # INGEST_BATCH_BYTES (two batches are in memory at once: one decoding, one being written).
-INGEST_BATCH = 32
+INGEST_BATCH = 128
 INGEST_BATCH_BYTES = 4 << 20
 
 

@@ -12,17 +12,18 @@ from ..models import Image, KnownHash
 from ..neardup import IndexRegistry
 
 
-def _load_image_hashes(key, after_id):
-    benchmark_id, field = key
+def _load_image_hashes(benchmark_id, after_id):
     rows = list(
-        Image.objects.filter(benchmark_id=benchmark_id, pk__gt=after_id).order_by("pk").values_list("pk", field, "created_at")
+        Image.objects.filter(benchmark_id=benchmark_id, pk__gt=after_id)
+        .order_by("pk")
+        .values_list("pk", "phash", "dhash", "created_at")
     )
     # The newest row's (pk, created_at) is _image_rows_fingerprint's answer once these are loaded.
-    return [r[0] for r in rows], [r[1] for r in rows], (rows[-1][0], rows[-1][2]) if rows else None
+    newest = (rows[-1][0], rows[-1][3]) if rows else None
+    return [r[0] for r in rows], ([r[1] for r in rows], [r[2] for r in rows]), newest
 
 
-def _image_rows_fingerprint(key, last_id):
-    benchmark_id, _field = key
+def _image_rows_fingerprint(benchmark_id, last_id):
     return (
         Image.objects.filter(benchmark_id=benchmark_id, pk__lte=last_id).order_by("-pk").values_list("pk", "created_at").first()
     )
@@ -42,7 +43,9 @@ def _known_rows_fingerprint(key, last_id):
     )
 
 
-image_indexes = IndexRegistry(_load_image_hashes, _image_rows_fingerprint)
+# Per benchmark: (pHash index, dHash index) over the same rows, loaded and checked together.
+image_indexes = IndexRegistry(_load_image_hashes, _image_rows_fingerprint, columns=2)
+HASH_COLUMNS = ("phash", "dhash")  # the order of image_indexes' indexes
 
 
 known_index = IndexRegistry(_load_known_hashes, _known_rows_fingerprint)

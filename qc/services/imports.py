@@ -38,7 +38,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
 from benchforge import permissions
-from benchforge.bulk import bulk_insert
+from benchforge.bulk import insert_rows
 from benchforge.errors import DomainError
 from benchforge.inputs import is_digits
 from curation.models import Benchmark, Category, Image, Task
@@ -225,7 +225,7 @@ class _Batch:
                     continue
                 item = made[spec["external_id"]]
                 self.imported.add(spec["external_id"])
-                sources.append(ExternalSource(item=item, job=job, format=self.fmt, line=line, **source))
+                sources.append((item.pk, job.pk, self.fmt, line, source["index"], source.get("split", "")))
                 entries.append(
                     (
                         key,
@@ -234,7 +234,7 @@ class _Batch:
                         {"row": True, "item": item.pk, "line": line, **source, "images": spec.get("images", [])},
                     )
                 )
-            bulk_insert(sources)
+            insert_rows(ExternalSource, ("item_id", "job_id", "format", "line", "index", "split"), sources)
             self.run.record_many(entries)
 
 
@@ -247,6 +247,7 @@ class _RowsWithImages:
         self.run, self.ingester, self.finish, self.name = run, ingester, finish, name
         self.open: list[tuple] = []  # (line, index, row, task, image ids or None, files)
         self.files: list[IngestFile] = []
+        self.bytes = 0  # of self.files
         self.flight: tuple | None = None  # (ticket, rows) submitted, not stored yet
 
     def add(self, line: int, index: int, row: dict, task: Task, *, images=(), shares=()) -> None:
@@ -260,7 +261,8 @@ class _RowsWithImages:
         ]
         self.open.append((line, index, row, task, shares, files))
         self.files += files
-        if len(self.files) >= INGEST_BATCH or sum(f.size for f in self.files) >= INGEST_BATCH_BYTES:
+        self.bytes += sum(f.size for f in files)
+        if len(self.files) >= INGEST_BATCH or self.bytes >= INGEST_BATCH_BYTES:
             self._submit()
 
     def waits_for(self, indexes) -> bool:
@@ -271,7 +273,7 @@ class _RowsWithImages:
         ticket = self.ingester.submit(self.files)
         if self.flight is not None:
             self._complete(*self.flight)
-        self.flight, self.open, self.files = (ticket, self.open), [], []
+        self.flight, self.open, self.files, self.bytes = (ticket, self.open), [], [], 0
 
     def flush(self) -> None:
         if self.open:

@@ -2,8 +2,9 @@
 large batches into statements the database accepts (SQLite: 999 parameters)."""
 
 import pytest
+from django.db import IntegrityError, transaction
 
-from benchforge.bulk import bulk_insert
+from benchforge.bulk import bulk_insert, insert_rows
 from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
 from jobs.models import Job, JobEntry
 from tests.factories import make_image
@@ -52,3 +53,31 @@ def test_without_ids_nothing_is_read_back_and_conflicts_can_be_skipped(benchmark
         bulk_insert(again, ids=True, ignore_conflicts=True)
     with pytest.raises(TypeError):
         bulk_insert([first, Image()])
+
+
+def test_plain_rows_store_what_instances_store_and_get_their_ids_in_order():
+    ours, django = Job.objects.create(kind="test"), Job.objects.create(kind="test")
+    rows = [(ours.pk, e.key, e.outcome, e.message, e.data) for e in entries(ours, 400)]
+    new_ids = insert_rows(JobEntry, ("job_id", "key", "outcome", "message", "data"), rows, ids=True)
+    JobEntry.objects.bulk_create(entries(django, 400))
+    assert stored(ours) == stored(django) and len(stored(ours)) == 400
+    assert new_ids == sorted(new_ids) and len(set(new_ids)) == 400
+    by_pk = {e.pk: e for e in JobEntry.objects.filter(job=ours)}
+    assert [by_pk[pk].key for pk in new_ids] == [r[1] for r in rows]
+    assert len({e.created_at for e in by_pk.values()}) == 1  # auto_now_add: one time for the rows
+
+
+def test_plain_rows_take_the_defaults_of_the_columns_they_leave_out():
+    job = Job.objects.create(kind="test")
+    assert insert_rows(JobEntry, ("job_id", "key", "outcome"), [(job.pk, "a", "ok"), (job.pk, "b", "error")]) == []
+    assert stored(job) == [
+        {"key": "a", "outcome": "ok", "message": "", "data": {}},
+        {"key": "b", "outcome": "error", "message": "", "data": {}},
+    ]
+    # A unique constraint refuses a row: skipped with ignore_conflicts, an error without.
+    insert_rows(JobEntry, ("job_id", "key", "outcome"), [(job.pk, "a", "skipped"), (job.pk, "c", "ok")], ignore_conflicts=True)
+    assert [(e["key"], e["outcome"]) for e in stored(job)] == [("a", "ok"), ("b", "error"), ("c", "ok")]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_rows(JobEntry, ("job_id", "key", "outcome"), [(job.pk, "a", "ok")])
+    with pytest.raises(ValueError):
+        insert_rows(JobEntry, ("job_id", "nonsense"), [(job.pk, 1)])

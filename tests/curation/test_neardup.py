@@ -25,10 +25,12 @@ def test_query_matches_brute_force_on_random_hashes():
     index = HashIndex(capacity=4)  # forces several growths
     index.add_many(ids, hashes)
     probes = [flip(hashes[5], 0, 17, 63), flip(hashes[2000], 3), int(hashes[7])]
-    for probe in probes:
-        for radius in (0, 3, 20, 28):
+    for radius in (0, 3, 20, 28):
+        for probe, (many_ids, many_d) in zip(probes, index.query_many(probes, radius), strict=True):
             got_ids, got_d = index.query(probe, radius)
             assert list(zip(got_d.tolist(), got_ids.tolist())) == brute_force(ids, hashes, probe, radius)
+            assert list(zip(many_d.tolist(), many_ids.tolist())) == brute_force(ids, hashes, probe, radius)
+    assert HashIndex().query_many(probes, 5)[0][0].tolist() == [] and index.query_many([], 5) == []
 
 
 def test_signed_and_unsigned_inputs_are_the_same_bits():
@@ -106,6 +108,32 @@ def test_registry_rebuilds_when_loaded_rows_change():
     assert registry.get("k").query(0b111, 0)[0].tolist() == [2]
 
 
+def test_registry_with_two_columns_loads_and_checks_both_indexes_together():
+    rows = {1: (0, 0b1111), 2: (0b1, 0)}
+    calls = []
+
+    def loader(key, after_id):
+        calls.append(("load", after_id))
+        fresh = sorted(i for i in rows if i > after_id)
+        return fresh, ([rows[i][0] for i in fresh], [rows[i][1] for i in fresh])
+
+    def fingerprint(key, last_id):
+        calls.append(("fingerprint", last_id))
+        return tuple(rows.get(i) for i in range(1, last_id + 1))
+
+    registry = IndexRegistry(loader, fingerprint, columns=2)
+    first, second = registry.get("b")
+    assert first.query(0, 0)[0].tolist() == [1] and second.query(0, 0)[0].tolist() == [2]
+    rows[3] = (0b11, 0b11)
+    first, second = registry.get("b")
+    assert first.query(0, 2)[0].tolist() == [1, 2, 3] and second.query(0, 2)[0].tolist() == [2, 3]
+    # one fingerprint and one load per use, for both columns
+    assert calls == [("load", 0), ("fingerprint", 2), ("fingerprint", 2), ("load", 2), ("fingerprint", 3)]
+    rows[2] = (0b111, 0b111)  # a row replaced: both indexes are rebuilt
+    first, second = registry.get("b")
+    assert first.query(0b111, 0)[0].tolist() == [2] and second.query(0, 0)[0].tolist() == []
+
+
 def _brute(hashes: np.ndarray, ids: np.ndarray, probe: int, radius: int) -> list[tuple[int, int]]:
     d = np.bitwise_count(hashes.view(np.uint64) ^ np.uint64(probe & 0xFFFF_FFFF_FFFF_FFFF))
     keep = d <= radius
@@ -157,10 +185,12 @@ def _check(index, probes, radii=(0, 1, 2, 4, 7, 8, 10, 11, 13, 16, 24)):
     """Every answer equals a full scan over what the index holds now."""
     live, stored = _contents(index)
     assert len(set(live.tolist())) == len(live) == len(index)
-    for probe in probes:
-        for radius in radii:
+    for radius in radii:
+        together = index.query_many(probes, radius)  # a batch's queries at once: the same answers
+        for probe, (many_ids, many_d) in zip(probes, together, strict=True):
             got_ids, got_d = index.query(probe, radius)
             assert list(zip(got_d.tolist(), got_ids.tolist())) == _brute(stored, live, probe, radius), (probe, radius)
+            assert many_ids.tolist() == got_ids.tolist() and many_d.tolist() == got_d.tolist(), (probe, radius)
 
 
 @pytest.fixture
@@ -170,6 +200,7 @@ def small_builds(monkeypatch):
 
     monkeypatch.setattr(neardup, "_BUILD_FROM", 500)
     monkeypatch.setattr(neardup, "_TAIL_MIN", 200)
+    monkeypatch.setattr(neardup, "_BATCH_CELLS", 2000)  # query_many's tail pass in several steps
     return neardup
 
 
