@@ -30,6 +30,8 @@ class Job(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="jobs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     params = models.JSONField(default=dict, blank=True)
+    # The interface language of whoever started it, when they did (jobs.runner writes its report in it).
+    language = models.CharField(max_length=16, blank=True)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)

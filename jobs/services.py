@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, transaction
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
 from benchforge import permissions
@@ -56,7 +56,20 @@ def create_job(kind: str, *, user=None, benchmark=None, total: int = 0, params: 
     """A queued job of `kind`; `benchmark` (a benchmark or its id) is the one it works in."""
     registry.get(kind)  # a kind nobody registered could never run: refuse it now
     benchmark_id = getattr(benchmark, "pk", benchmark)
-    return Job.objects.create(kind=kind, created_by=user, benchmark_id=benchmark_id, total=total, params=params or {})
+    return Job.objects.create(
+        kind=kind,
+        created_by=user,
+        benchmark_id=benchmark_id,
+        total=total,
+        params=params or {},
+        language=started_in(),
+    )
+
+
+def started_in() -> str:
+    """The interface language the starter is reading (a page's, or a command's English)."""
+    active = translation.get_language() or ""
+    return active if active in dict(settings.LANGUAGES) else ""
 
 
 def enqueue(job: Job) -> Job:

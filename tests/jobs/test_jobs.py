@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from django.core.files.base import ContentFile
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
 from jobs import registry, runner
 from jobs import services as jobs
@@ -266,3 +267,21 @@ def test_wait_returns_jobs_as_they_ended_or_as_they_are_at_the_timeout(settings)
 
     assert [job.pk for job in ended] == [slow.pk, quick.pk]  # in the order asked
     assert all(job.status == Job.Status.SUCCEEDED for job in ended) and [job.done for job in ended] == [40, 3]
+
+
+def _report_a_word(run):
+    return {"said": gettext("Interrupted")}
+
+
+def test_a_job_writes_its_report_in_the_language_of_the_page_it_was_started_from():
+    """Started from a Chinese page, the job's report is Chinese wherever it runs later (here under
+    English, as on a worker); started from an English page or a command, English."""
+    registry.register("toy-language", _report_a_word, label="toy job that reports a word")
+    with translation.override("zh-hans"):
+        chinese = jobs.create_job("toy-language")
+        expected = gettext("Interrupted")
+    english = jobs.create_job("toy-language")
+    assert expected != "Interrupted" and (chinese.language, english.language) == ("zh-hans", "en")
+
+    assert jobs.run_now(chinese).result == {"said": expected}
+    assert jobs.run_now(english).result == {"said": "Interrupted"}
