@@ -13,7 +13,7 @@ from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils._os import safe_makedirs
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext, gettext_noop, ngettext
 
 from benchforge.bulk import bulk_insert, insert_rows
 from benchforge.errors import DomainError
@@ -108,8 +108,8 @@ def _remove_if_unreferenced(names: list[str], sha256: str) -> None:
             default_storage.delete(name)
 
 
-def _bits(n: int) -> str:
-    return f"{n} bit{'' if n == 1 else 's'} apart"
+def _bits(name: str, n: int) -> str:
+    return ngettext("%(hash)s %(n)s bit apart", "%(hash)s %(n)s bits apart", n) % {"hash": name, "n": n}
 
 
 def near_duplicate_match(image: Image) -> str:
@@ -118,11 +118,12 @@ def near_duplicate_match(image: Image) -> str:
     other = image.near_duplicate_of
     radius = image.benchmark.near_dup_threshold - 1
     distances = (("pHash", hamming(image.phash, other.phash)), ("dHash", hamming(image.dhash, other.dhash)))
-    matched = [f"{name} {_bits(d)}" for name, d in distances if d <= radius]
-    return ", ".join(matched) or f"pHash {_bits(distances[0][1])}"
+    matched = [_bits(name, d) for name, d in distances if d <= radius]
+    return ", ".join(matched) or _bits("pHash", distances[0][1])
 
 
-# What an ingest reports per file (jobs.reports: shown in the reader's language).
+# What an ingest reports per file: the plain outcomes are declared (jobs.reports: shown in the
+# reader's language); one with notes is written in the job's language (jobs.runner).
 ADDED = gettext_noop("added")
 EXACT_DUPLICATE = gettext_noop("exact duplicate of image #%(id)s; not stored again")
 reports.declare(ADDED, EXACT_DUPLICATE)
@@ -139,13 +140,18 @@ class IngestOutcome:
             return reports.text(EXACT_DUPLICATE, id=self.image.pk)
         notes = []
         if self.image.low_resolution:
-            notes.append(f"low resolution ({self.image.width}x{self.image.height})")
+            notes.append(
+                gettext("low resolution (%(width)sx%(height)s)") % {"width": self.image.width, "height": self.image.height}
+            )
         if self.image.near_duplicate_of_id:
-            notes.append(f"near duplicate of #{self.image.near_duplicate_of_id} ({near_duplicate_match(self.image)})")
+            notes.append(
+                gettext("near duplicate of #%(id)s (%(match)s)")
+                % {"id": self.image.near_duplicate_of_id, "match": near_duplicate_match(self.image)}
+            )
         if self.image.contaminated:
             sets = ", ".join(m.known_set.name for m in self.image.contamination_matches.select_related("known_set"))
-            notes.append(f"matches known set(s): {sets}")
-        return f"{ADDED}: " + "; ".join(notes) if notes else reports.text(ADDED)
+            notes.append(gettext("matches known set(s): %(sets)s") % {"sets": sets})
+        return gettext("added: %(notes)s") % {"notes": "; ".join(notes)} if notes else reports.text(ADDED)
 
     def as_dict(self) -> dict:
         return {
