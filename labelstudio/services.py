@@ -30,7 +30,7 @@ from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
-from django.utils.translation import gettext_lazy, gettext_noop, pgettext_lazy
+from django.utils.translation import gettext, gettext_lazy, gettext_noop, pgettext_lazy
 
 from annotation.contract import item_payload
 from annotation.models import Item
@@ -500,12 +500,18 @@ def _pull(run, link: LabelStudioLink, user) -> dict:
             except LabelStudioError:
                 raise  # the server went away or refused us: the job fails with that message
             except DomainError as exc:  # the item refused the change (validation, released...)
-                outcome, count, message, data = ERROR, "errors", f"Task {row.task_id}: {exc.message}", {"task_id": row.task_id}
+                outcome, count, message, data = (
+                    ERROR,
+                    "errors",
+                    gettext("Task %(task)s: %(problem)s") % {"task": row.task_id, "problem": exc.message},
+                    {"task_id": row.task_id},
+                )
             report.add(count, key, outcome, message, data)
     link.last_pulled_at = timezone.now()
     link.save(update_fields=["last_pulled_at"])
     counts = report.counts
-    run.say(", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) + ".")
+    # the counts by their labels, in the job's language (jobs.runner)
+    run.say(", ".join(f"{reports.result_label(name)}: {n}" for name, n in counts.items()))
     return counts
 
 
