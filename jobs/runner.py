@@ -259,10 +259,10 @@ def execute(job_id: int) -> Job | None:
         kind = registry.get(job.kind)
     except LookupError as exc:
         return _finish(run, Job.Status.FAILED, message=str(exc))
-    # A job writes in its starter's language (the page's they started it from, else their account's,
-    # else English): the same on a worker as inline. Texts from jobs.reports' declared templates are
-    # stored in English whoever starts the job and are translated for each reader where shown.
-    chosen = job.language or (account_language(job.created_by) if job.created_by_id else "")
+    # A job writes in its starter's language (their account's choice, else the page's they started it
+    # from, else English): the same on a worker as inline. Texts from jobs.reports' declared templates
+    # are stored in English whoever starts the job and are translated for each reader where shown.
+    chosen = (account_language(job.created_by) if job.created_by_id else "") or job.language
     with _heartbeat_thread(run), translation.override(chosen or "en"):
         try:
             result = kind.run(run)

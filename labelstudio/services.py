@@ -510,8 +510,7 @@ def _pull(run, link: LabelStudioLink, user) -> dict:
     link.last_pulled_at = timezone.now()
     link.save(update_fields=["last_pulled_at"])
     counts = report.counts
-    # the counts by their labels, in the job's language (jobs.runner)
-    run.say(", ".join(f"{reports.result_label(name)}: {n}" for name, n in counts.items()))
+    run.say(", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) + ".")
     return counts
 
 
