@@ -5,6 +5,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .reports import shown
+
 
 class Job(models.Model):
     """One long-running piece of work (an import, a rewrite batch, a QC run...).
@@ -101,8 +103,6 @@ class Job(models.Model):
 
     @property
     def shown_message(self) -> str:
-        from .reports import shown
-
         return shown(self.message)
 
     @property
@@ -135,12 +135,8 @@ class JobEntry(models.Model):
 
     @property
     def shown_key(self) -> str:
-        from .reports import shown
-
         return shown(self.key)
 
     @property
     def shown_message(self) -> str:
-        from .reports import shown
-
         return shown(self.message)
