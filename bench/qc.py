@@ -92,8 +92,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write_tsv(path: Path, rows: int) -> None:
+def write_tsv(path: Path, rows: int, pictures: list[bytes] | None = None) -> None:
+    """An MMBench-style TSV: every fifth row shares the image of the row before, every tenth has
+    two circular copies. Images are small generated JPEGs, or the given `pictures` in turn."""
     from PIL import Image
+
+    pictures_left = iter(pictures or ())
 
     header = ["index", "question", "hint", "A", "B", "C", "D", "answer", "category", "l2-category", "split", "image"]
     with path.open("w", newline="") as handle:
@@ -103,6 +107,8 @@ def write_tsv(path: Path, rows: int) -> None:
         for n in range(rows):
             if n % 5 == 4:
                 image = str(n - 1)
+            elif pictures:
+                image = base64.b64encode(next(pictures_left)).decode()
             else:
                 picture = Image.new("RGB", (96, 72), tuple(rng.randrange(256) for _ in range(3)))
                 for _ in range(6):

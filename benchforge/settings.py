@@ -201,8 +201,13 @@ MB = 1024 * 1024
 # review rounds): its numbers are kept this long in the cache; 0 recounts on every view.
 BENCHFORGE_DASHBOARD_CACHE_SECONDS = int(os.environ.get("BENCHFORGE_DASHBOARD_CACHE_SECONDS", "30"))
 BENCHFORGE_MAX_UPLOAD_BYTES = int(os.environ.get("BENCHFORGE_MAX_UPLOAD_BYTES", 50 * MB))  # one image
-# Threads an import decodes and hashes images in (they release the GIL): 0 = one per core.
+# Threads an import reads (or downloads) images in: 0 = one per core.
 BENCHFORGE_INGEST_THREADS = int(os.environ.get("BENCHFORGE_INGEST_THREADS", "0"))
+# Worker processes an import decodes, hashes and writes images in (curation.hashing): unset = one
+# per core where there are several; 0 = in the threads above.
+BENCHFORGE_INGEST_PROCESSES = (
+    int(os.environ["BENCHFORGE_INGEST_PROCESSES"]) if os.environ.get("BENCHFORGE_INGEST_PROCESSES", "").strip() else None
+)
 BENCHFORGE_MAX_REQUEST_BYTES = int(os.environ.get("BENCHFORGE_MAX_REQUEST_BYTES", 200 * MB))  # one batch of images
 BENCHFORGE_MAX_ARCHIVE_BYTES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_BYTES", 2048 * MB))  # a zip or URL list
 BENCHFORGE_MAX_ARCHIVE_ENTRIES = int(os.environ.get("BENCHFORGE_MAX_ARCHIVE_ENTRIES", "50000"))

@@ -59,6 +59,9 @@ class ImageRejected(ValueError):
         self.code = code
         self.message = message
 
+    def __reduce__(self):  # travels back from ingest's worker processes
+        return type(self), (self.code, self.message)
+
 
 @dataclass(frozen=True)
 class ImageLimits:

@@ -1,5 +1,3 @@
-import re
-
 from django.conf import settings
 from django.contrib import messages
 from django.core.files.storage import default_storage
@@ -15,6 +13,7 @@ from benchforge.inputs import accepts_uploads, is_digits
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 
 from . import services
+from .content import STORED_NAME
 from .forms import (
     BenchmarkCreateForm,
     BenchmarkSettingsForm,
@@ -356,15 +355,11 @@ def known_set_delete(request, pk):
 
 # ---- media: stored images and thumbnails, only for those who may see them ------------------------
 
-# Exactly the content-addressed names ingest writes (curation.services._content_name): anything
-# else, e.g. the uploaded archives under imports/ or a path with "..", is never served.
-_STORED_NAME = re.compile(r"(?:images|thumbs)/([0-9a-f]{2})/([0-9a-f]{2})/(\1\2[0-9a-f]{60})\.(?:jpg|png|webp|gif|bmp|tif)")
-
 
 @role_required(ANNOTATOR)
 @require_GET
 def media_file(request, path):
-    match = _STORED_NAME.fullmatch(path)
+    match = STORED_NAME.fullmatch(path)  # nothing else (archives under imports/, a path with "..") is served
     if match is None or not media_file_visible_to(request.user, path, match[3]):
         raise Http404(gettext("No such file, or it belongs to no benchmark you can see."))
     try:

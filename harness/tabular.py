@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import itertools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -272,15 +273,14 @@ class TableReader:
 
     def _tabular(self) -> Iterator[Record]:
         skipped: list[tuple[int, str]] = []
-        reader = csv.reader(self._physical_lines(skipped), delimiter="\t" if self.format == TSV else ",")
+        delimiter = "\t" if self.format == TSV else ","
+        lines = self._physical_lines(skipped)
         while True:
             self._record_start = 0
             try:
-                fields = next(reader)
-            except StopIteration:
-                fields = None
+                fields = self._fields(lines, delimiter)
             except csv.Error as exc:
-                line = self._record_start or reader.line_num
+                line = self._record_start
                 raise FileProblem(
                     f"{self.name}: line {line} cannot be read as {self._format_name()} ({exc}). Nothing was imported.",
                     line=line,
@@ -293,6 +293,20 @@ class TableReader:
             record = self._row(self._record_start, fields)
             if record is not None:
                 yield record
+
+    @staticmethod
+    def _fields(lines: Iterator[str], delimiter: str) -> list[str] | None:
+        """The next record's fields, None at the end. A line with no quote and no carriage return
+        inside is split as it is (what the csv module would make of it, without parsing a large
+        cell, e.g. an image's base64, character by character); any other goes to the csv module,
+        with the lines that follow when a quoted cell runs on."""
+        text = next(lines, None)
+        if text is None:
+            return None
+        body = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+        if '"' not in body and "\r" not in body and "\n" not in body:
+            return body.split(delimiter) if body else []
+        return next(csv.reader(itertools.chain([text], lines), delimiter=delimiter), [])
 
     def _row(self, line: int, fields: list[str]) -> Record | None:
         if not any(f.strip() for f in fields):

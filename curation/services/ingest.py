@@ -5,6 +5,7 @@ import hashlib
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -12,13 +13,14 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils._os import safe_makedirs
 from django.utils.translation import gettext, gettext_noop, ngettext
 
 from benchforge.bulk import bulk_insert, insert_rows
 from benchforge.errors import DomainError
 from jobs import reports
 
+from .. import hashing
+from ..content import Disk, stored_files, write_once
 from ..imaging import ImageAnalysis, ImageLimits, ImageRejected, analyse_image, hamming
 from ..models import Benchmark, Image, Task
 from . import contamination, dedup
@@ -30,25 +32,21 @@ def image_limits(benchmark: Benchmark) -> ImageLimits:
     return ImageLimits(max_bytes=settings.BENCHFORGE_MAX_UPLOAD_BYTES, min_short_edge=benchmark.min_short_edge)
 
 
-def _content_name(folder: str, sha256: str, ext: str) -> str:
-    return f"{folder}/{sha256[:2]}/{sha256[2:4]}/{sha256}.{ext}"
-
-
-def _stored_files(analysis: ImageAnalysis, data: bytes) -> tuple[tuple[str, bytes], ...]:
-    """(name, bytes) of the files an image is stored as: the file, and its thumbnail unless the
-    file serves as its own (a small plain JPEG or PNG: analysis.thumbnail is None)."""
-    file = (_content_name("images", analysis.sha256, analysis.extension), data)
-    if analysis.thumbnail is None:
-        return (file,)
-    return file, (_content_name("thumbs", analysis.sha256, "jpg"), analysis.thumbnail)
+def _local_disk() -> Disk | None:
+    """Where content-addressed files are written directly, when media is on local disk."""
+    if isinstance(default_storage, FileSystemStorage):
+        return Disk(default_storage.location, default_storage.file_permissions_mode, default_storage.directory_permissions_mode)
+    return None
 
 
 def _store(name: str, data: bytes) -> bool:
     """Write content-addressed bytes once; True when this call created the file. A name always
-    carries the same bytes: on local disk a concurrent writer's copy gets another name and is
-    dropped here; on S3 the storage overwrites in place (file_overwrite), rewriting the same bytes."""
-    if isinstance(default_storage, FileSystemStorage):
-        return _store_on_disk(default_storage, name, data)
+    carries the same bytes: on local disk one exclusive create (curation.content.write_once);
+    elsewhere a concurrent writer's copy gets another name and is dropped here, or the storage
+    overwrites in place (S3's file_overwrite), rewriting the same bytes."""
+    disk = _local_disk()
+    if disk is not None:
+        return write_once(disk, name, data)
     if default_storage.exists(name):
         return False
     saved = default_storage.save(name, ContentFile(data))
@@ -56,50 +54,6 @@ def _store(name: str, data: bytes) -> bool:
         default_storage.delete(saved)
         return False
     return True
-
-
-# Directories known to exist, so each write checks none (content-addressed folders: 2 x 65,536 at most).
-_made_dirs: set[str] = set()
-
-
-def _store_on_disk(storage: FileSystemStorage, name: str, data: bytes) -> bool:
-    """_store on local disk, without the storage's per-file existence check, name search, lock
-    and ownership calls (most of an ingest thread's time on small images): one exclusive create.
-    storage.path() refuses a name that leaves the media root, and O_EXCL never overwrites (a
-    file of that name already holds these bytes: content-addressed). Modes as the storage's own."""
-    path = storage.path(name)
-    folder = os.path.dirname(path)
-    if folder not in _made_dirs:
-        _make_folder(storage, folder)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except FileExistsError:
-        return False
-    except FileNotFoundError:  # the folder went since (media cleared): make it again
-        _make_folder(storage, folder)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        except FileExistsError:
-            return False
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if storage.file_permissions_mode is not None:
-            os.chmod(path, storage.file_permissions_mode)
-        if os.name == "posix" and os.getegid() != os.stat(storage.location).st_gid:
-            storage._ensure_location_group_id(path)  # as the storage's save does (only needed then)
-    except BaseException:
-        os.unlink(path)  # never leave a partial file under a content-addressed name
-        raise
-    return True
-
-
-def _make_folder(storage: FileSystemStorage, folder: str) -> None:
-    if storage.directory_permissions_mode is not None:
-        safe_makedirs(folder, storage.directory_permissions_mode, exist_ok=True)
-    else:
-        os.makedirs(folder, exist_ok=True)
-    _made_dirs.add(folder)
 
 
 def _remove_if_unreferenced(names: list[str], sha256: str) -> None:
@@ -176,7 +130,7 @@ def check_tasks(benchmark: Benchmark, tasks) -> list[Task]:
 def _image_row(benchmark, analysis, *, data, original_name, source, license, collected_by, collected_at, job) -> Image:
     """The (unsaved) Image row of an analysed file: one place for both ingest paths, one at a time
     and batched, so they store the same fields."""
-    names = [name for name, _ in _stored_files(analysis, data)]
+    names = [name for name, _ in stored_files(analysis, data)]
     return Image(
         benchmark=benchmark,
         file=names[0],
@@ -227,7 +181,7 @@ def ingest_image(
     written: list[str] = []
     try:
         with transaction.atomic():
-            for name, content in _stored_files(analysis, data):
+            for name, content in stored_files(analysis, data):
                 if _store(name, content):
                     written.append(name)
             image = _image_row(
@@ -281,7 +235,7 @@ def ingest_uploads(benchmark: Benchmark, files, *, user, tasks=(), source: str =
     return results
 
 
-# ---- many images at once: decoding and hashing in threads, the database side a batch at a time ----
+# ---- many images at once: analysed in worker processes, the database side a batch at a time ----
 
 
 @dataclass
@@ -301,36 +255,63 @@ Outcome = IngestOutcome | ImageRejected | DomainError
 
 
 def ingest_threads() -> int:
-    """Threads that decode and hash (Pillow, numpy and hashlib release the GIL, so they use every
-    core): BENCHFORGE_INGEST_THREADS, by default one per core."""
-    return max(1, settings.BENCHFORGE_INGEST_THREADS or len(os.sched_getaffinity(0)) or 1)
+    """Threads that read (or download) files and hand them to the analysis: BENCHFORGE_INGEST_THREADS,
+    by default one per core."""
+    return max(1, settings.BENCHFORGE_INGEST_THREADS or _cores())
+
+
+def ingest_processes() -> int:
+    """Worker processes that decode, hash and write (curation.hashing): BENCHFORGE_INGEST_PROCESSES,
+    by default one per core where there are several; 0 analyses in the threads."""
+    chosen = settings.BENCHFORGE_INGEST_PROCESSES
+    return max(0, chosen) if chosen is not None else (_cores() if _cores() > 1 else 0)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) or 1
+
+
+# A batch of fewer files is analysed in the threads: a few uploads are not worth the messages.
+PROCESSES_FROM = 32
 
 
 @dataclass
 class _Prepared:
-    """A file read, its MD5 taken and (unless it cannot be new) analysed, in a worker thread."""
+    """A file read, its MD5 taken and (unless it cannot be new) analysed and written."""
 
     md5: str = ""
     data: bytes = b""
     analysis: ImageAnalysis | None = None
     error: ImageRejected | DomainError | None = None
-    written: tuple[str, ...] = ()  # content-addressed files this thread wrote (the rest existed)
+    written: tuple[str, ...] = ()  # content-addressed files written for it (the rest existed)
 
 
 class Ingester:
-    """Ingests files the way ingest_image does, with the same outcomes, but decodes and hashes
-    them in threads and does the database side a batch at a time: one MD5 lookup, one insert,
-    one near-duplicate and one contamination pass per batch. `submit` a list of files (the threads
-    start on them at once), then `store` the ticket it returned: submitting the next batch before
-    storing this one keeps the threads busy while the database works.
+    """Ingests files the way ingest_image does, with the same outcomes, but reads them in
+    threads, decodes, hashes and writes them in worker processes (curation.hashing; in the
+    threads for a small batch or where processes cannot start), and does the database side a
+    batch at a time: one MD5 lookup, one insert, one near-duplicate and one contamination pass
+    per batch. `submit` a list of files (the work starts on them at once), then `store` the
+    ticket it returned: submitting the next batch before storing this one keeps the workers
+    busy while the database works.
 
     Images of a batch are checked for near duplicates against the benchmark's earlier images and
     against the batch's earlier files, in order, exactly as one ingest_image after another would."""
 
-    def __init__(self, benchmark: Benchmark, *, collected_by=None, collected_at=None, job=None, threads: int | None = None):
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        *,
+        collected_by=None,
+        collected_at=None,
+        job=None,
+        threads: int | None = None,
+        processes: int | None = None,
+    ):
         self.benchmark = benchmark
         self.limits = image_limits(benchmark)
         self.collected_by, self.collected_at, self.job = collected_by, collected_at, job
+        self.processes = ingest_processes() if processes is None else processes
         self._pool = ThreadPoolExecutor(max_workers=threads or ingest_threads(), thread_name_prefix="benchforge-ingest")
 
     def __enter__(self) -> "Ingester":
@@ -342,32 +323,61 @@ class Ingester:
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def _prepare(self, file: IngestFile) -> _Prepared:
-        try:
-            data = file.load()
-        except (ImageRejected, DomainError) as exc:
-            return _Prepared(error=exc)
-        prepared = _Prepared(data=data)
-        try:
-            analysis = prepared.analysis = analyse_image(data, limits=self.limits, thumbnail_size=THUMBNAIL_PX)
-        except ImageRejected as exc:
-            prepared.md5, prepared.error = hashlib.md5(data).hexdigest(), exc
-            return prepared
-        prepared.md5 = analysis.md5  # the same digest, taken once
-        # The files too, here in the thread (storage is I/O): a file no row ends up using is removed by store().
-        prepared.written = tuple(name for name, content in _stored_files(analysis, data) if _store(name, content))
+    def _prepare(self, files: Sequence[IngestFile], processes: int) -> list[_Prepared]:
+        loaded: list = []
+        for file in files:
+            try:
+                loaded.append(file.load())
+            except (ImageRejected, DomainError) as exc:
+                loaded.append(exc)
+        datas = [data for data in loaded if isinstance(data, bytes)]
+        analysed = iter(self._analyse(datas, processes))
+        prepared = []
+        for data in loaded:
+            if not isinstance(data, bytes):
+                prepared.append(_Prepared(error=data))
+                continue
+            done = next(analysed)
+            prepared.append(_Prepared(md5=done.md5, data=data, analysis=done.analysis, error=done.error, written=done.written))
         return prepared
 
+    def _analyse(self, datas: list[bytes], processes: int) -> list[hashing.Analysed]:
+        disk = _local_disk()
+        future = hashing.submit(processes, datas, self.limits, THUMBNAIL_PX, disk) if processes and datas else None
+        analysed = None
+        if future is not None:
+            try:
+                analysed = future.result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory): these files are analysed here
+                hashing.discard()
+        if analysed is None:
+            analysed = hashing.analyse_many(datas, self.limits, THUMBNAIL_PX, disk)
+        if disk is None:  # storage other than local disk (S3): written here, through it (I/O)
+            for data, done in zip(datas, analysed):
+                if done.analysis is not None:
+                    done.written = tuple(name for name, content in stored_files(done.analysis, data) if _store(name, content))
+        return analysed
+
     def submit(self, files: Sequence[IngestFile]) -> list:
-        return [(file, self._pool.submit(self._prepare, file)) for file in files]
+        """Start on `files`; returns the ticket `store` takes. A big batch goes to the worker
+        processes in a few messages (two per process), a small one to the threads a file at a time."""
+        processes = self.processes if len(files) >= PROCESSES_FROM else 0
+        size = -(-len(files) // (2 * processes)) if processes else 1
+        chunks = [files[n : n + size] for n in range(0, len(files), size)]
+        return [(chunk, self._pool.submit(self._prepare, chunk, processes)) for chunk in chunks]
+
+    @staticmethod
+    def _ready(ticket: list) -> tuple[list[IngestFile], list[_Prepared]]:
+        files = [file for chunk, _ in ticket for file in chunk]
+        prepared = [ready for _, future in ticket for ready in future.result()]
+        return files, prepared
 
     def store(self, ticket: list, record: Callable[[list[Outcome]], None] | None = None) -> list[Outcome]:
         """Write a submitted batch; returns one outcome per file, in order (an IngestOutcome, or the
         ImageRejected / DomainError that refused it). `record(outcomes)` runs inside the transaction
         that stores them, so what the caller writes about them commits with them; it gets one
         entry per file of the batch, None for the files that transaction did not settle."""
-        files = [file for file, _ in ticket]
-        prepared = [future.result() for _, future in ticket]
+        files, prepared = self._ready(ticket)
         try:
             return self._store(files, prepared, record)
         except IntegrityError:
@@ -377,15 +387,14 @@ class Ingester:
     def store_one_by_one(self, ticket: list, record=None) -> list[Outcome]:
         """`store` through ingest_image, a file at a time (each with its own transaction and
         `record` call): what the batch must be equal to."""
-        outcomes: list = [None] * len(ticket)
-        for n, (file, future) in enumerate(ticket):
-            ready = future.result()
+        files, prepared = self._ready(ticket)
+        outcomes: list = [None] * len(files)
+        for n, (file, ready) in enumerate(zip(files, prepared)):
             with transaction.atomic():
                 outcomes[n] = ready.error if isinstance(ready.error, DomainError) else self._one(file, ready.data)
                 if record is not None:
                     record([outcome if m == n else None for m, outcome in enumerate(outcomes)])
-        for _, future in ticket:  # files the threads wrote that no image uses after all
-            ready = future.result()
+        for ready in prepared:  # files the workers wrote that no image uses after all
             if ready.written:
                 _remove_if_unreferenced(list(ready.written), ready.analysis.sha256)
         return outcomes

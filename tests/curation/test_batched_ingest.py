@@ -2,12 +2,14 @@
 the files one by one (ingest_image after ingest_image) stores. One file, imported both ways."""
 
 import hashlib
+import os
 import re
+import signal
 
 import pytest
 from django.core.files.base import ContentFile
 
-from curation import services
+from curation import hashing, services
 from curation.models import ContaminationMatch, Image
 from curation.services import imports as imports_module
 from curation.services import ingest as ingesting
@@ -103,7 +105,9 @@ def stored_rows(benchmark, job: Job) -> dict:
     }
 
 
-def test_a_zip_imported_in_threaded_batches_stores_what_one_by_one_stores(researcher, monkeypatch):
+def test_a_zip_imported_in_batches_in_threads_or_worker_processes_stores_what_one_by_one_stores(
+    researcher, monkeypatch, settings
+):
     from curation.services import import_known_set, load_preset, parse_hash_list
 
     data = awkward_zip()
@@ -118,19 +122,22 @@ def test_a_zip_imported_in_threaded_batches_stores_what_one_by_one_stores(resear
             "train.csv",
         ),
     )
-    monkeypatch.setattr(imports_module, "INGEST_BATCH", 5)  # batches of five: copies inside and across batches
     results = []
-    for way in ("one by one", "batched"):
+    for way in ("one by one", "batched, in threads", "batched, in worker processes"):
         benchmark = load_preset("alignmmbench", slug=f"way-{len(results)}")
         services.ingest_image(benchmark, jpeg(403))  # already there before the import
+        monkeypatch.undo()
+        monkeypatch.setattr(imports_module, "INGEST_BATCH", 5)  # batches of five: copies inside and across batches
+        settings.BENCHFORGE_INGEST_PROCESSES = 0
         if way == "one by one":
             monkeypatch.setattr(ingesting.Ingester, "store", ingesting.Ingester.store_one_by_one)
-        else:
-            monkeypatch.undo()
-            monkeypatch.setattr(imports_module, "INGEST_BATCH", 5)
+        elif way == "batched, in worker processes":
+            settings.BENCHFORGE_INGEST_PROCESSES = 2
+            monkeypatch.setattr(ingesting, "PROCESSES_FROM", 1)
+            monkeypatch.setattr(hashing, "submit", sent_to_a_worker_process)
         job = import_zip(benchmark, researcher, data)
         results.append(stored_rows(benchmark, job))
-    one_by_one, batched = results
+    one_by_one, batched, in_processes = results
     # The file really is awkward: near duplicates, exact copies, contamination both ways, errors.
     flags = [(i["near_duplicate_of"] is not None, i["contaminated"]) for i in one_by_one["images"]]
     assert sum(near for near, _ in flags) >= 10 and sum(c for _, c in flags) >= 2
@@ -139,3 +146,31 @@ def test_a_zip_imported_in_threaded_batches_stores_what_one_by_one_stores(resear
     assert outcomes.count("error") >= 3 and outcomes.count("skipped") >= 2
     for part in ("images", "contamination", "entries", "job"):
         assert batched[part] == one_by_one[part], part
+        assert in_processes[part] == one_by_one[part], part
+
+
+def sent_to_a_worker_process(*args):
+    future = real_submit(*args)
+    assert future is not None, "analysed in the importing process, not in a worker process"
+    return future
+
+
+real_submit = hashing.submit
+
+
+def test_an_import_goes_on_in_threads_when_a_worker_process_died(researcher, monkeypatch, settings):
+    from curation.services import load_preset
+
+    settings.BENCHFORGE_INGEST_PROCESSES = 2
+    monkeypatch.setattr(ingesting, "PROCESSES_FROM", 1)
+    pool = hashing._processes(2)
+    list(pool.map(abs, [1, 2, 3]))  # the workers are up
+    for pid in list(pool._processes):
+        os.kill(pid, signal.SIGKILL)  # as the kernel's out-of-memory killer would
+    benchmark = load_preset("alignmmbench", slug="after-a-kill")
+    job = import_zip(benchmark, researcher, make_zip([(f"p{n}.jpg", jpeg(500 + n)) for n in range(6)]))
+    assert job.status == "succeeded" and job.result["added"] == 6, job.message
+    assert Image.objects.filter(benchmark=benchmark).count() == 6
+    assert hashing._processes(2) is not pool  # the next import starts new workers
+    job = import_zip(benchmark, researcher, make_zip([(f"q{n}.jpg", jpeg(600 + n)) for n in range(6)]))
+    assert job.status == "succeeded" and job.result["added"] == 6, job.message

@@ -1,7 +1,9 @@
 """harness.tabular, the one reader of TSV, CSV, JSON Lines and JSON lists: exact lines, bounded
 nesting and sizes, row problems counted and the file refused past a limit."""
 
+import csv
 import io
+import random
 
 import pytest
 
@@ -37,6 +39,35 @@ def test_records_start_on_their_first_line_and_blank_lines_are_skipped():
         ("line 6", None, "missing columns: b (the row has 1 of 2)"),
     ]
     assert reader.rows == 2 and reader.problem_count == 1
+
+
+@pytest.mark.parametrize("fmt, delimiter", [(TSV, "\t"), (CSV, ",")])
+def test_every_row_reads_as_the_csv_module_reads_it(fmt, delimiter):
+    # Lines without quotes are split directly (fast on a large base64 cell); every shape of line
+    # must come out as the csv module makes of the same physical lines, quoted cells, cells with
+    # the delimiter or a line break inside, blank lines, \r\n or \n.
+    cells = ["", " ", "x", " padded ", "'single'", "a\\b", "tab\tinside", "comma,inside", 'say "hi"', "two\nlines", "cr\rhere", "é中"]
+    rng = random.Random(5)
+    lines = []
+    for _ in range(400):
+        row = []
+        for cell in (rng.choice(cells) for _ in range(3)):
+            if "\r" in cell or rng.random() < 0.5:  # a carriage return only ever inside quotes (see below)
+                cell = '"' + cell.replace('"', '""') + '"'
+            row.append(cell)
+        lines.append(delimiter.join(row) + rng.choice(["\n", "\r\n", "\n", "\n\n"]))
+    text = delimiter.join(["a", "b", "c"]) + "\n" + "".join(lines)
+    physical = [line + "\n" for line in text.split("\n")][:-1]  # the reader's lines end at \n only
+    expected = [r for r in csv.reader(physical, delimiter=delimiter)][1:]
+    rows, _ = read(text.encode(), fmt, limits=Limits(max_problems=10_000))
+    wanted = [dict(zip("abc", r)) if len(r) >= 3 else None for r in expected if any(c.strip() for c in r)]
+    assert [value for _, value, _ in rows] == wanted and len(wanted) > 300
+    assert any("\t" in v["a"] + v["b"] + v["c"] for v in wanted if v) and any(v is None for v in wanted)
+
+
+def test_a_carriage_return_in_an_unquoted_cell_is_the_files_problem():
+    with pytest.raises(FileProblem, match="line 2 cannot be read as TSV"):
+        read(b"a\tb\nx\ry\t1\n", TSV)
 
 
 def test_deep_nesting_is_a_row_problem_in_json_lines_and_in_a_json_list():
