@@ -46,7 +46,20 @@ def test_every_row_reads_as_the_csv_module_reads_it(fmt, delimiter):
     # Lines without quotes are split directly (fast on a large base64 cell); every shape of line
     # must come out as the csv module makes of the same physical lines, quoted cells, cells with
     # the delimiter or a line break inside, blank lines, \r\n or \n.
-    cells = ["", " ", "x", " padded ", "'single'", "a\\b", "tab\tinside", "comma,inside", 'say "hi"', "two\nlines", "cr\rhere", "é中"]
+    cells = [
+        "",
+        " ",
+        "x",
+        " padded ",
+        "'single'",
+        "a\\b",
+        "tab\tinside",
+        "comma,inside",
+        'say "hi"',
+        "two\nlines",
+        "cr\rhere",
+        "é中",
+    ]
     rng = random.Random(5)
     lines = []
     for _ in range(400):
