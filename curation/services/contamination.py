@@ -7,7 +7,7 @@ from typing import NamedTuple
 from django.db import transaction
 from django.utils.translation import gettext
 
-from benchforge.bulk import bulk_insert
+from benchforge.bulk import bulk_insert, update_rows
 from benchforge.errors import DomainError
 from harness.tabular import CSV, LINES, TSV, FileProblem, Record, TableReader, format_for
 
@@ -79,7 +79,7 @@ def flag_contamination_of_batch(benchmark: Benchmark, images: list[Image]) -> No
             image.contaminated = True
             flagged.append(image)
     bulk_insert(matches)
-    Image.objects.bulk_update(flagged, ["contaminated"])
+    update_rows(Image, ("contaminated",), [(image.pk, True) for image in flagged])
 
 
 _HEX = set("0123456789abcdef")

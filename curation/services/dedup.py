@@ -3,6 +3,7 @@
 from django.db import transaction
 from django.utils.translation import gettext
 
+from benchforge.bulk import update_rows
 from benchforge.errors import DomainError
 
 from ..imaging import hamming
@@ -66,8 +67,8 @@ def flag_near_duplicates_of_batch(benchmark: Benchmark, images: list[Image]) -> 
                 found.append((pd, dd, pk))
         if found:
             image.near_duplicate_distance, _, image.near_duplicate_of_id = min(found)
-            flagged.append(image)
-    Image.objects.bulk_update(flagged, ["near_duplicate_of", "near_duplicate_distance"])
+            flagged.append((image.pk, image.near_duplicate_of_id, image.near_duplicate_distance))
+    update_rows(Image, ("near_duplicate_of_id", "near_duplicate_distance"), flagged)
 
 
 def resolve_near_duplicate(image: Image, *, keep: bool, user) -> Image:

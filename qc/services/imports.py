@@ -38,7 +38,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from annotation.models import Item
 from annotation.services import import_external_items, start_alignmmbench_import
 from benchforge import permissions
-from benchforge.bulk import insert_rows
+from benchforge.bulk import insert_rows, update_rows
 from benchforge.errors import DomainError
 from benchforge.inputs import is_digits
 from curation.models import Benchmark, Category, Image, Task
@@ -73,6 +73,7 @@ LETTERS = "ABCD"
 CIRCULAR_STEP = 1_000_000
 MAX_REFERENCE_DIGITS = 8  # a shared-image reference is a short number; base64 of an image never is
 CHUNK = 200
+PARSED = "\x00options, answer, split"  # a queued row's checked MCQ fields (no header is named so: no NUL in a cell)
 PROGRESS_SECONDS = 2.0
 QUESTION_TYPES = {
     "open-ended": Item.QuestionType.OPEN,
@@ -490,7 +491,7 @@ def _run_tsv(run: JobRun) -> dict:
     rows_read = 0
 
     def finish_row(line: int, index: int, row: dict, task: Task, image_ids: list[int]) -> None:
-        options, answer, split = _mcq_fields(row)
+        options, answer, split = row[PARSED]
         spec = {
             "task": task,
             "external_id": str(index),
@@ -542,7 +543,7 @@ def _run_tsv(run: JobRun) -> dict:
                 first_line[index] = line
                 if not row["question"].strip():
                     raise RowProblem(_("missing columns: the question is empty"))
-                _mcq_fields(row)
+                mcq = _mcq_fields(row)
                 if str(index) in existing:
                     run.record(
                         key,
@@ -555,6 +556,8 @@ def _run_tsv(run: JobRun) -> dict:
                 values = _image_values(row["image"])
                 if not values or not all(values):
                     raise RowProblem(_("missing columns: the image is empty"))
+                # The row waits without its base64 text (it can be megabytes): the decoded bytes are enough.
+                queued = {**row, "image": "", PARSED: mcq}
                 if any(_is_reference(v) for v in values):
                     if not all(_is_reference(v) for v in values):
                         raise RowProblem(_("the image list mixes base64 images and row indexes"))
@@ -562,12 +565,11 @@ def _run_tsv(run: JobRun) -> dict:
                     # Rows it points to that are read already are done, or still being stored (then
                     # it waits in line behind them); rows not read yet are waited for to the end.
                     if all(i in images_of or pending.waits_for([i]) for i in shared):
-                        pending.add(line, index, {**row, "image": ""}, task, shares=shared)
+                        pending.add(line, index, queued, task, shares=shared)
                     else:
-                        waiting.append((line, {**row, "image": ""}, values, task))
+                        waiting.append((line, queued, values, task))
                     continue
-                # The row waits without its base64 text (it can be megabytes): the decoded bytes are enough.
-                pending.add(line, index, {**row, "image": ""}, task, images=[_decode(value) for value in values])
+                pending.add(line, index, queued, task, images=[_decode(value) for value in values])
             except RowProblem as exc:
                 run.record(key, "error", at_line(line, exc), {"row": True})
         progress.tick(rows_read, force=True)
@@ -641,12 +643,15 @@ def _run_tsv(run: JobRun) -> dict:
             )
     for start in range(0, len(entries), 500):
         run.record_many(entries[start : start + 500])
-    sources = list(
-        ExternalSource.objects.filter(item__benchmark=benchmark, item__external_id__in=list(collapsed)).select_related("item")
+    sources = ExternalSource.objects.filter(item__benchmark=benchmark, item__external_id__in=list(collapsed))
+    update_rows(
+        ExternalSource,
+        ("copies",),
+        [
+            (pk, sorted(set(copies) | set(collapsed[external_id]), key=int))
+            for pk, copies, external_id in sources.values_list("pk", "copies", "item__external_id")
+        ],
     )
-    for source in sources:
-        source.copies = sorted(set(source.copies) | set(collapsed[source.item.external_id]), key=int)
-    ExternalSource.objects.bulk_update(sources, ["copies"], batch_size=500)  # one statement per 500, not one per row
     return _summary(run, name)
 
 

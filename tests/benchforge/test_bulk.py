@@ -4,7 +4,7 @@ large batches into statements the database accepts (SQLite: 999 parameters)."""
 import pytest
 from django.db import IntegrityError, transaction
 
-from benchforge.bulk import bulk_insert, insert_rows
+from benchforge.bulk import bulk_insert, insert_rows, update_rows
 from curation.models import ContaminationMatch, Image, KnownHash, KnownImageSet
 from jobs.models import Job, JobEntry
 from tests.factories import make_image
@@ -81,3 +81,33 @@ def test_plain_rows_take_the_defaults_of_the_columns_they_leave_out():
         insert_rows(JobEntry, ("job_id", "key", "outcome"), [(job.pk, "a", "ok")])
     with pytest.raises(ValueError):
         insert_rows(JobEntry, ("job_id", "nonsense"), [(job.pk, 1)])
+
+
+def test_updated_rows_hold_what_bulk_update_stores(benchmark):
+    ours, django = Job.objects.create(kind="test"), Job.objects.create(kind="test")
+    for job in (ours, django):
+        insert_rows(JobEntry, ("job_id", "key", "outcome"), [(job.pk, f"line {i}", "ok") for i in range(300)])
+    changes = {i: ("error", f"row {i}", {"row": i, "é": [i, None]}) for i in range(0, 300, 2)}
+
+    def rows_of(job):
+        return {int(e.key.split()[1]): e for e in JobEntry.objects.filter(job=job)}
+
+    ours_rows, django_rows = rows_of(ours), rows_of(django)
+    update_rows(JobEntry, ("outcome", "message", "data"), [(ours_rows[i].pk, *values) for i, values in changes.items()])
+    for i, (outcome, message, data) in changes.items():
+        entry = django_rows[i]
+        entry.outcome, entry.message, entry.data = outcome, message, data
+    JobEntry.objects.bulk_update([django_rows[i] for i in changes], ["outcome", "message", "data"])
+    assert stored(ours) == stored(django) and sum(e["outcome"] == "error" for e in stored(ours)) == 150
+    # A foreign key by its id, and None
+    image, other = make_image(benchmark), make_image(benchmark)
+    update_rows(Image, ("near_duplicate_of_id", "near_duplicate_distance"), [(image.pk, other.pk, 3)])
+    image.refresh_from_db()
+    assert (image.near_duplicate_of, image.near_duplicate_distance) == (other, 3)
+    update_rows(Image, ("near_duplicate_of_id", "near_duplicate_distance"), [(image.pk, None, None)])
+    image.refresh_from_db()
+    assert (image.near_duplicate_of, image.near_duplicate_distance) == (None, None)
+    with pytest.raises(ValueError):
+        update_rows(Image, ("id",), [(image.pk, 5)])
+    with pytest.raises(ValueError):
+        update_rows(Image, ("nonsense",), [(image.pk, 5)])
