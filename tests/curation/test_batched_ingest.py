@@ -1,5 +1,6 @@
-"""Imports decode in threads and write a batch at a time: every stored row must be what ingesting
-the files one by one (ingest_image after ingest_image) stores. One file, imported both ways."""
+"""Imports decode in worker processes (or threads) and write a batch at a time: every stored row
+must be what ingesting the files one by one (ingest_image after ingest_image) stores. One file,
+imported every way; and a worker process that dies leaves the import to the threads."""
 
 import hashlib
 import os

@@ -1,16 +1,17 @@
-"""An MMBench TSV's images are decoded in threads and stored a batch at a time: the items, images,
-flags and per-line entries must be those of storing the images one by one. One file, both ways."""
+"""An MMBench TSV's images are decoded in worker processes (or threads) and stored a batch at a time: the items, images,
+flags and per-line entries must be those of storing the images one by one. One file, every way."""
 
 import re
 
 import pytest
 
 from annotation.models import Item
+from curation import hashing
 from curation.models import Task
 from curation.services import Ingester
 from curation.services import ingest as ingesting
 from qc.services import imports
-from tests.curation.test_batched_ingest import stored_rows
+from tests.curation.test_batched_ingest import sent_to_a_worker_process, stored_rows
 from tests.factories import b64_jpeg_variants
 from tests.qc.test_imports import ROWS, row, run_import, tsv
 
@@ -41,7 +42,9 @@ def items_of(benchmark, sha: dict[int, str]) -> list:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_tsv_imported_in_threaded_batches_stores_what_one_by_one_stores(researcher, monkeypatch):
+def test_a_tsv_imported_in_batches_in_threads_or_worker_processes_stores_what_one_by_one_stores(
+    researcher, monkeypatch, settings
+):
     from curation.models import Image
     from curation.services import create_benchmark
 
@@ -49,10 +52,15 @@ def test_a_tsv_imported_in_threaded_batches_stores_what_one_by_one_stores(resear
     extra = [row(100 + n, image=image) for n, image in enumerate(b64_jpeg_variants(8))]
     data = tsv(ROWS + extra + [row(200, image="101"), row(201, image=extra[0][-1])])
     results = []
-    for way in ("one by one", "batched"):
+    for way in ("one by one", "batched, in threads", "batched, in worker processes"):
         monkeypatch.setattr(imports, "INGEST_BATCH", 3)
+        settings.BENCHFORGE_INGEST_PROCESSES = 0
         if way == "one by one":
             monkeypatch.setattr(Ingester, "store", ingesting.Ingester.store_one_by_one)
+        elif way == "batched, in worker processes":
+            settings.BENCHFORGE_INGEST_PROCESSES = 2
+            monkeypatch.setattr(ingesting, "PROCESSES_FROM", 1)
+            monkeypatch.setattr(hashing, "submit", sent_to_a_worker_process)
         benchmark = create_benchmark(name=f"MMBench {way}", user=researcher)
         job = run_import(benchmark, researcher, data)
         job.refresh_from_db()
@@ -62,11 +70,12 @@ def test_a_tsv_imported_in_threaded_batches_stores_what_one_by_one_stores(resear
         rows["entries"] = entries_of(job, sha, external)
         results.append((rows, items_of(benchmark, sha)))
         monkeypatch.undo()
-    (one_rows, one_items), (batch_rows, batch_items) = results
+    (one_rows, one_items), *others = results
     assert len(one_items) >= 12 and sum(i["near_duplicate_of"] is not None for i in one_rows["images"]) >= 3
-    assert batch_items == one_items
-    for part in ("images", "contamination", "entries", "job"):
-        assert batch_rows[part] == one_rows[part], part
+    for batch_rows, batch_items in others:
+        assert batch_items == one_items
+        for part in ("images", "contamination", "entries", "job"):
+            assert batch_rows[part] == one_rows[part], part
 
 
 def every_item_row(benchmark, sha: dict[int, str]) -> list:
