@@ -4,7 +4,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from benchforge import permissions
-from benchforge.bulk import bulk_insert, insert_rows
+from benchforge.bulk import bulk_insert, insert_rows, unsaved
 from benchforge.errors import NotAllowed
 from benchforge.roles import RESEARCHER, user_role
 from curation.models import Benchmark
@@ -24,13 +24,14 @@ def import_external_items(benchmark: Benchmark, specs: list[dict], *, user) -> t
     if user_role(user) != RESEARCHER:
         raise NotAllowed("Importing a benchmark needs the researcher role.")
     items, states, problems = [], [], {}
+    new_item = unsaved(Item)
     # Every spec's images in one query (a spec's images are ids; a malformed list is the shape check's to refuse).
     image_rows = load_image_rows(
         {i for spec in specs if isinstance(spec.get("images"), list) for i in spec["images"] if isinstance(i, int)}
     )
     for n, spec in enumerate(specs):
         spec = dict(spec)
-        item = Item(
+        item = new_item(
             benchmark=benchmark,
             task=spec.pop("task"),
             seed=spec.pop("seed", None),

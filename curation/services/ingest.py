@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop, ngettext
 
-from benchforge.bulk import bulk_insert, insert_rows
+from benchforge.bulk import bulk_insert, insert_rows, unsaved
 from benchforge.errors import DomainError
 from jobs import reports
 
@@ -127,11 +127,14 @@ def check_tasks(benchmark: Benchmark, tasks) -> list[Task]:
     return tasks
 
 
+_new_image_row = unsaved(Image)
+
+
 def _image_row(benchmark, analysis, *, data, original_name, source, license, collected_by, collected_at, job) -> Image:
     """The (unsaved) Image row of an analysed file: one place for both ingest paths, one at a time
     and batched, so they store the same fields."""
     names = [name for name, _ in stored_files(analysis, data)]
-    return Image(
+    return _new_image_row(
         benchmark=benchmark,
         file=names[0],
         thumbnail=names[-1],

@@ -111,3 +111,32 @@ def test_updated_rows_hold_what_bulk_update_stores(benchmark):
         update_rows(Image, ("id",), [(image.pk, 5)])
     with pytest.raises(ValueError):
         update_rows(Image, ("nonsense",), [(image.pk, 5)])
+
+
+def test_a_maker_makes_what_the_model_makes(benchmark, researcher):
+    from benchforge.bulk import unsaved
+
+    image = make_image(benchmark)
+    values = dict(
+        benchmark=benchmark,
+        file="images/x.jpg",
+        sha256="a" * 64,
+        md5="b" * 32,
+        phash=-5,
+        dhash=7,
+        width=10,
+        height=20,
+        format="jpeg",
+        collected_by=researcher,
+        near_duplicate_of=image,
+        job=None,
+    )
+    made, plain = unsaved(Image)(**values), Image(**values)
+    fields = [f.attname for f in Image._meta.concrete_fields]
+    assert [getattr(made, f) for f in fields if f != "collected_at"] == [getattr(plain, f) for f in fields if f != "collected_at"]
+    assert made.benchmark is benchmark and made.near_duplicate_of is image and made.collected_by is researcher
+    assert made._state.adding and made.pk is None and made.job is None
+    entry, other = unsaved(JobEntry)(key="k"), unsaved(JobEntry)(key="l")
+    assert entry.data == {} and entry.data is not other.data  # a callable default, called per instance
+    with pytest.raises(KeyError):
+        unsaved(Image)(nonsense=1)
