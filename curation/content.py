@@ -72,9 +72,9 @@ def write_once(disk: Disk, name: str, data: bytes) -> bool:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        if disk.file_mode is not None:
-            os.chmod(path, disk.file_mode)
-        _same_group_as_root(disk.root, path)
+            if disk.file_mode is not None:
+                os.fchmod(handle.fileno(), disk.file_mode)
+            _same_group_as_root(disk.root, handle.fileno())
     except BaseException:
         os.unlink(path)  # never leave a partial file under a content-addressed name
         raise
@@ -89,13 +89,18 @@ def _make_folder(disk: Disk, folder: str) -> None:
     _made_dirs.add(folder)
 
 
-def _same_group_as_root(root: str, path: str) -> None:
+def _same_group_as_root(root: str, fd: int) -> None:
     # What FileSystemStorage does after a save; only needed when this process's group differs.
     if os.name != "posix":
         return
-    root_gid = os.stat(root).st_gid
-    if os.getegid() != root_gid and os.stat(path).st_gid != root_gid:
+    root_gid = _root_gids.get(root)
+    if root_gid is None:
+        root_gid = _root_gids[root] = os.stat(root).st_gid
+    if os.getegid() != root_gid:
         try:
-            os.chown(path, uid=-1, gid=root_gid)
+            os.fchown(fd, -1, root_gid)
         except PermissionError:
             pass
+
+
+_root_gids: dict[str, int] = {}  # a media folder's group, read once per process
