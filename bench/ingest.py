@@ -147,12 +147,11 @@ def hashing_alone(images: list[bytes], media: Path | None = None) -> tuple[float
     from curation.content import Disk
     from curation.imaging import ImageLimits
     from curation.services import INGEST_BATCH
-    from curation.services.ingest import THUMBNAIL_PX, ingest_processes, ingest_threads
+    from curation.services.ingest import THUMBNAIL_PX, ingest_processes, ingest_threads, messages
 
     processes, limits = ingest_processes(), ImageLimits()
     disk = Disk(str(media)) if media is not None else None
-    size = -(-INGEST_BATCH // (2 * processes)) if processes else 1
-    chunks = [images[n : n + size] for n in range(0, len(images), size)]
+    chunks = [chunk for n in range(0, len(images), INGEST_BATCH) for chunk in messages(images[n : n + INGEST_BATCH], processes)]
 
     def analyse(chunk: list[bytes]):
         future = hashing.submit(processes, chunk, limits, THUMBNAIL_PX, disk) if processes else None

@@ -304,7 +304,7 @@ class TableReader:
         if text is None:
             return None
         body = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
-        if '"' not in body and "\r" not in body and "\n" not in body:
+        if '"' not in body and "\r" not in body:  # (no "\n" either: lines end at the first one)
             return body.split(delimiter) if body else []
         return next(csv.reader(itertools.chain([text], lines), delimiter=delimiter), [])
 

@@ -21,7 +21,7 @@ from jobs import reports
 
 from .. import hashing
 from ..content import Disk, stored_files, write_once
-from ..imaging import ImageAnalysis, ImageLimits, ImageRejected, analyse_image, hamming
+from ..imaging import ImageLimits, ImageRejected, analyse_image, hamming
 from ..models import Benchmark, Image, Task
 from . import contamination, dedup
 
@@ -278,15 +278,19 @@ def _cores() -> int:
 PROCESSES_FROM = 32
 
 
-@dataclass
-class _Prepared:
-    """A file read, its MD5 taken and (unless it cannot be new) analysed and written."""
+def messages(batch: Sequence, processes: int) -> list[Sequence]:
+    """A batch split as the analysis gets it: two messages per worker process (each process
+    busy while the other message travels), or a file at a time in the threads."""
+    size = -(-len(batch) // (2 * processes)) if processes else 1
+    return [batch[n : n + size] for n in range(0, len(batch), size)]
 
-    md5: str = ""
+
+@dataclass
+class _Prepared(hashing.Analysed):
+    """A file read and analysed (hashing.Analysed), with its bytes; `error` may also be the
+    DomainError of a file that could not be read (then nothing else is set)."""
+
     data: bytes = b""
-    analysis: ImageAnalysis | None = None
-    error: ImageRejected | DomainError | None = None
-    written: tuple[str, ...] = ()  # content-addressed files written for it (the rest existed)
 
 
 class Ingester:
@@ -338,10 +342,10 @@ class Ingester:
         prepared = []
         for data in loaded:
             if not isinstance(data, bytes):
-                prepared.append(_Prepared(error=data))
+                prepared.append(_Prepared(md5="", error=data))
                 continue
             done = next(analysed)
-            prepared.append(_Prepared(md5=done.md5, data=data, analysis=done.analysis, error=done.error, written=done.written))
+            prepared.append(_Prepared(done.md5, done.analysis, done.error, done.written, data=data))
         return prepared
 
     def _analyse(self, datas: list[bytes], processes: int) -> list[hashing.Analysed]:
@@ -365,9 +369,7 @@ class Ingester:
         """Start on `files`; returns the ticket `store` takes. A big batch goes to the worker
         processes in a few messages (two per process), a small one to the threads a file at a time."""
         processes = self.processes if len(files) >= PROCESSES_FROM else 0
-        size = -(-len(files) // (2 * processes)) if processes else 1
-        chunks = [files[n : n + size] for n in range(0, len(files), size)]
-        return [(chunk, self._pool.submit(self._prepare, chunk, processes)) for chunk in chunks]
+        return [(chunk, self._pool.submit(self._prepare, chunk, processes)) for chunk in messages(files, processes)]
 
     @staticmethod
     def _ready(ticket: list) -> tuple[list[IngestFile], list[_Prepared]]:
