@@ -2,7 +2,7 @@
 time their hashing alone takes.
 
 Run: .venv/bin/python bench/ingest.py [--images N] [--tsv-rows 10000] [--folder-images 2000]
-     [--one-by-one] [--no-imports]
+     [--url-delays 0,0.1] [--one-by-one] [--no-imports]
 
 Prints, in one run:
   * images/s of curation.imaging.analyse_image (MD5 + SHA-256 + pHash + dHash + validation,
@@ -13,8 +13,10 @@ Prints, in one run:
   * imports on the embedded runtime (SQLite and media in a temporary folder, the job run here):
     an MMBench TSV of --tsv-rows rows with small generated 96x72 JPEGs (every fifth row sharing
     the image of the row before, circular copies), a folder of --folder-images photo-like
-    800x600 JPEGs, and an MMBench TSV whose images are those photos: rows (or images) per
-    second, beside the time the hashing alone takes on the same images with the same threads
+    800x600 JPEGs, the same photos as a zip, as URL lists served by 8 loopback HTTP "sites"
+    (bench/support/image_server.py, in a process of its own) that wait --url-delays seconds
+    before each reply (the network's latency), and an MMBench TSV whose images are those
+    photos: rows (or images) per second, beside the time the hashing alone takes on the same images with the same threads
     and worker processes (decode + MD5 + SHA-256 + pHash + dHash + thumbnail, as ingest does),
     and for the TSVs the CPU time of hashing plus writing the files (no database: an import's
     floor). Targets: each import within 1.3x of its hashing alone; the 10,000-row TSV at 300
@@ -35,9 +37,11 @@ import base64
 import csv
 import io
 import os
+import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -53,6 +57,7 @@ from bench.support.photos import photo_like_jpeg  # noqa: E402
 from curation.imaging import analyse_image, hamming, hex_to_hash, perceptual_hashes  # noqa: E402
 
 SIZES = [(1024, 768), (3000, 2000)]
+SITES = 8  # loopback web sites a URL list's images are spread over
 THUMBNAIL_PX = 256
 
 
@@ -190,10 +195,8 @@ def bench_imports(args, var: Path) -> bool:
 
     from bench.qc import write_tsv
     from benchforge.roles import RESEARCHER, set_role
-    from curation import services as curation
     from curation.services import ingest as ingesting
     from curation.services.ingest import ingest_processes, ingest_threads
-    from jobs.services import run_now
 
     lead = get_user_model().objects.create_user("bench-lead", password="x" * 16)
     set_role(lead, RESEARCHER)
@@ -223,23 +226,77 @@ def bench_imports(args, var: Path) -> bool:
         if not photos:
             continue
         ok &= _tsv_import(lead, var, photo_tsv, photo_rows, photos, way, "the folder's photo-like 800x600 JPEGs")
-        benchmark = curation.create_benchmark(name=f"Folder {way}", user=lead)
         hashing, hashing_cpu = hashing_alone(photos)
-        started, cpu = time.perf_counter(), _cpu_seconds()
-        job = run_now(curation.create_import_job("ingest_folder", benchmark, user=lead, path=str(folder)))
-        took, took_cpu = time.perf_counter() - started, _cpu_seconds() - cpu
-        assert job.status == "succeeded", job.message
-        ratio = took / hashing
-        print(
-            f"  folder of {len(photos):,} photo-like 800x600 JPEGs, {way}: {took:6.1f} s = {len(photos) / took:5.0f} images/s; "
-            f"hashing alone {hashing:5.1f} s; import / hashing {ratio:.2f}x (target <= 1.3x; added {job.result['added']:,})\n"
-            f"    CPU time: import {took_cpu:6.1f} s, hashing alone {hashing_cpu:5.1f} s, import / hashing "
-            f"{took_cpu / hashing_cpu:.2f}x (load {os.getloadavg()[0]:.1f})",
-            flush=True,
-        )
-        if way == "batched":
-            ok &= ratio <= 1.3
+        for kind, what, path, server in _image_sources(var, folder, args.url_delays):
+            ok &= _image_import(lead, kind, what, path, len(photos), way, (hashing, hashing_cpu), server)
     return ok
+
+
+def _image_sources(var: Path, folder: Path, delays: list[float]):
+    """The folder's photos as a folder, a zip archive (deflated, as `zip` makes it) and a URL list
+    served over loopback by plain HTTP servers in a process of their own (its CPU is printed
+    apart from the import's), one reply taking each of `delays` seconds."""
+    yield "ingest_folder", "folder", folder, None
+    archive = var / "photos.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for path in sorted(folder.iterdir()):
+            zipped.write(path, f"photos/{path.name}")
+    yield "ingest_zip", f"zip ({archive.stat().st_size / 1e6:.0f} MB, deflated)", archive, None
+    urls = var / "photos-urls.txt"
+    os.environ["BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE"] = "1"
+    from django.conf import settings
+
+    settings.BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE = True  # the servers are on loopback
+    for delay in delays:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).parent / "support" / "image_server.py"),
+                str(folder),
+                "--sites",
+                str(SITES),
+                "--delay",
+                str(delay),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            ports = server.stdout.readline().strip().split(",")
+            names = sorted(path.name for path in folder.iterdir())
+            urls.write_text("".join(f"http://127.0.0.1:{ports[n % len(ports)]}/{name}\n" for n, name in enumerate(names)))
+            what = f"URL list ({len(ports)} loopback sites, replies after {delay * 1000:.0f} ms)"
+            yield "ingest_url_list", what, urls, server.pid
+        finally:
+            server.terminate()
+            server.wait()
+
+
+def _image_import(lead, kind: str, what: str, path: Path, images: int, way: str, alone: tuple, server: int | None) -> bool:
+    """Import the photos from `path` with a `kind` job and print its speed beside their hashing
+    alone (wall and CPU seconds); `server`: the pid of the HTTP server the images come from."""
+    from curation import services as curation
+    from jobs.services import run_now
+
+    benchmark = curation.create_benchmark(name=f"{what} {way}", user=lead)
+    hashing, hashing_cpu = alone
+    served = _process_cpu(server) if server else 0.0
+    started, cpu = time.perf_counter(), _cpu_seconds()
+    job = run_now(curation.create_import_job(kind, benchmark, user=lead, path=str(path)))
+    took, took_cpu = time.perf_counter() - started, _cpu_seconds() - cpu
+    served = _process_cpu(server) - served if server else 0.0
+    assert job.status == "succeeded", job.message
+    assert job.result["added"] == images, job.result
+    ratio = took / hashing
+    server_note = f"; the HTTP server, on the same cores, {served:.1f} s" if server else ""
+    print(
+        f"  {what}: {images:,} photo-like 800x600 JPEGs, {way}: {took:6.1f} s = {images / took:5.0f} images/s; "
+        f"hashing alone {hashing:5.1f} s; import / hashing {ratio:.2f}x (target <= 1.3x)\n"
+        f"    CPU time: import {took_cpu:6.1f} s, hashing alone {hashing_cpu:5.1f} s, import / hashing "
+        f"{took_cpu / hashing_cpu:.2f}x{server_note} (load {os.getloadavg()[0]:.1f})",
+        flush=True,
+    )
+    return way != "batched" or ratio <= 1.3
 
 
 def _tsv_import(lead, var: Path, tsv: Path, rows: int, images: list[bytes], way: str, what: str, rows_target=False) -> bool:
@@ -289,6 +346,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--tsv-rows", type=int, default=10_000)
     parser.add_argument("--folder-images", type=int, default=2000, help="0: no folder import")
+    parser.add_argument(
+        "--url-delays",
+        type=lambda text: [float(v) for v in text.split(",")],
+        default=[0.0, 0.1],
+        help="seconds each loopback server waits before a reply, one URL-list import each (default 0,0.1)",
+    )
     parser.add_argument("--one-by-one", action="store_true", help="also time storing one image at a time")
     parser.add_argument("--no-imports", action="store_true")
     parser.add_argument("--no-hashing", action="store_true")

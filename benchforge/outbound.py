@@ -9,7 +9,9 @@ Every redirect hop goes through the same check, and a download has a total deadl
 
 import ipaddress
 import socket
+import threading
 import time
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import httpx
@@ -143,15 +145,40 @@ def _read_body(response: httpx.Response, max_bytes: int, deadline: float, deadli
     return b"".join(chunks)
 
 
+class SiteSlots:
+    """At most `per_site` downloads at once from one site (scheme, host and port of the URL
+    asked for), however many threads download: many threads make a URL list fast, but one
+    site should not get all of them at once (it may answer with 429s, or take it for an attack)."""
+
+    def __init__(self, per_site: int):
+        self.per_site = max(1, per_site)
+        self._slots: dict[tuple, threading.BoundedSemaphore] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def hold(self, url: str):
+        parts = urlsplit(url)
+        try:
+            site = (parts.scheme.lower(), (parts.hostname or "").lower(), parts.port)
+        except ValueError:  # a malformed port: download() refuses the URL itself
+            site = (parts.scheme.lower(), parts.netloc.lower(), None)
+        with self._lock:
+            slot = self._slots.setdefault(site, threading.BoundedSemaphore(self.per_site))
+        with slot:
+            yield
+
+
 def download_client(*, allow_private: bool | None = None) -> httpx.Client:
     """The client `download` expects: every connection checked and pinned, redirects followed by
     hand (each hop checked), short timeouts. Private addresses only when the operator allows them."""
     if allow_private is None:
         allow_private = settings.BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE
+    downloads = max(1, settings.BENCHFORGE_DOWNLOADS)
     return httpx.Client(
         timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
         follow_redirects=False,
         headers={"User-Agent": USER_AGENT},
         trust_env=False,
-        transport=PinnedTransport(allow_private=allow_private),
+        # A connection kept open per download thread (the client's own limits do not reach a transport).
+        transport=PinnedTransport(allow_private=allow_private, limits=httpx.Limits(max_keepalive_connections=downloads)),
     )

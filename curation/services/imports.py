@@ -44,9 +44,10 @@ def _refuse(exc: DomainError):
     return load
 
 
-def _ingest_units(run, units) -> None:
+def _ingest_units(run, units, *, loaders: int = 1) -> None:
     """Ingest the units (an iterable of _Unit) in batches, decoding in threads while the
-    database takes the batch before; each unit's entry says what happened (warning appended)."""
+    database takes the batch before; each unit's entry says what happened (warning appended).
+    `loaders`: files loaded at once (Ingester)."""
 
     def batches():
         chunk: list[_Unit] = []
@@ -73,7 +74,7 @@ def _ingest_units(run, units) -> None:
         run.record_many(rows)
 
     job = run.job
-    with Ingester(run.benchmark, collected_by=job.created_by, job=job) as ingester:
+    with Ingester(run.benchmark, collected_by=job.created_by, job=job, loaders=loaders) as ingester:
         for _ in ingesting.ingest_stream(ingester, batches(), record=record):
             pass
 
@@ -320,6 +321,12 @@ def run_url_list_import(run):
         by_key[task.name.lower()] = task
         by_key[task.slug.lower()] = task
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
+    sites = outbound.SiteSlots(settings.BENCHFORGE_DOWNLOADS_PER_SITE)
+
+    def download(url: str) -> bytes:
+        with sites.hold(url):
+            return outbound.download(client, url, max_bytes=max_bytes)
+
     with outbound.download_client() as client:  # shared by the download threads
 
         def units():
@@ -333,7 +340,7 @@ def run_url_list_import(run):
                     yield _Unit(key, IngestFile(_refuse(exc)))
                     continue
                 file = IngestFile(
-                    lambda url=row.url: outbound.download(client, url, max_bytes=max_bytes),
+                    lambda url=row.url: download(url),
                     original_name=PurePosixPath(urlsplit(row.url).path).name,
                     source=row.source or common["source"] or row.url,
                     license=row.license or common["license"],
@@ -341,7 +348,7 @@ def run_url_list_import(run):
                 )
                 yield _Unit(key, file)
 
-        _ingest_units(run, units())
+        _ingest_units(run, units(), loaders=max(1, settings.BENCHFORGE_DOWNLOADS))
     return _summary(run)
 
 

@@ -4,7 +4,7 @@ Hash values are signed 64-bit ints (see curation.imaging); files are content-add
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
@@ -293,6 +293,13 @@ class _Prepared(hashing.Analysed):
     data: bytes = b""
 
 
+def _load(file: IngestFile) -> bytes | ImageRejected | DomainError:
+    try:
+        return file.load()
+    except (ImageRejected, DomainError) as exc:
+        return exc
+
+
 class Ingester:
     """Ingests files the way ingest_image does, with the same outcomes, but reads them in
     threads, decodes, hashes and writes them in worker processes (curation.hashing; in the
@@ -314,12 +321,16 @@ class Ingester:
         job=None,
         threads: int | None = None,
         processes: int | None = None,
+        loaders: int = 1,
     ):
         self.benchmark = benchmark
         self.limits = image_limits(benchmark)
         self.collected_by, self.collected_at, self.job = collected_by, collected_at, job
         self.processes = ingest_processes() if processes is None else processes
         self._pool = ThreadPoolExecutor(max_workers=threads or ingest_threads(), thread_name_prefix="benchforge-ingest")
+        # Files that come over the network (a URL list) wait on it, not on a core: `loaders`
+        # threads fetch a submitted batch's files at once instead of one after another.
+        self._loaders = ThreadPoolExecutor(max_workers=loaders, thread_name_prefix="benchforge-load") if loaders > 1 else None
 
     def __enter__(self) -> "Ingester":
         return self
@@ -329,14 +340,11 @@ class Ingester:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._loaders is not None:
+            self._loaders.shutdown(wait=True, cancel_futures=True)
 
-    def _prepare(self, files: Sequence[IngestFile], processes: int) -> list[_Prepared]:
-        loaded: list = []
-        for file in files:
-            try:
-                loaded.append(file.load())
-            except (ImageRejected, DomainError) as exc:
-                loaded.append(exc)
+    def _prepare(self, files: Sequence[IngestFile], processes: int, loads: list[Future] | None = None) -> list[_Prepared]:
+        loaded = [load.result() for load in loads] if loads is not None else [_load(file) for file in files]
         datas = [data for data in loaded if isinstance(data, bytes)]
         analysed = iter(self._analyse(datas, processes))
         prepared = []
@@ -369,7 +377,12 @@ class Ingester:
         """Start on `files`; returns the ticket `store` takes. A big batch goes to the worker
         processes in a few messages (two per process), a small one to the threads a file at a time."""
         processes = self.processes if len(files) >= PROCESSES_FROM else 0
-        return [(chunk, self._pool.submit(self._prepare, chunk, processes)) for chunk in messages(files, processes)]
+        ticket = []
+        for chunk in messages(files, processes):
+            # With loaders, the whole batch starts loading now, not a message at a time.
+            loads = [self._loaders.submit(_load, file) for file in chunk] if self._loaders is not None else None
+            ticket.append((chunk, self._pool.submit(self._prepare, chunk, processes, loads)))
+        return ticket
 
     @staticmethod
     def _ready(ticket: list) -> tuple[list[IngestFile], list[_Prepared]]:

@@ -1,5 +1,6 @@
 """Image ingest paths, bad input, exact/near duplicates, contamination and screening (services)."""
 
+import hashlib
 import http.server
 import io
 import json
@@ -390,6 +391,83 @@ def test_url_list_downloads_with_checks(benchmark, researcher, tmp_path, setting
     assert (a.source, a.license, list(a.tasks.all())) == ("Museum archive", "CC0", [task])
     b = Image.objects.get(original_name="b.png")
     assert (b.source, b.license, list(b.tasks.all())) == (f"{base}/b.png", "unknown", [task])
+
+
+class CountingHandler(http.server.BaseHTTPRequestHandler):
+    """Serves /<n>.jpg after a pause, counting the requests in flight per server (site) and in all."""
+
+    images: dict = {}
+    lock = threading.Lock()
+    in_flight: dict = {}
+    peaks: dict = {}
+
+    def do_GET(self):
+        site = self.server.server_address[1]
+        with self.lock:
+            self.in_flight[site] = self.in_flight.get(site, 0) + 1
+            self.in_flight["all"] = self.in_flight.get("all", 0) + 1
+            for key in (site, "all"):
+                self.peaks[key] = max(self.peaks.get(key, 0), self.in_flight[key])
+        try:
+            time.sleep(0.15)
+            body = self.images[self.path]
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        finally:
+            with self.lock:
+                self.in_flight[site] -= 1
+                self.in_flight["all"] -= 1
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_url_list_downloads_many_images_at_once_but_few_from_one_site(benchmark, researcher, tmp_path, settings):
+    """Downloads wait on the network, so a URL list fetches BENCHFORGE_DOWNLOADS images at once
+    (not one per core), never more than BENCHFORGE_DOWNLOADS_PER_SITE from one site; every
+    image still lands under its own line."""
+    settings.BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE = True
+    settings.BENCHFORGE_DOWNLOADS, settings.BENCHFORGE_DOWNLOADS_PER_SITE = 8, 3
+    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), CountingHandler) for _ in range(3)]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    CountingHandler.images = {f"/{n}.jpg": jpeg(500 + n) for n in range(36)}
+    CountingHandler.in_flight, CountingHandler.peaks = {}, {}
+    try:
+        lines = [f"http://127.0.0.1:{servers[n % 3].server_address[1]}/{n}.jpg" for n in range(36)]
+        listing = tmp_path / "urls.txt"
+        listing.write_text("\n".join(lines) + "\n")
+        job = run_now(services.create_import_job("ingest_url_list", benchmark, user=researcher, path=str(listing)))
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+    assert job.status == Job.Status.SUCCEEDED, job.message
+    assert job.result == {"added": 36, "skipped": 0, "errors": 0}, entries(job)
+    per_site = [CountingHandler.peaks[server.server_address[1]] for server in servers]
+    assert max(per_site) == 3, per_site  # as many as allowed from a site, never more
+    assert 3 < CountingHandler.peaks["all"] <= 8, CountingHandler.peaks
+    for entry in job.entries.all():
+        url = entry.key.split(": ", 1)[1]
+        image = Image.objects.get(pk=entry.data["image_id"])
+        assert image.original_name == url.rsplit("/", 1)[1]
+        assert image.md5 == hashlib.md5(CountingHandler.images["/" + image.original_name]).hexdigest()
+
+
+def test_site_slots_tell_sites_apart_by_scheme_host_and_port():
+    slots = outbound.SiteSlots(1)
+    with slots.hold("http://Example.org/a.jpg"):
+        with slots.hold("http://example.org:8080/b.jpg"), slots.hold("https://example.org/c.jpg"):
+            pass  # other sites: their own slot
+        taken = threading.Thread(target=lambda: slots.hold("http://example.ORG/d.jpg").__enter__())
+        taken.start()
+        taken.join(0.2)
+        assert taken.is_alive()  # the same site waits for the first download
+    taken.join(5)
+    assert not taken.is_alive()
 
 
 def test_url_list_refuses_internal_addresses_by_default(benchmark, researcher, tmp_path, image_server):
