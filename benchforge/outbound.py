@@ -12,6 +12,8 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 import httpx
@@ -98,15 +100,43 @@ class PinnedTransport(httpx.BaseTransport):
         self._inner.close()
 
 
+# A server that answers "too many requests" or "unavailable" is asked again, after the wait it
+# names (Retry-After, at most MAX_RETRY_WAIT seconds) or a growing pause, within the deadline.
+BUSY_STATUSES = (429, 503)
+MAX_TRIES = 3
+MAX_RETRY_WAIT = 10.0
+
+
+class _Busy(Exception):
+    def __init__(self, status: int, retry_after: float | None):
+        self.status, self.retry_after = status, retry_after
+
+
 def download(
     client: httpx.Client, url: str, *, max_bytes: int, deadline_seconds: float | None = None, content_prefix: str = "image/"
 ) -> bytes:
     """GET `url` with a client from `download_client()`, following at most MAX_REDIRECTS redirects
     (each hop checked by its transport); refuse a wrong content type or more than `max_bytes`;
-    stop at the deadline. Raises DomainError."""
+    ask a busy server again (BUSY_STATUSES); stop at the deadline. Raises DomainError."""
     if deadline_seconds is None:
         deadline_seconds = settings.BENCHFORGE_DOWNLOAD_DEADLINE
     deadline = time.monotonic() + deadline_seconds
+    for attempt in range(1, MAX_TRIES + 1):
+        try:
+            return _download_once(client, url, max_bytes, deadline, deadline_seconds, content_prefix)
+        except _Busy as busy:
+            wait = min(MAX_RETRY_WAIT, busy.retry_after if busy.retry_after is not None else float(attempt))
+            if attempt == MAX_TRIES or time.monotonic() + wait >= deadline:
+                raise DomainError(
+                    f"The server answered HTTP {busy.status} ({'too many requests' if busy.status == 429 else 'unavailable'}) "
+                    f"{attempt} time(s). Resume the job later to try this image again"
+                    f"{', or lower BENCHFORGE_DOWNLOADS_PER_SITE' if busy.status == 429 else ''}."
+                ) from None
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _download_once(client, url: str, max_bytes: int, deadline: float, deadline_seconds: float, prefix: str) -> bytes:
     try:
         for _hop in range(MAX_REDIRECTS + 1):
             _check_form(url)  # the address itself is checked by the transport, when connecting
@@ -114,7 +144,7 @@ def download(
                 if response.is_redirect:
                     url = str(httpx.URL(url).join(response.headers.get("location", "")))
                     continue
-                return _read_body(response, max_bytes, deadline, deadline_seconds, content_prefix)
+                return _read_body(response, max_bytes, deadline, deadline_seconds, prefix)
         raise DomainError(f"More than {MAX_REDIRECTS} redirects.")
     except httpx.TimeoutException:
         raise DomainError("The download timed out.") from None
@@ -122,7 +152,23 @@ def download(
         raise DomainError(f"Download failed: {exc}.") from None
 
 
+def _retry_after(value: str) -> float | None:
+    """Seconds a Retry-After header asks for (a number of seconds or an HTTP date); None if unreadable."""
+    value = value.strip()
+    if is_digits(value):
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
 def _read_body(response: httpx.Response, max_bytes: int, deadline: float, deadline_seconds: float, prefix: str) -> bytes:
+    if response.status_code in BUSY_STATUSES:
+        raise _Busy(response.status_code, _retry_after(response.headers.get("retry-after", "")))
     if response.status_code != 200:
         raise DomainError(f"The server answered HTTP {response.status_code}.")
     ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()

@@ -4,6 +4,8 @@ checked (no second DNS lookup), with a total deadline per download."""
 import http.server
 import threading
 import time
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 
 import httpx
 import pytest
@@ -67,6 +69,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(value)))
             self.end_headers()
             self.wfile.write(value)
+        elif kind == "busy":  # (status, Retry-After or None, how many times before the image)
+            status, retry_after, times = value
+            Handler.asked[self.path] = Handler.asked.get(self.path, 0) + 1
+            if Handler.asked[self.path] <= times:
+                self.send_response(status)
+                if retry_after is not None:
+                    self.send_header("Retry-After", retry_after)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                body = jpeg(9005)
+                self.send_response(200)
+                self.send_header("Content-Type", "image/jpeg")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
         elif kind == "dribble":
             self.send_response(200)
             self.send_header("Content-Type", "image/jpeg")
@@ -89,7 +107,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    Handler.hosts = []
+    Handler.hosts, Handler.asked = [], {}
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     yield httpd.server_address[1]
@@ -195,3 +213,31 @@ def test_label_studio_connections_are_pinned_to_the_checked_address(benchmark, m
     assert isinstance(transport, outbound.PinnedTransport) and transport.allow_private is False
     with pytest.raises(DomainError, match="internal address"):  # checked again when connecting: internal now
         transport.handle_request(httpx.Request("GET", "http://ls.rebind:8080/api/projects"))
+
+
+def test_a_busy_server_is_asked_again_after_the_wait_it_names(server, monkeypatch):
+    Handler.routes = {
+        "/twice.jpg": ("busy", (429, "0", 2)),  # "too many requests" twice, then the image
+        "/down.jpg": ("busy", (503, None, 99)),
+        "/later.jpg": ("busy", (429, "120", 99)),  # asks for more than the deadline leaves
+    }
+    monkeypatch.setattr(outbound, "MAX_RETRY_WAIT", 0.05)
+    base = f"http://127.0.0.1:{server}"
+    with outbound.download_client(allow_private=True) as client:
+        assert outbound.download(client, f"{base}/twice.jpg", max_bytes=10**6) == jpeg(9005)
+        with pytest.raises(DomainError, match=r"HTTP 503 \(unavailable\) 3 time\(s\)\. Resume the job later"):
+            outbound.download(client, f"{base}/down.jpg", max_bytes=10**6)
+        monkeypatch.setattr(outbound, "MAX_RETRY_WAIT", 10.0)
+        started = time.monotonic()
+        with pytest.raises(DomainError, match="HTTP 429 .* 1 time.*BENCHFORGE_DOWNLOADS_PER_SITE"):
+            outbound.download(client, f"{base}/later.jpg", max_bytes=10**6, deadline_seconds=5)
+        assert time.monotonic() - started < 2  # no waiting past the deadline for nothing
+    assert Handler.asked == {"/twice.jpg": 3, "/down.jpg": 3, "/later.jpg": 1}
+
+
+def test_retry_after_reads_seconds_and_http_dates():
+    soon = datetime.now(timezone.utc) + timedelta(seconds=30)
+    assert outbound._retry_after("7") == 7.0
+    assert 25 < outbound._retry_after(format_datetime(soon, usegmt=True)) <= 30
+    assert outbound._retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: at once
+    assert outbound._retry_after("soon") is None
