@@ -2,7 +2,7 @@
 time their hashing alone takes.
 
 Run: .venv/bin/python bench/ingest.py [--images N] [--tsv-rows 10000] [--folder-images 2000]
-     [--url-delays 0,0.1] [--one-by-one] [--no-imports]
+     [--url-delays 0,0.1] [--url-order mixed|grouped] [--one-by-one] [--no-imports]
 
 Prints, in one run:
   * images/s of curation.imaging.analyse_image (MD5 + SHA-256 + pHash + dHash + validation,
@@ -13,15 +13,16 @@ Prints, in one run:
   * imports on the embedded runtime (SQLite and media in a temporary folder, the job run here):
     an MMBench TSV of --tsv-rows rows with small generated 96x72 JPEGs (every fifth row sharing
     the image of the row before, circular copies), a folder of --folder-images photo-like
-    800x600 JPEGs, the same photos as a zip, as URL lists served by 8 loopback HTTP "sites"
-    (bench/support/image_server.py, in a process of its own) that wait --url-delays seconds
-    before each reply (the network's latency), and an MMBench TSV whose images are those
-    photos: rows (or images) per second, beside the time the hashing alone takes on the same images with the same threads
-    and worker processes (decode + MD5 + SHA-256 + pHash + dHash + thumbnail, as ingest does),
-    and for the TSVs the CPU time of hashing plus writing the files (no database: an import's
-    floor). Targets: each import within 1.3x of its hashing alone; the 10,000-row TSV at 300
-    rows/s or more. --one-by-one also times the same imports storing one image at a time (what
-    imports did before issue 24).
+    800x600 JPEGs, an MMBench TSV whose images are those photos, the photos as a zip, and as
+    URL lists served by 8 loopback HTTP "sites" (bench/support/image_server.py, in a process of
+    its own) that wait --url-delays seconds before each reply (the network's latency), the
+    sites' URLs taking turns (or each site's together: --url-order grouped). Printed: rows (or
+    images) per second, beside the time the hashing alone takes on the same images with the
+    same threads and worker processes (decode + MD5 + SHA-256 + pHash + dHash + thumbnail, as
+    ingest does), and for the TSVs the CPU time of hashing plus writing the files (no
+    database: an import's floor). Targets: each import within 1.3x of its hashing alone; the
+    10,000-row TSV at 300 rows/s or more. --one-by-one also times the same imports storing one
+    image at a time (what imports did before issue 24).
 Near-duplicate search is measured by bench/neardup.py.
 
 Timing on a shared machine: the hashers take turns on every image (so load from other
@@ -227,12 +228,12 @@ def bench_imports(args, var: Path) -> bool:
             continue
         ok &= _tsv_import(lead, var, photo_tsv, photo_rows, photos, way, "the folder's photo-like 800x600 JPEGs")
         hashing, hashing_cpu = hashing_alone(photos)
-        for kind, what, path, server in _image_sources(var, folder, args.url_delays):
+        for kind, what, path, server in _image_sources(var, folder, args.url_delays, args.url_order):
             ok &= _image_import(lead, kind, what, path, len(photos), way, (hashing, hashing_cpu), server)
     return ok
 
 
-def _image_sources(var: Path, folder: Path, delays: list[float]):
+def _image_sources(var: Path, folder: Path, delays: list[float], order: str):
     """The folder's photos as a folder, a zip archive (deflated, as `zip` makes it) and a URL list
     served over loopback by plain HTTP servers in a process of their own (its CPU is printed
     apart from the import's), one reply taking each of `delays` seconds."""
@@ -264,8 +265,12 @@ def _image_sources(var: Path, folder: Path, delays: list[float]):
         try:
             ports = server.stdout.readline().strip().split(",")
             names = sorted(path.name for path in folder.iterdir())
-            urls.write_text("".join(f"http://127.0.0.1:{ports[n % len(ports)]}/{name}\n" for n, name in enumerate(names)))
-            what = f"URL list ({len(ports)} loopback sites, replies after {delay * 1000:.0f} ms)"
+            if order == "mixed":  # site after site
+                site_of = [n % len(ports) for n in range(len(names))]
+            else:  # each site's URLs together
+                site_of = [n * len(ports) // len(names) for n in range(len(names))]
+            urls.write_text("".join(f"http://127.0.0.1:{ports[site]}/{name}\n" for site, name in zip(site_of, names)))
+            what = f"URL list ({len(ports)} loopback sites, {order}, replies after {delay * 1000:.0f} ms)"
             yield "ingest_url_list", what, urls, server.pid
         finally:
             server.terminate()
@@ -351,6 +356,12 @@ def main() -> int:
         type=lambda text: [float(v) for v in text.split(",")],
         default=[0.0, 0.1],
         help="seconds each loopback server waits before a reply, one URL-list import each (default 0,0.1)",
+    )
+    parser.add_argument(
+        "--url-order",
+        choices=("mixed", "grouped"),
+        default="mixed",
+        help="URL lists: the sites' URLs one after another (mixed) or each site's together (grouped)",
     )
     parser.add_argument("--one-by-one", action="store_true", help="also time storing one image at a time")
     parser.add_argument("--no-imports", action="store_true")

@@ -9,9 +9,7 @@ Every redirect hop goes through the same check, and a download has a total deadl
 
 import ipaddress
 import socket
-import threading
 import time
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
@@ -191,27 +189,14 @@ def _read_body(response: httpx.Response, max_bytes: int, deadline: float, deadli
     return b"".join(chunks)
 
 
-class SiteSlots:
-    """At most `per_site` downloads at once from one site (scheme, host and port of the URL
-    asked for), however many threads download: many threads make a URL list fast, but one
-    site should not get all of them at once (it may answer with 429s, or take it for an attack)."""
-
-    def __init__(self, per_site: int):
-        self.per_site = max(1, per_site)
-        self._slots: dict[tuple, threading.BoundedSemaphore] = {}
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def hold(self, url: str):
-        parts = urlsplit(url)
-        try:
-            site = (parts.scheme.lower(), (parts.hostname or "").lower(), parts.port)
-        except ValueError:  # a malformed port: download() refuses the URL itself
-            site = (parts.scheme.lower(), parts.netloc.lower(), None)
-        with self._lock:
-            slot = self._slots.setdefault(site, threading.BoundedSemaphore(self.per_site))
-        with slot:
-            yield
+def site_of(url: str) -> str:
+    """The site a URL belongs to, for pacing downloads: its scheme, host and port."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # a malformed port: download() refuses the URL itself
+        port = None
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{port or ''}"
 
 
 def download_client(*, allow_private: bool | None = None) -> httpx.Client:

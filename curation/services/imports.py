@@ -44,10 +44,10 @@ def _refuse(exc: DomainError):
     return load
 
 
-def _ingest_units(run, units, *, loaders: int = 1) -> None:
+def _ingest_units(run, units, *, loaders: int = 1, per_site: int | None = None) -> None:
     """Ingest the units (an iterable of _Unit) in batches, decoding in threads while the
     database takes the batch before; each unit's entry says what happened (warning appended).
-    `loaders`: files loaded at once (Ingester)."""
+    `loaders`, `per_site`: files loaded at once, and from one site (Ingester)."""
 
     def batches():
         chunk: list[_Unit] = []
@@ -74,7 +74,7 @@ def _ingest_units(run, units, *, loaders: int = 1) -> None:
         run.record_many(rows)
 
     job = run.job
-    with Ingester(run.benchmark, collected_by=job.created_by, job=job, loaders=loaders) as ingester:
+    with Ingester(run.benchmark, collected_by=job.created_by, job=job, loaders=loaders, per_site=per_site) as ingester:
         for _ in ingesting.ingest_stream(ingester, batches(), record=record):
             pass
 
@@ -321,12 +321,6 @@ def run_url_list_import(run):
         by_key[task.name.lower()] = task
         by_key[task.slug.lower()] = task
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
-    sites = outbound.SiteSlots(settings.BENCHFORGE_DOWNLOADS_PER_SITE)
-
-    def download(url: str) -> bytes:
-        with sites.hold(url):
-            return outbound.download(client, url, max_bytes=max_bytes)
-
     with outbound.download_client() as client:  # shared by the download threads
 
         def units():
@@ -340,15 +334,18 @@ def run_url_list_import(run):
                     yield _Unit(key, IngestFile(_refuse(exc)))
                     continue
                 file = IngestFile(
-                    lambda url=row.url: download(url),
+                    lambda url=row.url: outbound.download(client, url, max_bytes=max_bytes),
                     original_name=PurePosixPath(urlsplit(row.url).path).name,
                     source=row.source or common["source"] or row.url,
                     license=row.license or common["license"],
                     tasks=tasks + [t for t in row_tasks if t not in tasks],
+                    site=outbound.site_of(row.url),
                 )
                 yield _Unit(key, file)
 
-        _ingest_units(run, units(), loaders=max(1, settings.BENCHFORGE_DOWNLOADS))
+        _ingest_units(
+            run, units(), loaders=max(1, settings.BENCHFORGE_DOWNLOADS), per_site=settings.BENCHFORGE_DOWNLOADS_PER_SITE
+        )
     return _summary(run)
 
 

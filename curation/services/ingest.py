@@ -3,6 +3,7 @@ Hash values are signed 64-bit ints (see curation.imaging); files are content-add
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -252,6 +253,7 @@ class IngestFile:
     source: str = ""
     license: str = ""
     tasks: Sequence[Task] = ()
+    site: str = ""  # where a download comes from (outbound.site_of): Ingester paces loads per site
 
 
 Outcome = IngestOutcome | ImageRejected | DomainError
@@ -300,6 +302,72 @@ def _load(file: IngestFile) -> bytes | ImageRejected | DomainError:
         return exc
 
 
+class _PacedLoaders:
+    """Threads that load files, at most `per_site` at once from one site: each thread takes the
+    oldest waiting file whose site has room. (Threads that waited for their site's turn while
+    holding a place made a list with a long run of one site's URLs load `per_site` at a time
+    even where other sites' files waited behind them.)"""
+
+    def __init__(self, threads: int, per_site: int):
+        self._per_site = max(1, per_site)
+        self._waiting: list[tuple[IngestFile, Future]] = []
+        self._running: dict[str, int] = {}
+        self._changed = threading.Condition()
+        self._closed = False
+        self._threads = [threading.Thread(target=self._work, name="benchforge-load", daemon=True) for _ in range(max(1, threads))]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, file: IngestFile) -> Future:
+        future: Future = Future()
+        with self._changed:
+            if self._closed:
+                raise RuntimeError("the loaders are shut down")
+            self._waiting.append((file, future))
+            self._changed.notify()
+        return future
+
+    def shutdown(self) -> None:
+        """Cancel the files not started; wait for the loads running."""
+        with self._changed:
+            self._closed = True
+            for _, future in self._waiting:
+                future.cancel()
+            self._waiting.clear()
+            self._changed.notify_all()
+        for thread in self._threads:
+            thread.join()
+
+    def _next(self) -> tuple[IngestFile, Future] | None:
+        for n, (file, future) in enumerate(self._waiting):
+            if self._running.get(file.site, 0) < self._per_site:
+                del self._waiting[n]
+                self._running[file.site] = self._running.get(file.site, 0) + 1
+                return file, future
+        return None
+
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                taken = self._next()
+                while taken is None:
+                    if self._closed:
+                        return
+                    self._changed.wait()
+                    taken = self._next()
+            file, future = taken
+            try:
+                if future.set_running_or_notify_cancel():
+                    future.set_result(_load(file))
+            except BaseException as exc:  # a loader's own bug: the batch waiting on it sees it
+                future.set_exception(exc)
+            finally:
+                with self._changed:
+                    self._running[file.site] -= 1
+                    # This thread looks for its next file itself; another may now fit a waiting one.
+                    self._changed.notify()
+
+
 class Ingester:
     """Ingests files the way ingest_image does, with the same outcomes, but reads them in
     threads, decodes, hashes and writes them in worker processes (curation.hashing; in the
@@ -322,6 +390,7 @@ class Ingester:
         threads: int | None = None,
         processes: int | None = None,
         loaders: int = 1,
+        per_site: int | None = None,
     ):
         self.benchmark = benchmark
         self.limits = image_limits(benchmark)
@@ -329,8 +398,9 @@ class Ingester:
         self.processes = ingest_processes() if processes is None else processes
         self._pool = ThreadPoolExecutor(max_workers=threads or ingest_threads(), thread_name_prefix="benchforge-ingest")
         # Files that come over the network (a URL list) wait on it, not on a core: `loaders`
-        # threads fetch a submitted batch's files at once instead of one after another.
-        self._loaders = ThreadPoolExecutor(max_workers=loaders, thread_name_prefix="benchforge-load") if loaders > 1 else None
+        # threads fetch a submitted batch's files at once instead of one after another, at most
+        # `per_site` from one site (IngestFile.site).
+        self._loaders = _PacedLoaders(loaders, per_site or loaders) if loaders > 1 else None
 
     def __enter__(self) -> "Ingester":
         return self
@@ -341,7 +411,7 @@ class Ingester:
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         if self._loaders is not None:
-            self._loaders.shutdown(wait=True, cancel_futures=True)
+            self._loaders.shutdown()
 
     def _prepare(self, files: Sequence[IngestFile], processes: int, loads: list[Future] | None = None) -> list[_Prepared]:
         loaded = [load.result() for load in loads] if loads is not None else [_load(file) for file in files]
@@ -380,7 +450,7 @@ class Ingester:
         ticket = []
         for chunk in messages(files, processes):
             # With loaders, the whole batch starts loading now, not a message at a time.
-            loads = [self._loaders.submit(_load, file) for file in chunk] if self._loaders is not None else None
+            loads = [self._loaders.submit(file) for file in chunk] if self._loaders is not None else None
             ticket.append((chunk, self._pool.submit(self._prepare, chunk, processes, loads)))
         return ticket
 
