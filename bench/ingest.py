@@ -244,7 +244,6 @@ def _image_sources(var: Path, folder: Path, delays: list[float], order: str):
             zipped.write(path, f"photos/{path.name}")
     yield "ingest_zip", f"zip ({archive.stat().st_size / 1e6:.0f} MB, deflated)", archive, None
     urls = var / "photos-urls.txt"
-    os.environ["BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE"] = "1"
     from django.conf import settings
 
     settings.BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE = True  # the servers are on loopback
