@@ -31,6 +31,7 @@ if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
 
     raise ImproperlyConfigured("DEBUG is off but SECRET_KEY is not set: set SECRET_KEY in the environment.")
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h.strip()]
+CSRF_FAILURE_VIEW = "benchforge.views.csrf_failure"
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 INSTALLED_APPS = [

@@ -104,6 +104,20 @@ def _error(request, status: int, reason: str):
     return response
 
 
+def csrf_failure(request, reason=""):
+    """A form refused by the CSRF check, styled like every other error: Django's own page needs
+    inline style, which the Content-Security-Policy blocks. The usual cause is a form opened before
+    a log-in or log-out elsewhere changed the token, which a reload fixes."""
+    return _error(
+        request,
+        403,
+        _(
+            "This form is out of date (you logged in or out in another tab, or cookies were cleared since the page was "
+            "opened), so it was not sent. Reload the page and send it again."
+        ),
+    )
+
+
 def bad_request(request, exception=None):
     return _error(request, 400, _("The request could not be understood (malformed or too large). Go back and try again."))
 

@@ -320,18 +320,21 @@ def wait_until(page, expression: str, timeout: float = 10.0) -> None:
         page.wait_for_timeout(50)
 
 
+def log_in(page, user, password: str = PASSWORD):
+    """Log a user in through the real login form, on any page of any browser context."""
+    # Leave the last page first: an image of it still loading once the cookies are gone is
+    # redirected to the login page, which sets a new CSRF cookie over the one the form carries.
+    page.goto("about:blank")
+    page.context.clear_cookies()
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", user.username)
+    page.fill("input[name=password]", password)
+    page.click("main button[type=submit]")
+    page.wait_for_load_state()
+    return page
+
+
 @pytest.fixture
 def login_as(browser_page):
     """Log a user in through the real login form."""
-
-    def login(user, password: str = PASSWORD):
-        page = browser_page
-        page.context.clear_cookies()
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", user.username)
-        page.fill("input[name=password]", password)
-        page.click("main button[type=submit]")
-        page.wait_for_load_state()
-        return page
-
-    return login
+    return lambda user, password=PASSWORD: log_in(browser_page, user, password)

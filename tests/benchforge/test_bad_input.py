@@ -7,6 +7,7 @@ from django.urls import path
 
 from benchforge.urls import *  # noqa: F403 - the crash URLconf below extends the real one
 from benchforge.urls import urlpatterns as real_urlpatterns
+from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
 HUGE = 10**40
@@ -139,6 +140,15 @@ def test_pages_get_styled_error_pages_with_debug_off(production, annotator, clie
     crash = client.get("/crash/")
     assert crash.status_code == 500 and "Something went wrong on our side" in crash.content.decode()
     assert "boom" not in crash.content.decode()
+
+
+def test_a_form_refused_by_the_csrf_check_says_what_to_do(annotator):
+    client = Client(enforce_csrf_checks=True)
+    response = client.post("/accounts/login/", {"username": "anna", "password": PASSWORD})
+    body = response.content.decode()
+    assert response.status_code == 403 and "Reload the page and send it again" in body
+    assert 'class="topbar"' in body and "<style" not in body  # the app's page, no inline style for the CSP to block
+    assert "_auth_user_id" not in client.session
 
 
 # ---- strict integers: ASCII digits only ------------------------------------------------------------

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from benchforge.models import AccountSettings
 from curation.services import load_preset
 from jobs import registry
-from tests.conftest import PASSWORD
+from tests.conftest import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -94,15 +94,6 @@ def chinese_page(browser, live_server):
     context.set_default_timeout(10_000)
     yield context.new_page()
     context.close()
-
-
-def log_in(page, user):
-    page.context.clear_cookies()
-    page.goto("/accounts/login/")
-    page.fill("input[name=username]", user.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("main button[type=submit]")
-    page.wait_for_load_state()
 
 
 def test_the_login_page_follows_the_browser_language(chinese_page):
