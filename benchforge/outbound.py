@@ -204,12 +204,13 @@ def download_client(*, allow_private: bool | None = None) -> httpx.Client:
     hand (each hop checked), short timeouts. Private addresses only when the operator allows them."""
     if allow_private is None:
         allow_private = settings.BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE
-    downloads = max(1, settings.BENCHFORGE_DOWNLOADS)
     return httpx.Client(
         timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
         follow_redirects=False,
         headers={"User-Agent": USER_AGENT},
         trust_env=False,
         # A connection kept open per download thread (the client's own limits do not reach a transport).
-        transport=PinnedTransport(allow_private=allow_private, limits=httpx.Limits(max_keepalive_connections=downloads)),
+        transport=PinnedTransport(
+            allow_private=allow_private, limits=httpx.Limits(max_keepalive_connections=settings.BENCHFORGE_DOWNLOADS)
+        ),
     )

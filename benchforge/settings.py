@@ -221,8 +221,8 @@ STORAGES = media_storages(os.environ, spool_bytes=FILE_UPLOAD_MAX_MEMORY_SIZE)
 BENCHFORGE_DOWNLOAD_DEADLINE = float(os.environ.get("BENCHFORGE_DOWNLOAD_DEADLINE", "60"))
 # A URL-list import waits on the network, not the CPU: it downloads this many images at once,
 # at most BENCHFORGE_DOWNLOADS_PER_SITE from one site (host and port), as a browser would.
-BENCHFORGE_DOWNLOADS = int(os.environ.get("BENCHFORGE_DOWNLOADS", "32"))
-BENCHFORGE_DOWNLOADS_PER_SITE = int(os.environ.get("BENCHFORGE_DOWNLOADS_PER_SITE", "6"))
+BENCHFORGE_DOWNLOADS = max(1, int(os.environ.get("BENCHFORGE_DOWNLOADS", "32")))
+BENCHFORGE_DOWNLOADS_PER_SITE = max(1, int(os.environ.get("BENCHFORGE_DOWNLOADS_PER_SITE", "6")))
 # Addresses people type (URL lists, a benchmark's Label Studio URL) must be public unless allowed.
 BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE = env_bool("BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE", False)
 BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE = env_bool("BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE", False)

@@ -343,9 +343,7 @@ def run_url_list_import(run):
                 )
                 yield _Unit(key, file)
 
-        _ingest_units(
-            run, units(), loaders=max(1, settings.BENCHFORGE_DOWNLOADS), per_site=settings.BENCHFORGE_DOWNLOADS_PER_SITE
-        )
+        _ingest_units(run, units(), loaders=settings.BENCHFORGE_DOWNLOADS, per_site=settings.BENCHFORGE_DOWNLOADS_PER_SITE)
     return _summary(run)
 
 
