@@ -6,42 +6,48 @@ STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 INSPECT_STAMP := $(VENV)/.inspect-installed
 WHEELHOUSE := $(VENV)/wheelhouse
+INSTALL_LOG := $(VENV)/install.log
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PYTEST_ARGS ?=
 
 .PHONY: run test lint bench setup migrate demo worker clean screenshots messages
 
-# The harness is its own distribution (harness/pyproject.toml), installed first so the platform's
-# dependency on it is met from the repo. The wheelhouse holds the wheels of the harness's openai extra,
+# The harness is its own distribution (benchforge_harness/pyproject.toml, import name benchforge_harness:
+# `harness` on PyPI is another project), installed first so the platform's dependency on it is met from
+# the repo. The wheelhouse holds the wheels of the harness's openai extra,
 # for the test that installs the harness wheel into a clean virtualenv without the network.
-$(STAMP): pyproject.toml harness/pyproject.toml
+$(STAMP): pyproject.toml benchforge_harness/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "benchforge needs Python 3.11, found " + sys.version.split()[0]'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip uninstall -qq --yes benchforge  # the platform's distribution before it was renamed
-	$(BIN)/python -m pip install --quiet -e ./harness
-	$(BIN)/python -m pip install --quiet -e '.[test,labelstudio]'
-	$(BIN)/python -m pip download --quiet --only-binary=:all: --dest $(WHEELHOUSE) \
-	  $$($(BIN)/python -c 'import tomllib; print(*tomllib.load(open("harness/pyproject.toml", "rb"))["project"]["optional-dependencies"]["openai"])')
-	touch $(STAMP)
+	@echo "Installing benchforge into $(VENV) (first run only: a few minutes; pip's output goes to $(INSTALL_LOG))"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@{ $(BIN)/python -m pip install --quiet --upgrade pip \
+	  && $(BIN)/python -m pip uninstall -qq --yes benchforge \
+	  && $(BIN)/python -m pip install --quiet -e ./benchforge_harness \
+	  && $(BIN)/python -m pip install --quiet -e '.[test,labelstudio]' \
+	  && $(BIN)/python -m pip download --quiet --only-binary=:all: --dest $(WHEELHOUSE) \
+	  $$($(BIN)/python -c 'import tomllib; print(*tomllib.load(open("benchforge_harness/pyproject.toml", "rb"))["project"]["optional-dependencies"]["openai"])'); \
+	  } > $(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); echo "Installing failed: the output above is in $(INSTALL_LOG)"; exit 1; }
+	@touch $(STAMP)
 
 # The interface's translation catalogs, compiled beside their .po files (benchforge/catalogs.py).
 CATALOGS := $(patsubst %.po,%.mo,$(wildcard locale/*/LC_MESSAGES/django.po))
 %.mo: %.po $(STAMP)
-	$(BIN)/python -m benchforge.catalogs compile
+	@$(BIN)/python -m benchforge.catalogs compile
 
 setup: $(STAMP) $(CATALOGS)
 
 migrate: setup
-	$(BIN)/python manage.py migrate --noinput
+	@echo "Bringing the database up to date..."
+	@$(BIN)/python manage.py migrate --noinput --verbosity 0
 
+# With no models file, the demo writes one declaring the built-in offline demo endpoints (and says so).
 demo: migrate
-	$(BIN)/python manage.py seed_demo
+	@$(BIN)/python manage.py seed_demo --demo-models
 
+# The server announces itself in one line, with the port it really listens on.
 run: demo
-	@echo "benchforge on http://$(HOST):$(PORT)/  (log in with a demo account printed above)"
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	@$(BIN)/python manage.py serve --skip-checks $(HOST):$(PORT)
 
 # The house rules first (lint, formatting, import layers: pyproject.toml), then the suite.
 lint: setup
@@ -55,8 +61,13 @@ $(INSPECT_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,labelstudio,inspect]'
 	touch $(INSPECT_STAMP)
 
+# TEST_PROCESSES=auto (or a number) runs the suite in parallel processes (pytest-xdist; tests/conftest.py
+# keeps them apart and picks how many for `auto`; loadgroup keeps the tests that share one server,
+# Label Studio, on one process). The default stays one process until a parallel run of the full
+# suite under CI=true has been seen green.
+TEST_PROCESSES ?= 0
 test: lint $(INSPECT_STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadgroup $(PYTEST_ARGS)
 
 # Performance checks print their numbers; they are not part of `make test`. Their extra
 # packages (faiss, to compare against) are installed here, never for `make run`.

@@ -17,9 +17,9 @@ from django.db import transaction
 from django.utils.translation import gettext_noop, pgettext_lazy
 
 from benchforge.errors import DomainError
+from benchforge_harness.tabular import JSONL, FileProblem, TableReader
 from curation.models import Image, Task
 from curation.services import discard_created_benchmark
-from harness.tabular import JSONL, FileProblem, TableReader
 from jobs import reports
 
 from .models import Item
@@ -75,11 +75,13 @@ def _parse(obj, line: int, tasks: dict[str, Task]) -> Row:
     if task is None:
         raise ValueError(
             f"task '{obj['task']}' is not a task of this benchmark (its tasks: "
-            f"{', '.join(sorted({t.name for t in tasks.values()}))}); load the AlignMMBench preset first"
+            f"{', '.join(sorted({t.name_en or t.name for t in tasks.values()}))}); load the AlignMMBench preset first"
         )
     category = str(obj.get("category") or "").strip()
-    if category and category.lower() != task.category.name.lower():
-        raise ValueError(f"task '{task.name}' is in category '{task.category.name}' here, not '{category}'")
+    if category and category.lower() not in (task.category.name.lower(), task.category.name_en.lower()):
+        # Named as the file names them: the released files use the English names.
+        here = task.category.name_en or task.category.name
+        raise ValueError(f"task '{obj['task'].strip()}' is in category '{here}' here, not '{category}'")
     return Row(line, obj["question_id"], match["group"], int(match["k"]), obj, task)
 
 
@@ -227,7 +229,7 @@ def _spec(row: Row, images: dict[str, int], seed: Item | None) -> dict:
         "question": data["prompt"],
         "kind": Item.Kind.MULTI_TURN if turns else Item.Kind.SINGLE_TURN,
         "history": turns,
-        "incoherent": bool(turns) and row.task.name.lower() == INCOHERENCE_TASK,
+        "incoherent": bool(turns) and INCOHERENCE_TASK in (row.task.slug, (row.task.name_en or row.task.name).lower()),
     }
     if seed is None:
         spec["reference_answer"] = data["ref_answer"]
@@ -326,6 +328,8 @@ def run_import(run) -> dict:
     for task in Task.objects.filter(benchmark=benchmark).select_related("category"):
         tasks[task.slug.lower()] = task
         tasks[task.name.lower()] = task
+        if task.name_en:  # the released files name the tasks in English
+            tasks[task.name_en.lower()] = task
     done = run.done_keys()
     try:
         parsed, refused_ids, total = _read_rows(run, tasks)

@@ -3,7 +3,7 @@
 Whoever lists an item's fields asks this module: the editor's form parsing and the services
 (which fields exist, which are text, which a rewrite reads through its seed), the API payload,
 the history snapshot and its diff rendering, the data of a Label Studio task, a release's
-items.jsonl row (the harness's schema, `harness/release.py`) and an MMBench TSV row.
+items.jsonl row (the harness's schema, `benchforge_harness/release.py`) and an MMBench TSV row.
 """
 
 import base64
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext_lazy as _
 
-from harness import CHOICE_LETTERS as HARNESS_LETTERS
+from benchforge_harness import CHOICE_LETTERS as HARNESS_LETTERS
 
 from .models import CHOICE_LETTERS, Criterion, Item
 from .workflow import STATUS_LABELS
@@ -208,6 +208,9 @@ def labelstudio_data(payload: dict, *, image_src) -> dict:
         "question": payload.get("question", ""),
         "history": history or "(no earlier turns)",
         "options": options_text(payload),
+        # One entry on a multiple-choice item, none otherwise: the labeling config shows the options
+        # and answer key views once per entry (a Repeater), so only on multiple-choice tasks.
+        "mcq": [{"kind": "mcq"}] if payload.get("kind") == Item.Kind.MCQ else [],
     }
 
 
@@ -226,7 +229,7 @@ def image_name(image) -> str:
 
 
 def release_row(item: Item, *, split: str | None = None, withhold: frozenset[str] = frozenset()) -> dict:
-    """The item as one items.jsonl line in the harness's schema (harness/release.py). `withhold`
+    """The item as one items.jsonl line in the harness's schema (benchforge_harness/release.py). `withhold`
     names what a public bundle keeps private: "answer", "reference_answer", "criteria"."""
     payload = item_payload(item)
     source = item.seed if item.seed_id else item

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from benchforge import permissions
 from benchforge.inputs import is_digits
-from curation.models import Benchmark, Task
+from curation.models import Benchmark, Task, category_name, english_interface, task_name
 from curation.selectors import benchmarks_for, get_benchmark_for
 
 from .contract import FIELD_LABELS, field_as_text, item_payload
@@ -240,16 +240,28 @@ def get_item_for(user, slug: str, item_id: int, *, payload: bool = False) -> Ite
     return item
 
 
+GUIDELINE_FIELDS = ("name", "path", "description", "guideline", "judge_rules", "description_en", "guideline_en", "judge_rules_en")
+
+
 def task_guidelines(benchmark: Benchmark) -> list[dict]:
-    """Tasks as plain rows for the editor (select + guideline panel): no model building."""
+    """Tasks as plain rows for the editor (select + guideline panel), named as this interface
+    names them; the *_en texts are set only where the English interface shows them beside the
+    task's own. No model building."""
     rows = list(
         Task.objects.filter(benchmark=benchmark).values(
-            "id", "slug", "name", "description", "guideline", "judge_rules", "category__name", "category__parent__name"
+            *("id", "slug", "name", "name_en", "description", "guideline", "judge_rules", "description_en", "guideline_en"),
+            *("judge_rules_en", "category__name", "category__name_en", "category__parent__name", "category__parent__name_en"),
         )
     )
+    english = english_interface()
     for row in rows:
-        parent = row.pop("category__parent__name")
-        row["path"] = f"{parent} / {row['category__name']}" if parent else row["category__name"]
+        row["name"] = task_name(row["name"], row.pop("name_en"))
+        category = category_name(row.pop("category__name"), row.pop("category__name_en"))
+        parent = category_name(row.pop("category__parent__name") or "", row.pop("category__parent__name_en") or "")
+        row["path"] = f"{parent} / {category}" if parent else category
+        for field in ("description", "guideline", "judge_rules"):
+            if not english or row[f"{field}_en"] == row[field]:
+                row[f"{field}_en"] = ""
     return rows
 
 
@@ -286,8 +298,11 @@ def queue_rows(user, benchmark: Benchmark):
             "image_id",
             "item_id",
             "task__name",
+            "task__name_en",
             "task__category__name",
+            "task__category__name_en",
             "task__category__parent__name",
+            "task__category__parent__name_en",
             "item__status",
         )
     )

@@ -1,6 +1,10 @@
 """Pages: item list, item editor (htmx saves with optimistic locking), history, queue,
 assignment and import pages. Thin: parse, call a service or selector, render."""
 
+import hashlib
+from functools import partial
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpResponse
@@ -13,8 +17,10 @@ from django.views.decorators.http import require_POST
 from benchforge import permissions
 from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
+from benchforge.navigation import kept_for_benchmark
+from benchforge.paging import keyset_page
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
-from curation.models import Image, task_label
+from curation.models import Image, category_name, task_label, task_name
 from curation.selectors import get_benchmark_for, task_choices, tasks_of
 from jobs.selectors import jobs_of
 
@@ -31,6 +37,7 @@ from .forms import (
 )
 from .models import CHOICE_LETTERS, Assignment, Criterion, Item
 from .selectors import (
+    GUIDELINE_FIELDS,
     ITEM_FILTERS,
     assignable_images,
     benchmark_people,
@@ -51,7 +58,8 @@ from .workflow import ANSWERED, STATUS_CHOICES, STATUS_LABELS
 ITEMS_PAGE_SIZE = 50
 ITEM_LIST_COLUMNS = (
     "id", "seed_id", "kind", "status", "question", "version", "updated_at",
-    "task", "task__name", "task__category", "task__category__name", "task__category__parent", "task__category__parent__name",
+    "task", "task__name", "task__name_en", "task__category", "task__category__name", "task__category__name_en",
+    "task__category__parent", "task__category__parent__name", "task__category__parent__name_en",
     "author", "author__username", "assignee", "assignee__username",
 )  # fmt: skip
 QUEUE_PAGE_SIZE = 25
@@ -67,8 +75,19 @@ def item_list(request, slug):
     filters = _filters(request, ITEM_FILTERS)
     # Only the columns the list shows: no long texts besides the question, none of the task's
     # guideline or the people's other columns (at 50 rows a page, building them cost more than the query).
-    rows = items_of(benchmark, **filters, viewer=request.user).only(*ITEM_LIST_COLUMNS)
-    page = Paginator(rows, ITEMS_PAGE_SIZE).get_page(request.GET.get("page"))
+    found = items_of(benchmark, **filters, viewer=request.user)
+    # A benchmark may hold a million items: pages by keyset and a capped count (benchforge.paging).
+    # The count is kept until something changes in the benchmark; a search's depends on the role (withheld texts).
+    filtered = hashlib.sha256(urlencode(sorted(filters.items())).encode()).hexdigest()[:32]  # a short cache key
+    count_key = f"items:{permissions.is_researcher(request.user)}:{filtered}"
+    page = keyset_page(
+        request,
+        found.only(*ITEM_LIST_COLUMNS),
+        ("-id",),
+        ITEMS_PAGE_SIZE,
+        count_queryset=found,
+        keep_count=partial(kept_for_benchmark, benchmark.pk, count_key),
+    )
     return render(
         request,
         "annotation/item_list.html",
@@ -80,7 +99,7 @@ def item_list(request, slug):
             "task_groups": task_choices(benchmark),
             "statuses": STATUS_CHOICES,
             "kinds": Item.Kind.choices,
-            "people": benchmark_people(benchmark),
+            "people": list(benchmark_people(benchmark).values("username")),  # three selects list them: names only
         },
     )
 
@@ -118,7 +137,7 @@ def item_edit(request, slug, item_id):
             item.reference_answer = source.reference_answer = ""
     tasks = task_guidelines(item.benchmark)
     # Every task's guideline travels as JSON: switching the task swaps the panel without a request.
-    guidelines = {t["slug"]: {k: t[k] for k in ("name", "path", "description", "guideline", "judge_rules")} for t in tasks}
+    guidelines = {t["slug"]: {k: t[k] for k in GUIDELINE_FIELDS} for t in tasks}
     return render(
         request,
         "annotation/item_edit.html",
@@ -330,13 +349,26 @@ def image_picker(request, slug):
 @role_required(ANNOTATOR)
 def queue(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    paginator = Paginator(queue_rows(request.user, benchmark), QUEUE_PAGE_SIZE)
-    paginator.count = queue_for(request.user, benchmark).count()  # counted without the rows' joins
-    page = paginator.get_page(request.GET.get("page"))
-    for row in page.object_list:  # ready-made strings: this page is hit after every item
-        row["item_status"] = STATUS_LABELS.get(row["item__status"], "").lower()
+    # Counted without the rows' joins, and capped; paged by keyset (benchforge.paging).
+    rows, count_rows = queue_rows(request.user, benchmark), queue_for(request.user, benchmark)
+    keep = partial(kept_for_benchmark, benchmark.pk, f"queue:{request.user.pk}")
+    page = keyset_page(request, rows, ("created_at", "id"), QUEUE_PAGE_SIZE, count_queryset=count_rows, keep_count=keep)
+    # Ready-made strings, each text translated once per page: this page is hit after every item.
+    item_work, seed_work = gettext("item #%(id)s (%(status)s)"), gettext("write the seed question for image #%(id)s")
+    open_text, start_text = gettext("open"), gettext("start")
+    statuses = {value: str(label).lower() for value, label in STATUS_LABELS.items()}
+    for row in page.object_list:
+        if row["item_id"]:
+            row["work"] = item_work % {"id": row["item_id"], "status": statuses.get(row["item__status"], "")}
+        else:
+            row["work"] = seed_work % {"id": row["image_id"]}
+        row["action"] = open_text if row["item_id"] else start_text
         row["assigned_on"] = timezone.localtime(row["created_at"]).date().isoformat()
-        row["task_label"] = task_label(row["task__name"], row["task__category__name"], row["task__category__parent__name"])
+        row["task_label"] = task_label(
+            task_name(row["task__name"], row["task__name_en"]),
+            category_name(row["task__category__name"], row["task__category__name_en"]),
+            category_name(row["task__category__parent__name"] or "", row["task__category__parent__name_en"] or "") or None,
+        )
     return render(
         request,
         "annotation/queue.html",

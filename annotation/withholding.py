@@ -40,10 +40,6 @@ def default_private() -> list[str]:
     return list(DEFAULT_PRIVATE)
 
 
-def unknown_parts(private) -> list[str]:
-    return sorted(set(private) - set(PARTS))
-
-
 def fields_withheld(private, split: str | None) -> frozenset[str]:
     """The items.jsonl fields a public bundle withholds from a row of `split`."""
     return frozenset(PARTS[p].field for p in private if p in PARTS and split in PARTS[p].splits)

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.mcq import heuristic_choice  # noqa: E402
+from benchforge_harness.mcq import heuristic_choice  # noqa: E402
 from tests.harness.answer_corpus import CASES, OPTION_SETS, UNSURE  # noqa: E402
 
 

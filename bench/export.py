@@ -146,7 +146,7 @@ def build(var: Path, compare: bool) -> dict:
         "files": {f.kind: f.size for f in release.files.all()},
     }
     if compare:
-        from harness.bundle import write_tar_gz
+        from benchforge_harness.bundle import write_tar_gz
 
         folder = var / "bundle"
         started = time.perf_counter()

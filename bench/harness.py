@@ -4,7 +4,7 @@ Run: .venv/bin/python bench/harness.py [--judgments 10000] [--latency 0.1] [--co
 
 Starts tests.fakes.llm_server in its own process (so it does not share our GIL) answering every
 request after --latency seconds, writes a release of N open questions and one model's
-predictions, then times `python -m harness judge` (in this process) end to end and prints:
+predictions, then times `python -m benchforge_harness judge` (in this process) end to end and prints:
   * for each --workers value (client processes sharing the 64 slots; "auto" is the CLI's default),
     the achieved wall time vs the ideal N * latency / concurrency (target: within 1.3x), each run
     with a fresh cache;
@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.calls import auto_workers  # noqa: E402
-from harness.cli import main as harness_main  # noqa: E402
+from benchforge_harness.calls import auto_workers  # noqa: E402
+from benchforge_harness.cli import main as harness_main  # noqa: E402
 
 REPLY = '{"rating": 7, "reason": "mostly right, one detail missing"}'
 
@@ -128,9 +128,9 @@ def judge(release: Path, predictions: Path, models: Path, cache: Path, out: Path
 
 def baseline(release: Path, predictions: Path, models: Path, cache: Path, ideal: float) -> str:
     """The judge's own prompts through LLMClient.chat_many in this process, nothing else."""
-    from harness.llm import LLMClient, ResponseCache, load_endpoints
-    from harness.prompts import Prompts
-    from harness.release import load_predictions, load_release
+    from benchforge_harness.llm import LLMClient, ResponseCache, load_endpoints
+    from benchforge_harness.prompts import Prompts
+    from benchforge_harness.release import load_predictions, load_release
 
     loaded = load_release(release)
     answers = load_predictions(predictions, loaded).answers

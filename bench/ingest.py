@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import csv
 import io
 import os
 import subprocess
@@ -55,6 +54,7 @@ from PIL import Image  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.support.photos import photo_like_jpeg  # noqa: E402
+from benchforge_harness.tabular import TSV, TableReader  # noqa: E402
 from curation.imaging import analyse_image, hamming, hex_to_hash, perceptual_hashes  # noqa: E402
 
 SIZES = [(1024, 768), (3000, 2000)]
@@ -334,13 +334,10 @@ def _tsv_import(lead, var: Path, tsv: Path, rows: int, images: list[bytes], way:
 
 
 def _tsv_images(path: Path):
-    with path.open(newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader)
-        column = header.index("image")
-        for fields in reader:
-            if len(fields[column]) > 16:  # base64, not a shared-image index
-                yield fields[column]
+    with path.open("rb") as handle:
+        for record in TableReader(handle, name=path.name, format=TSV, required=("image",)):
+            if not record.problem and len(record.value["image"]) > 16:  # base64, not a shared-image index
+                yield record.value["image"]
 
 
 def main() -> int:

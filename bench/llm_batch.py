@@ -1,4 +1,4 @@
-"""LLM batches on Celery workers: the shared concurrency bound, throughput, and a kill + resume.
+"""LLM batches on Celery workers: the shared concurrency bound, throughput, and a kill + recovery.
 
 Run: .venv/bin/python bench/llm_batch.py [--calls 1000] [--concurrency 16] [--latency 0.1] [--workers 2]
 
@@ -10,7 +10,8 @@ this process with --latency seconds per reply, declares one endpoint with max_co
      requests the server saw in flight at once (must never exceed the bound) and the wall time
      against the ideal calls / concurrency * latency (target: within 1.3x);
   2. the same again with new calls, one worker SIGKILLed mid-batch (a machine losing power), its
-     job resumed once it shows as interrupted, on a restarted worker: requests the server received
+     job re-queued by the workers' sweeper (nobody presses Resume) and finished on a restarted
+     worker: requests the server received
      against --calls. A call whose reply the killed worker had received is never asked again (it is
      recorded, or answered by the shared cache); the only calls asked twice are those the server
      was still answering when the worker died, whose replies went to a dead process - no client
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -104,6 +106,8 @@ def main() -> int:
         tmp,
         BENCHFORGE_LLM_SLOT_LEASE_SECONDS=str(LEASE_SECONDS),
         BENCHFORGE_JOB_HEARTBEAT_TIMEOUT="3",
+        BENCHFORGE_JOB_HEARTBEAT_SECONDS="1",
+        BENCHFORGE_JOB_RECOVERY_BACKOFF="1",
     )
     os.environ.update(env)
     workers = Workers(env, queue, tmp)
@@ -115,7 +119,6 @@ def main() -> int:
         from django.core.management import call_command
 
         from benchforge.services import create_or_update_user
-        from jobs import services as jobs
         from jobs.models import Job
         from llm.models import LLMCall
         from llm.selectors import batch_jobs
@@ -149,7 +152,7 @@ def main() -> int:
         ok &= all(job.status == Job.Status.SUCCEEDED for job in parts)
         server.reset()
 
-        # 2. a worker killed mid-batch, its job resumed
+        # 2. a worker killed mid-batch, its job recovered by the sweeper
         batch = start_batch_in_parts(calls(args.calls, "run2"), endpoint="bench", parts=args.workers, user=lead, label="kill")
         parts = list(batch_jobs(batch))
         deadline = time.monotonic() + 120
@@ -158,15 +161,12 @@ def main() -> int:
                 raise SystemExit("run 2 made no progress")
             time.sleep(0.01)
         victim_job = Job.objects.filter(pk__in=[j.pk for j in parts], status=Job.Status.RUNNING).first()
-        pid = int(victim_job.worker.rsplit(":", 1)[1])
+        pid = int(re.search(r"\(pid (\d+)\)", victim_job.worker).group(1))  # jobs.runner.worker_name
         victim = next(proc for proc in workers.procs if proc.pid == pid)
         killed_at = time.monotonic()
         workers.kill(victim)
         recorded_before = LLMCall.objects.filter(job=victim_job).exclude(status="pending").count()
         workers.start()  # as a supervisor would
-        while not Job.objects.get(pk=victim_job.pk).is_interrupted:
-            time.sleep(0.1)
-        jobs.resume(Job.objects.get(pk=victim_job.pk), user=lead)
         wait_finished(parts, timeout=30 * ideal + 120)
         parts = [Job.objects.get(pk=job.pk) for job in parts]
         answered = LLMCall.objects.filter(batch=batch, status="ok").count()
@@ -178,7 +178,7 @@ def main() -> int:
         victim_job = next(job for job in parts if job.pk == victim_job.pk)
         print(
             f"run 2: worker {pid} SIGKILLed with {recorded_before}/{victim_job.total} of its part recorded; "
-            f"job #{victim_job.pk} resumed ({victim_job.runs} runs)"
+            f"job #{victim_job.pk} recovered {victim_job.recoveries} time(s) by the sweeper ({victim_job.runs} runs)"
         )
         print(f"  answered {answered}/{args.calls}; requests the server received in both runs: {made} (calls: {args.calls})")
         print(
@@ -190,7 +190,7 @@ def main() -> int:
         print(f"  max in flight seen by the server: {peak} (bound {args.concurrency})")
         ok &= peak <= args.concurrency and answered == args.calls and in_flight == set(repeated)
         ok &= len(repeated) <= args.concurrency and made == args.calls + len(repeated)
-        ok &= all(job.status == Job.Status.SUCCEEDED for job in parts)
+        ok &= all(job.status == Job.Status.SUCCEEDED for job in parts) and victim_job.recoveries >= 1
         print("targets met" if ok else "TARGET MISSED")
         if not ok:
             print(workers.tail())

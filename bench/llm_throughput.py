@@ -26,7 +26,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
-from harness.llm import Endpoint, LLMClient, ResponseCache, glm_sdk, user_message  # noqa: E402
+from benchforge_harness.llm import Endpoint, LLMClient, ResponseCache, glm_sdk, user_message  # noqa: E402
 
 KEY_ENV = "BENCH_FAKE_LLM_KEY"
 TARGET_RATIO = 0.8

@@ -1,4 +1,4 @@
-"""The one reader of tabular and line files (harness/tabular.py), on files shaped like real ones.
+"""The one reader of tabular and line files (benchforge_harness/tabular.py), on files shaped like real ones.
 
 Run: .venv/bin/python bench/reading.py [--rows 3000] [--lines 200000]
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.tabular import JSONL, TSV, TableReader  # noqa: E402
+from benchforge_harness.tabular import JSONL, TSV, TableReader  # noqa: E402
 
 csv.field_size_limit(2**31 - 1)
 

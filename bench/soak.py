@@ -12,7 +12,8 @@ closed-loop clients, each logged in as its own person, mix for --seconds:
   researchers (1 in 5)  assign evenly, assign by hand, reassign, cancel, give drafts to someone,
                         open and close review rounds, QC keep/remove, create / build / freeze
                         releases and edit their notes
-  annotators (2 in 5)   queue "next" (starts an assignment), save the draft, submit it, withdraw one
+  annotators (2 in 5)   queue "next" (starts an assignment), save the draft, submit it, withdraw one;
+                        finish and submit a draft whose assignment was cancelled (then withdraw it)
   reviewers (2 in 5)    verdicts on their review queue, approve / reject rewrites
 
 Targets are drawn from a few shared pools, so people collide on the same rows all the time, and one
@@ -285,7 +286,10 @@ def researcher_turn(me: Person, ctx: dict) -> None:
         body = {"form": "images", "task": "ocr", "images": images, "assignee": rng.choice(annotators)}
         me.page(action, assign, body, twice=me.double())
     elif action in ("reassign", "cancel"):
-        chosen = pick(Assignment.objects.filter(benchmark_id=b, status="open").order_by("-pk"), 4, rng)
+        open_ = Assignment.objects.filter(benchmark_id=b, status="open")
+        if rng.random() < 0.5:  # half the time ones whose draft is started: the cancel/submit/withdraw path
+            open_ = open_.filter(item__isnull=False)
+        chosen = pick(open_.order_by("-pk"), 4, rng)
         if chosen:
             body = {"form": "open", "action": action, "assignments": chosen, "assignee": rng.choice(annotators)}
             me.page(action, assign, body)
@@ -332,11 +336,22 @@ def annotator_turn(me: Person, ctx: dict) -> None:
         if chosen is not None:
             me.page("withdraw", f"/b/{SLUG}/items/{chosen.pk}/withdraw/", {"version": chosen.version})
         return
-    answer = me.page("queue next", f"/b/{SLUG}/queue/next/", {})
-    location = answer.headers.get("location", "") if answer is not None else ""
-    if "/items/" not in location:
-        return
-    item_id = int(location.rstrip("/").rsplit("/", 1)[1])
+    orphan = None
+    if rng.random() < 0.15:  # a draft of theirs whose assignment a researcher cancelled: finish and submit it
+        orphan = (
+            Item.objects.filter(benchmark_id=ctx["benchmark"], status="draft", author_id=me.pk)
+            .exclude(assignments__status="open")
+            .order_by("?")
+            .first()
+        )
+    if orphan is not None:
+        item_id = orphan.pk
+    else:
+        answer = me.page("queue next", f"/b/{SLUG}/queue/next/", {})
+        location = answer.headers.get("location", "") if answer is not None else ""
+        if "/items/" not in location:
+            return
+        item_id = int(location.rstrip("/").rsplit("/", 1)[1])
     path = f"/api/v1/benchmarks/{SLUG}/items/{item_id}/"
     got = me.api("open item", "GET", path)
     if got is None or got.status_code != 200:

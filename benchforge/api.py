@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from .auth import issue_token
+from .concurrency import is_retryable, retry_conflict
 from .errors import DomainError
 from .roles import user_role
 
@@ -24,6 +25,8 @@ def exception_handler(exc, context):
     request = context.get("request")
     if request is not None:
         request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
+    if is_retryable(exc):  # a deadlock or serialization failure not retried away: 409, send it again
+        exc = retry_conflict()
     if isinstance(exc, DomainError):
         return Response({"detail": exc.message, "code": exc.code, **exc.extra}, status=exc.status)
     response = drf_exception_handler(exc, context)

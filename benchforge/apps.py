@@ -11,7 +11,7 @@ def starting_a_server(argv: list[str], environ) -> bool:
     """True in the process that will serve requests. `runserver` with the autoreloader runs twice
     (a watcher, and a child with RUN_MAIN=true that serves): only the child counts. migrate,
     seed_demo, shell and the rest start no server."""
-    if len(argv) < 2 or argv[1] != "runserver":
+    if len(argv) < 2 or argv[1] not in ("runserver", "serve"):
         return False
     return "--noreload" in argv or environ.get("RUN_MAIN") == "true"
 

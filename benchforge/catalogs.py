@@ -7,6 +7,7 @@ to date with (`python manage.py makemessages -l zh_Hans` plus these), in one pla
 developer and the check.
 """
 
+import ast
 import sys
 from pathlib import Path
 
@@ -15,7 +16,45 @@ import polib
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 # No file locations: a moved line does not change the catalog; the harness and the tests hold no
 # interface text.
-MAKEMESSAGES_OPTIONS = ["--no-location", "--no-obsolete", "--ignore=harness/*", "--ignore=tests/*", "--ignore=bench/*"]
+MAKEMESSAGES_OPTIONS = ["--no-location", "--no-obsolete", "--ignore=benchforge_harness/*", "--ignore=tests/*", "--ignore=bench/*"]
+
+
+# The translation functions makemessages (xgettext with Django's keywords) reads a message from, by name.
+TRANSLATION_FUNCTIONS = {
+    "gettext",
+    "gettext_lazy",
+    "gettext_noop",
+    "ngettext",
+    "ngettext_lazy",
+    "pgettext",
+    "pgettext_lazy",
+    "npgettext",
+    "npgettext_lazy",
+}
+SEEN_NAMES = TRANSLATION_FUNCTIONS | {"_"}
+SKIPPED_DIRS = {".venv", "node_modules", "benchforge_harness", "tests", "bench", "var", "staticfiles", "build"}
+
+
+def hidden_translations(root: Path = LOCALE_DIR.parent) -> list[str]:
+    """Translation functions called under a name makemessages does not know (`gettext as
+    gettext_now`, `t = gettext`): their messages never reach the catalog, so they stay English
+    however complete it looks. One line per alias, naming the file."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if SKIPPED_DIRS & set(path.relative_to(root).parts):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        where = path.relative_to(root)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "django.utils.translation":
+                for alias in node.names:
+                    if alias.name in TRANSLATION_FUNCTIONS and alias.asname and alias.asname not in SEEN_NAMES:
+                        found.append(f"{where}:{node.lineno}: {alias.name} imported as {alias.asname}")
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in SEEN_NAMES:
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id not in SEEN_NAMES:
+                        found.append(f"{where}:{node.lineno}: {node.value.id} assigned to {target.id}")
+    return found
 
 
 def catalogs(locale_dir: Path = LOCALE_DIR) -> list[Path]:

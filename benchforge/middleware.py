@@ -6,6 +6,7 @@ from django.contrib.auth.middleware import (
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 
+from .concurrency import is_retryable, retry_conflict
 from .errors import DomainError
 from .security import same_site_url
 
@@ -32,7 +33,8 @@ def domain_error_response(request, error: DomainError):
 
 
 class DomainErrorMiddleware:
-    """A DomainError escaping a page view becomes a readable message, not a 500."""
+    """A DomainError escaping a page view becomes a readable message, not a 500; so does a deadlock or a
+    serialization failure that was not retried away (409: nothing was saved, send it again)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -41,6 +43,8 @@ class DomainErrorMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
+        if is_retryable(exception):  # DRF views answer theirs in benchforge.api; any other view, here
+            return domain_error_response(request, retry_conflict())
         if not isinstance(exception, DomainError) or request.path_info.startswith("/api/"):
             return None  # the API's exception handler answers those
         return domain_error_response(request, exception)

@@ -1,24 +1,35 @@
 """The navigation inside a benchmark: the pipeline's stages in order, each with what waits there
 for the person looking, and the pages of each stage. Adding a stage (human evaluation) is one
-more entry in STAGES.
+more `register_stage` call, from the app's AppConfig.ready().
 
-The project package imports no app, so a stage names the selector that counts its waiting work
-by dotted path, the way the root URLconf names the apps' URL modules. That selector takes
-(user, benchmark) and returns a queryset of what waits for that user, a tuple of querysets whose
-counts add up, or None when nothing in the stage waits for someone of that role. It builds
-querysets only: every stage is counted in one database query (`waiting_counts`), so a page
-costs the same whatever the size of the benchmark.
+The project package imports no app, so each app registers its stage with the selector that counts
+its waiting work. That selector takes (user, benchmark) and returns a queryset of what waits for
+that user, a tuple of querysets whose counts add up, or None when nothing in the stage waits for
+someone of that role. It builds querysets only: every stage is counted in one database query
+(`waiting_counts`), so a page costs the same whatever the size of the benchmark.
+
+Every page shows the counts, and building and compiling that query cost more CPU than the rest of
+a small page; so a member's counts are kept in the cache (`cached_waiting_counts`) until something
+changes in their benchmark: a save or delete of a model a stage names in `changed_by`, any request
+that is not a read (`NavigationCountsMiddleware`: bulk updates send no signals), a job's end, and at
+the latest after BENCHFORGE_NAV_CACHE_SECONDS. Each benchmark has its own version of the counts, so
+one team's edits leave every other benchmark's kept counts valid; a change whose benchmark is not
+known (a write outside /b/<slug>/, a deleted row whose parent went first) drops every benchmark's.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import lru_cache
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db.models import IntegerField, Subquery
-from django.urls import reverse
-from django.utils.module_loading import import_string
+from django.db.models.signals import post_delete, post_save
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.translation import gettext_lazy as _
 
 from .roles import ANNOTATOR, RESEARCHER, REVIEWER, has_role, user_role
+from .throttling import CACHE_ERRORS, cache_set, note_outage
 
 # The benchmark a page is inside, by its slug, as the user may see it (None otherwise). The app that
 # owns benchmarks registers the function (curation.apps): the project package imports no app, and a
@@ -49,9 +60,20 @@ class Link:
 
     def url(self, benchmark) -> str:
         if not self.global_page:
-            return reverse(self.url_name, args=[benchmark.slug])
-        url = reverse(self.url_name)
+            return reverse_once(self.url_name, benchmark.slug)
+        url = reverse_once(self.url_name)
         return f"{url}?{self.from_benchmark}={benchmark.slug}" if self.from_benchmark else url
+
+
+def reverse_once(url_name: str, slug: str | None = None) -> str:
+    """reverse(), remembered: every page's header links the same few dozen addresses (resolving
+    each anew was a good part of the header's cost)."""
+    return _reverse_under(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF, url_name, slug)
+
+
+@lru_cache(maxsize=4096)
+def _reverse_under(prefix: str, urlconf, url_name: str, slug: str | None) -> str:
+    return reverse(url_name, urlconf=urlconf, args=[slug] if slug is not None else None)
 
 
 @dataclass(frozen=True)
@@ -60,96 +82,36 @@ class Stage:
     label: str
     links: tuple[Link, ...]
     role: str = ANNOTATOR  # the least role that sees the stage
-    # Dotted path of the selector of what waits here for a user (see the module's docstring),
-    # and how to say how many: (one, several), each with %(n)s.
-    waiting: str = ""
+    # The selector of what waits here for a user (see the module's docstring), and how to say how
+    # many: (one, several), each with %(n)s.
+    waiting: Callable | None = None
     waiting_text: tuple[str, str] = ("", "")
+    # The models whose saves and deletes may change the count (the benchmark's cached counts are
+    # dropped): a model with a `benchmark_id`, or (model, "path__to__benchmark_id").
+    changed_by: tuple = ()
     # Where the stage's tab leads for a role, when not to its first page that role may open.
     start: dict[str, str] = field(default_factory=dict)
     # URL names of the pages that belong to the stage (prefixes), so its tab shows as current.
     pages: tuple[str, ...] = ()
 
 
-STAGES: tuple[Stage, ...] = (
-    Stage(
-        "collect",
-        _("Collect"),
-        links=(
-            Link(_("Images"), "image-grid"),
-            Link(_("Upload"), "image-upload"),
-            Link(_("Near duplicates"), "near-duplicates"),
-            Link(_("Contamination"), "contamination"),
-            Link(_("Taxonomy"), "taxonomy"),
-            Link(_("Known sets"), "known-sets", role=RESEARCHER, global_page=True, from_benchmark="from"),
-        ),
-        waiting="curation.selectors.images_to_screen",
-        waiting_text=(_("%(n)s image waits for screening"), _("%(n)s images wait for screening")),
-        pages=("image-", "near-duplicate", "contamination", "taxonomy", "task-edit", "preset-load", "known-set"),
-    ),
-    Stage(
-        "author",
-        _("Author"),
-        links=(
-            Link(_("Items"), "item-list"),
-            Link(_("My queue"), "queue"),
-            Link(_("New item"), "item-new"),
-            Link(_("Assign"), "assign", role=RESEARCHER),
-            Link(_("Import"), "item-import", role=RESEARCHER),
-        ),
-        waiting="annotation.selectors.open_assignments",
-        waiting_text=(_("%(n)s assignment waits in your queue"), _("%(n)s assignments wait in your queue")),
-        start={ANNOTATOR: "queue"},  # an annotator's work starts from their queue
-        pages=("item-", "queue", "assign"),
-    ),
-    Stage(
-        "review",
-        _("Review"),
-        role=REVIEWER,
-        links=(Link(_("My reviews"), "review-queue"), Link(_("Rounds"), "review-home")),
-        waiting="review.selectors.waiting_for",
-        waiting_text=(_("%(n)s review or item waits for you"), _("%(n)s reviews or items wait for you")),
-        start={RESEARCHER: "review-home"},
-        pages=("review-",),
-    ),
-    Stage(
-        "rewrite",
-        _("Rewrite"),
-        role=REVIEWER,
-        links=(
-            Link(_("Batches"), "rewrite-home"),
-            Link(_("Verify"), "rewrite-next"),
-            Link(_("Prompt templates"), "rewrite-templates"),
-        ),
-        waiting="rewrite.selectors.waiting_for",
-        waiting_text=(_("%(n)s seed has rewrites to verify"), _("%(n)s seeds have rewrites to verify")),
-        pages=("rewrite-",),
-    ),
-    Stage(
-        "qc",
-        _("QC"),
-        role=RESEARCHER,
-        links=(Link(_("Runs"), "qc-home"), Link(_("Import a benchmark"), "qc-import", global_page=True)),
-        waiting="qc.selectors.waiting_for",
-        waiting_text=(_("%(n)s flagged item waits for a decision"), _("%(n)s flagged items wait for a decision")),
-        pages=("qc-",),
-    ),
-    Stage(
-        "release",
-        _("Release"),
-        links=(Link(_("Releases"), "release-list"),),
-        waiting="exports.selectors.waiting_for",
-        waiting_text=(_("%(n)s item is ready for a release"), _("%(n)s items are ready for a release")),
-        pages=("release-",),
-    ),
-    Stage(
-        "humaneval",
-        _("Human evaluation"),
-        links=(Link(_("Studies"), "humaneval-home"), Link(_("Plan a study"), "humaneval-plan", role=RESEARCHER)),
-        waiting="humaneval.selectors.waiting_for",
-        waiting_text=(_("%(n)s answer waits for your rating"), _("%(n)s answers wait for your rating")),
-        pages=("humaneval-",),
-    ),
-)
+# The pipeline's order. Each app registers its own stage (register_stage, from its AppConfig.ready():
+# the project package imports no app, and naming code by dotted path would hide the dependency
+# from import-linter); a registered stage whose key is not listed here comes after these.
+STAGE_ORDER: tuple[str, ...] = ("collect", "author", "review", "rewrite", "qc", "release", "humaneval")
+
+_registered: dict[str, Stage] = {}
+STAGES: tuple[Stage, ...] = ()  # the registered stages in pipeline order (register_stage keeps it)
+
+
+def register_stage(stage: Stage) -> None:
+    """Add (or replace) a stage of the navigation; its `waiting` selector is a function."""
+    global STAGES
+    _registered[stage.key] = stage
+    watch(stage.changed_by)
+    rank = {key: n for n, key in enumerate(STAGE_ORDER)}
+    STAGES = tuple(sorted(_registered.values(), key=lambda s: rank.get(s.key, len(rank))))
+
 
 # Whose work starts where: the stage listed first among "what waits for you" on the dashboard.
 FIRST_STAGE = {ANNOTATOR: "author", REVIEWER: "review"}
@@ -177,17 +139,12 @@ class CountOf(Subquery):
     output_field = IntegerField()
 
 
-@cache
-def _selector(path: str):
-    return import_string(path)
-
-
 def waiting_counts(user, benchmark, stages=STAGES) -> dict[str, int | None]:
     """{stage key: how many things wait there for `user`} (None: nothing can wait there for
     their role), all counted in one query."""
     parts, counts = {}, {}
     for stage in stages:
-        found = _selector(stage.waiting)(user, benchmark) if stage.waiting else None
+        found = stage.waiting(user, benchmark) if stage.waiting else None
         if found is None:
             counts[stage.key] = None
             continue
@@ -199,6 +156,130 @@ def waiting_counts(user, benchmark, stages=STAGES) -> dict[str, int | None]:
             key = name.split("__")[0]
             counts[key] = (counts.get(key) or 0) + n
     return counts
+
+
+GENERATION_KEY = "nav:generation"  # every benchmark's counts
+
+
+def _generation_key(benchmark_id) -> str:
+    return f"nav:generation:{benchmark_id}"
+
+
+def _bump(key: str) -> None:
+    try:
+        try:
+            cache.incr(key)
+        except ValueError:  # not there yet (or evicted)
+            cache.add(key, 0, timeout=None)
+            cache.incr(key)
+    except CACHE_ERRORS as exc:  # kept counts expire on their own (BENCHFORGE_NAV_CACHE_SECONDS)
+        note_outage(exc, "the navigation's kept counts expire on their own")
+
+
+def changed(benchmark_id=None, **_ignored) -> None:
+    """Something a count may read changed in benchmark `benchmark_id`: its members' cached counts
+    are dropped (one counter per benchmark, so one cache write however many members); without a
+    benchmark, every benchmark's are."""
+    _bump(_generation_key(benchmark_id) if benchmark_id is not None else GENERATION_KEY)
+
+
+# How to find the benchmark of a watched row whose model has no `benchmark_id`: the path through its
+# relations (`round__benchmark_id`), as the stage names it in `changed_by` ((Model, path)).
+_benchmark_paths: dict[type, str] = {}
+
+
+def _benchmark_id_of(instance, *, deleted: bool = False):
+    """The id of the benchmark a watched row belongs to, or None when it cannot be told. A relation
+    already loaded is followed; otherwise a saved row's parent is read (one query), a deleted row's
+    is not (a cascade deleting a round's thousand reviews would ask a thousand times, and the
+    parent may be gone): None."""
+    path = _benchmark_paths.get(type(instance), "benchmark_id")
+    first, _, rest = path.partition("__")
+    if not rest:
+        return getattr(instance, first, None)
+    relation = instance._meta.get_field(first)
+    if relation.is_cached(instance):
+        value = relation.get_cached_value(instance)
+        for part in rest.split("__"):
+            value = getattr(value, part, None) if value is not None else None
+        return value
+    pk = getattr(instance, relation.attname)
+    if deleted or pk is None:
+        return None
+    return relation.related_model._default_manager.filter(pk=pk).values_list(rest, flat=True).first()
+
+
+def _row_saved(sender, instance, **_ignored) -> None:
+    changed(_benchmark_id_of(instance))
+
+
+def _row_deleted(sender, instance, **_ignored) -> None:
+    changed(_benchmark_id_of(instance, deleted=True))
+
+
+def watch(models) -> None:
+    """Drop the cached counts of a row's benchmark whenever a row of these models is saved or
+    deleted. Each entry is a model with a `benchmark_id`, or (model, path to the benchmark's id)."""
+    for entry in models:
+        model, path = entry if isinstance(entry, tuple) else (entry, "benchmark_id")
+        _benchmark_paths[model] = path
+        post_save.connect(_row_saved, sender=model, dispatch_uid=f"nav-counts-save-{model._meta.label}")
+        post_delete.connect(_row_deleted, sender=model, dispatch_uid=f"nav-counts-delete-{model._meta.label}")
+
+
+def kept_for_benchmark(benchmark_id, key: str, compute: Callable, *, consequence: str = "counted afresh"):
+    """compute(), kept in the cache until something changes in the benchmark (the navigation's
+    counts' versions: a save, delete, write request or job's end there) or for at most
+    BENCHFORGE_NAV_CACHE_SECONDS: one cache read instead of building and running a query."""
+    own, full = _generation_key(benchmark_id), f"nav:kept:{benchmark_id}:{key}"
+    try:
+        found = cache.get_many([GENERATION_KEY, own, full])
+    except CACHE_ERRORS as exc:
+        note_outage(exc, consequence)
+        return compute()
+    generation = (found.get(GENERATION_KEY, 0), found.get(own, 0))
+    kept = found.get(full)
+    if kept is not None and kept[0] == generation:
+        return kept[1]
+    value = compute()
+    cache_set(full, (generation, value), settings.BENCHFORGE_NAV_CACHE_SECONDS)
+    return value
+
+
+def cached_waiting_counts(user, benchmark, stages) -> dict[str, int | None]:
+    """waiting_counts, kept per member, benchmark and role until something changes (see the
+    module's docstring): one cache read per page instead of building and running the query."""
+    return kept_for_benchmark(
+        benchmark.pk,
+        f"counts:{user.pk}:{user_role(user)}:{','.join(s.key for s in stages)}",
+        lambda: waiting_counts(user, benchmark, stages),
+        consequence="the navigation counts afresh",
+    )
+
+
+class NavigationCountsMiddleware:
+    """A request that may have written (any method but GET, HEAD, OPTIONS) drops the cached counts
+    once it is answered: services also write with bulk updates, which send no signals. A write to a
+    page inside a benchmark (/b/<slug>/...) drops that benchmark's; any other write, every one's."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            changed(_written_benchmark_id(request))
+        return response
+
+
+def _written_benchmark_id(request):
+    match = getattr(request, "resolver_match", None)
+    slug = match.kwargs.get("slug") if match and request.path_info.startswith("/b/") else None
+    user = getattr(request, "user", None)
+    if not slug or user is None or not user.is_authenticated:
+        return None
+    found = find_benchmark(user, slug)  # a slug the user may not see (or renamed meanwhile): every benchmark's
+    return found.pk if found is not None else None
 
 
 def _links(links, user, benchmark, path: str) -> list[dict]:
@@ -231,12 +312,12 @@ def benchmark_navigation(request, benchmark) -> dict:
     url_name = (match.url_name or "") if match else ""
     current = _current_stage(url_name)
     visible = [s for s in STAGES if has_role(user, s.role)]
-    counts = waiting_counts(user, benchmark, visible)
+    counts = cached_waiting_counts(user, benchmark, visible)
     stages = []
     for stage in visible:
         links = _links(stage.links, user, benchmark, request.path)
         start = stage.start.get(role)
-        url = reverse(start, args=[benchmark.slug]) if start else links[0]["url"]
+        url = reverse_once(start, benchmark.slug) if start else links[0]["url"]
         n = counts.get(stage.key)
         one, several = stage.waiting_text
         stages.append(

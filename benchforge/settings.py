@@ -59,6 +59,8 @@ INSTALLED_APPS = [
     "labelstudio",
     "review",
     "humaneval",
+    "evalserver",
+    "analysis",
     "dashboard",
     "demo",
 ]
@@ -78,6 +80,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "benchforge.i18n.AccountLanguageMiddleware",  # the language kept on the account, when chosen
     "benchforge.middleware.LoginRequiredMiddleware",
+    "benchforge.navigation.NavigationCountsMiddleware",  # a write drops the navigation's cached counts
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -201,6 +204,11 @@ MB = 1024 * 1024
 # A benchmark's dashboard counts whole tables (items per task and stage, submissions per day,
 # review rounds): its numbers are kept this long in the cache; 0 recounts on every view.
 BENCHFORGE_DASHBOARD_CACHE_SECONDS = int(os.environ.get("BENCHFORGE_DASHBOARD_CACHE_SECONDS", "30"))
+# The navigation's waiting counts are kept per member until something changes (benchforge.navigation),
+# and at the latest this long (a change no signal, request or job reported).
+BENCHFORGE_NAV_CACHE_SECONDS = int(os.environ.get("BENCHFORGE_NAV_CACHE_SECONDS", "60"))
+# Lists that may be huge count at most this many rows ("10,000+") and page by keyset (benchforge.paging).
+BENCHFORGE_LIST_COUNT_CAP = 10_000
 BENCHFORGE_MAX_UPLOAD_BYTES = int(os.environ.get("BENCHFORGE_MAX_UPLOAD_BYTES", 50 * MB))  # one image
 # Threads an import reads (or downloads) images in: 0 = one per core.
 BENCHFORGE_INGEST_THREADS = int(os.environ.get("BENCHFORGE_INGEST_THREADS", "0"))
@@ -227,7 +235,7 @@ BENCHFORGE_DOWNLOADS_PER_SITE = max(1, int(os.environ.get("BENCHFORGE_DOWNLOADS_
 BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE = env_bool("BENCHFORGE_URL_IMPORT_ALLOW_PRIVATE", False)
 BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE = env_bool("BENCHFORGE_LABEL_STUDIO_ALLOW_PRIVATE", False)
 
-# LLM endpoints (harness/llm.py TOML format); API keys stay in the environment.
+# LLM endpoints (benchforge_harness/llm/ TOML format); API keys stay in the environment.
 BENCHFORGE_MODELS = Path(os.environ.get("BENCHFORGE_MODELS", BASE_DIR / "models.toml"))
 # Replies are cached where every worker finds them: the database, or Redis (redis://...) when set.
 BENCHFORGE_LLM_CACHE_URL = os.environ.get("BENCHFORGE_LLM_CACHE_URL", "")
@@ -253,6 +261,10 @@ BENCHFORGE_JOB_QUEUE = os.environ.get("BENCHFORGE_JOB_QUEUE", "celery")
 # shown as interrupted (its worker died) and can be resumed.
 BENCHFORGE_JOB_HEARTBEAT_SECONDS = float(os.environ.get("BENCHFORGE_JOB_HEARTBEAT_SECONDS", "10"))
 BENCHFORGE_JOB_HEARTBEAT_TIMEOUT = float(os.environ.get("BENCHFORGE_JOB_HEARTBEAT_TIMEOUT", "120"))
+# A job whose worker was lost is re-queued by the workers' sweeper this many times (each after the
+# timeout plus a back-off starting at BENCHFORGE_JOB_RECOVERY_BACKOFF seconds and doubling), then fails.
+BENCHFORGE_JOB_MAX_RECOVERIES = max(0, int(os.environ.get("BENCHFORGE_JOB_MAX_RECOVERIES", "3")))
+BENCHFORGE_JOB_RECOVERY_BACKOFF = float(os.environ.get("BENCHFORGE_JOB_RECOVERY_BACKOFF", "10"))
 # Uploads staged for a job are deleted when it succeeds or is cancelled; a failed job keeps its
 # upload (it can be resumed) for this many days.
 BENCHFORGE_STAGED_UPLOAD_DAYS = float(os.environ.get("BENCHFORGE_STAGED_UPLOAD_DAYS", "7"))
@@ -332,6 +344,7 @@ LOGGING = {
         # httpx (under label-studio-sdk, openai, zai) logs one INFO line per request ("HTTP Request:
         # GET ..."): a Label Studio pull of a thousand tasks would print a thousand. Warnings still show.
         "httpx": {"level": "WARNING"},
+        "django.utils.autoreload": {"level": "WARNING"},  # not "Watching for file changes" on every start
         # Django's default config gives its logger a console handler of its own, and the record
         # then reaches the root handler too: every line twice. Here it only propagates to root.
         "django": {"handlers": [], "level": "INFO", "propagate": True},

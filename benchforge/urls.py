@@ -23,6 +23,7 @@ api_patterns = [
     path("", include("exports.api")),
     path("", include("qc.api")),
     path("", include("humaneval.api")),
+    path("", include("evalserver.api")),
 ]
 
 urlpatterns = [
@@ -38,10 +39,12 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("", include("labelstudio.urls")),
     path("", include("review.urls")),
+    path("", include("analysis.urls")),
     path("", include("rewrite.urls")),
     path("", include("exports.urls")),
     path("", include("qc.urls")),
     path("", include("humaneval.urls")),
+    path("", include("evalserver.urls")),
     path("api/v1/", include(api_patterns)),
     # YAML by default; JSON with ?format=json or Accept: application/json.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

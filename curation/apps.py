@@ -2,6 +2,31 @@ from django.apps import AppConfig
 from django.utils.translation import gettext_lazy
 
 
+def collect_stage():
+    from benchforge.navigation import Link, Stage
+    from benchforge.roles import RESEARCHER
+
+    from . import selectors
+    from .models import Image
+
+    return Stage(
+        "collect",
+        gettext_lazy("Collect"),
+        links=(
+            Link(gettext_lazy("Images"), "image-grid"),
+            Link(gettext_lazy("Upload"), "image-upload"),
+            Link(gettext_lazy("Near duplicates"), "near-duplicates"),
+            Link(gettext_lazy("Contamination"), "contamination"),
+            Link(gettext_lazy("Taxonomy"), "taxonomy"),
+            Link(gettext_lazy("Known sets"), "known-sets", role=RESEARCHER, global_page=True, from_benchmark="from"),
+        ),
+        waiting=selectors.images_to_screen,
+        waiting_text=(gettext_lazy("%(n)s image waits for screening"), gettext_lazy("%(n)s images wait for screening")),
+        changed_by=(Image,),
+        pages=("image-", "near-duplicate", "contamination", "taxonomy", "task-edit", "preset-load", "known-set"),
+    )
+
+
 class CurationConfig(AppConfig):
     name = "curation"
     verbose_name = "Curation (taxonomy and images)"
@@ -13,6 +38,7 @@ class CurationConfig(AppConfig):
         from . import selectors, services, signals  # noqa: F401 (signals: a deleted benchmark's jobs go)
 
         navigation.register_benchmark_finder(selectors.find_benchmark_for)
+        navigation.register_stage(collect_stage())
         permissions.register_member_benchmark_ids(selectors.member_benchmark_ids)
         registry.register_benchmarks(by_id=selectors.benchmarks_by_id, ids_with_slug=selectors.benchmark_ids_with_slug)
         registry.register("load_preset", services.run_preset_load, label=gettext_lazy("taxonomy preset"))

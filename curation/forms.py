@@ -55,19 +55,30 @@ class TaskForm(forms.ModelForm):
 
     class Meta:
         model = Task
-        fields = ["name", "description", "collection_keywords", "guideline", "judge_rules", "quota"]
+        fields = [
+            *("name", "name_en", "description", "description_en", "collection_keywords"),
+            *("guideline", "guideline_en", "judge_rules", "judge_rules_en", "quota"),
+        ]
         labels = {
             "name": _("Name"),
+            "name_en": _("English name"),
             "description": _("Description"),
+            "description_en": _("Description in English"),
             "guideline": _("Guideline"),
+            "guideline_en": _("Guideline in English"),
             "judge_rules": _("Judge rules"),
+            "judge_rules_en": _("Judge rules in English"),
             "quota": _("Quota"),
         }
         widgets = {
             "name": forms.TextInput(attrs={"class": "wide"}),
+            "name_en": forms.TextInput(attrs={"class": "wide"}),
             "description": forms.Textarea(attrs={"rows": 2}),
+            "description_en": forms.Textarea(attrs={"rows": 2}),
             "guideline": forms.Textarea(attrs={"rows": 5}),
+            "guideline_en": forms.Textarea(attrs={"rows": 5}),
             "judge_rules": forms.Textarea(attrs={"rows": 3}),
+            "judge_rules_en": forms.Textarea(attrs={"rows": 3}),
         }
 
 

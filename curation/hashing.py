@@ -8,7 +8,8 @@ disk, writes its content-addressed files (curation.content), and sends back the 
 
 Needs no Django settings: the workers come from a forkserver (never a fork of a process with
 threads and database connections) and import this module, Pillow and numpy. The pool is started
-on first use and kept for the life of the process (later imports share it). Where processes
+on first use and kept for the life of the process (later imports share it); the forkserver and
+the workers end with the process that started them, even when it is killed (curation.lifeline). Where processes
 cannot start (a Celery prefork child is a daemonic process: there the worker processes are
 Celery's own, one job each) or a worker dies, callers analyse in their own threads instead.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import multiprocessing
+import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 from .content import Disk, stored_files, write_once
 from .imaging import ImageAnalysis, ImageLimits, ImageRejected, analyse_image
+from .lifeline import die_with, own_temp_dir, remove_stale_temp_dirs
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +99,16 @@ def _processes(workers: int) -> ProcessPoolExecutor | None:
             _pool.shutdown(wait=False, cancel_futures=True)
             _pool = None
         try:
+            stale = remove_stale_temp_dirs()  # what SIGKILLed workers before this one left
+            if stale:
+                log.info("removed %d multiprocessing folder(s) of processes that are gone", len(stale))
+            own_temp_dir()
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload([__name__])
-            _pool, _pool_size = ProcessPoolExecutor(max_workers=workers, mp_context=context), workers
+            # The forkserver and each worker process end with this process, however it ends (a
+            # SIGKILLed Celery worker leaves none of them behind; the resource tracker then ends too).
+            context.set_forkserver_preload([__name__, "curation.forkserver_lifeline"])
+            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with, initargs=(os.getpid(),))
+            _pool_size = workers
         except (OSError, ValueError) as exc:
             _unavailable = True
             log.warning("ingest analyses images in threads: worker processes cannot start here (%s)", exc)

@@ -4,9 +4,10 @@ from django.db import models
 from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
-from harness import DEFAULT_LANGUAGE, LANGUAGES
+from benchforge_harness import DEFAULT_LANGUAGE, LANGUAGES
 
 # The languages a benchmark may be in: those the scoring harness has prompts in.
 # The harness's languages, named in the interface's language.
@@ -50,7 +51,8 @@ class Category(models.Model):
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="categories")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, help_text=_("In the benchmark's language."))
+    name_en = models.CharField(max_length=200, blank=True, help_text=_("English name, shown in the English interface."))
     description = models.TextField(blank=True)
     order = models.PositiveIntegerField(default=0)
 
@@ -60,11 +62,39 @@ class Category(models.Model):
         constraints = [models.UniqueConstraint(fields=["benchmark", "name"], name="unique_category_name")]
 
     def __str__(self):
-        return self.name
+        return self.display_name
+
+    @property
+    def display_name(self) -> str:
+        return category_name(self.name, self.name_en)
 
     @property
     def path(self) -> str:
         return f"{self.parent.name} / {self.name}" if self.parent_id else self.name
+
+    @property
+    def display_path(self) -> str:
+        """The path as this interface names it (`path` is the stored names, for data)."""
+        return f"{self.parent.display_name} / {self.display_name}" if self.parent_id else self.display_name
+
+
+def english_interface() -> bool:
+    """Whether the page is in English (any interface language but Chinese): English aliases show."""
+    return not (get_language() or "").lower().startswith("zh")
+
+
+def category_name(name: str, name_en: str = "") -> str:
+    """A category as this interface names it: its English alias in the English interface."""
+    return name_en if name_en and english_interface() else name
+
+
+def task_name(name: str, name_en: str = "") -> str:
+    """A task as this interface names it: the benchmark's own name (e.g. "计数") in the Chinese
+    interface; in the English one the English alias with the original beside it ("Counting · 计数"),
+    so an English-speaking researcher and a Chinese annotator can tell they mean the same task."""
+    if name_en and name_en != name and english_interface():
+        return f"{name_en} · {name}"
+    return name
 
 
 def task_label(name: str, category: str, parent: str | None = None) -> str:
@@ -98,12 +128,22 @@ class Task(models.Model):
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="tasks")
     category = models.ForeignKey(Category, on_delete=models.CASCADE, related_name="tasks")
-    name = models.CharField(max_length=200)
+    # The texts are in the benchmark's language (what annotators read and the judge is given);
+    # the *_en aliases are what the English interface shows beside them, when they differ.
+    name = models.CharField(max_length=200, help_text=_("In the benchmark's language."))
+    name_en = models.CharField(max_length=200, blank=True, help_text=_("English name, shown in the English interface."))
     slug = models.SlugField(max_length=80)
     description = models.TextField(blank=True)
+    description_en = models.TextField(blank=True)
     collection_keywords = models.JSONField(default=list, blank=True, help_text=_("Search terms for collecting images."))
     guideline = models.TextField(blank=True, help_text=_("What annotators must do for this task."))
+    guideline_en = models.TextField(
+        blank=True, help_text=_("The guideline in English, shown beside it in the English interface.")
+    )
     judge_rules = models.TextField(blank=True, help_text=_("Task-specific hints given to the LLM judge."))
+    judge_rules_en = models.TextField(
+        blank=True, help_text=_("The judge rules in English, for people (the judge gets the rules above).")
+    )
     quota = models.PositiveIntegerField(default=0, validators=[MinValueValidator(0)], help_text=_("Target number of seed items."))
     order = models.PositiveIntegerField(default=0)
 
@@ -112,14 +152,26 @@ class Task(models.Model):
         constraints = [models.UniqueConstraint(fields=["benchmark", "slug"], name="unique_task_slug")]
 
     def __str__(self):
-        return self.name
+        return self.display_name
+
+    @property
+    def display_name(self) -> str:
+        return task_name(self.name, self.name_en)
 
     @property
     def label(self) -> str:
         """The task as people read it, with its category: "Counting (Perception & Understanding)".
         Load the task with select_related("category__parent") where many are shown."""
         category = self.category
-        return task_label(self.name, category.name, category.parent.name if category.parent_id else None)
+        return task_label(self.display_name, category.display_name, category.parent.display_name if category.parent_id else None)
+
+    def english_texts(self) -> dict[str, str]:
+        """The English texts the English interface shows beside the task's own ({} in the Chinese
+        interface, and for a field without an alias or whose alias is the same text)."""
+        if not english_interface():
+            return {}
+        pairs = {"description": self.description_en, "guideline": self.guideline_en, "judge_rules": self.judge_rules_en}
+        return {field: text for field, text in pairs.items() if text and text != getattr(self, field)}
 
 
 # ---- images, screening, contamination (hash values: signed 64-bit, see curation.imaging) ----

@@ -9,12 +9,30 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class TaskSpec:
-    name: str
+    name: str  # in the preset's language; the *_en texts are its English, for the English interface
     description: str = ""
     keywords: tuple[str, ...] = ()
     guideline: str = ""
     judge_rules: str = ""
     quota: int | None = None
+    name_en: str = ""
+    description_en: str = ""
+    guideline_en: str = ""
+    judge_rules_en: str = ""
+    keywords_en: tuple[str, ...] = ()
+
+    def in_english(self) -> "TaskSpec":
+        """The task with its English texts as its own (for a benchmark in English); itself if it has none."""
+        if not self.name_en:
+            return self
+        return TaskSpec(
+            name=self.name_en,
+            description=self.description_en or self.description,
+            keywords=self.keywords_en or self.keywords,
+            guideline=self.guideline_en or self.guideline,
+            judge_rules=self.judge_rules_en or self.judge_rules,
+            quota=self.quota,
+        )
 
 
 @dataclass(frozen=True)
@@ -23,6 +41,16 @@ class CategorySpec:
     description: str = ""
     tasks: tuple[TaskSpec, ...] = ()
     children: tuple["CategorySpec", ...] = ()
+    name_en: str = ""
+    description_en: str = ""
+
+    def in_english(self) -> "CategorySpec":
+        if not self.name_en:
+            return self
+        tasks = tuple(t.in_english() for t in self.tasks)
+        return CategorySpec(
+            self.name_en, self.description_en or self.description, tasks, tuple(c.in_english() for c in self.children)
+        )
 
 
 @dataclass(frozen=True)
@@ -47,6 +75,25 @@ def _t(name, description="", keywords=(), guideline="", judge_rules="", quota=No
     return TaskSpec(name, description, tuple(keywords), guideline, judge_rules, quota)
 
 
+def _zh(name, name_en, description, keywords, guideline, judge_rules=""):
+    """A task of a Chinese preset: (Chinese, English) pairs of each text and of the keywords."""
+    return TaskSpec(
+        name=name,
+        name_en=name_en,
+        description=description[0],
+        description_en=description[1],
+        keywords=tuple(keywords[0]),
+        keywords_en=tuple(keywords[1]),
+        guideline=guideline[0],
+        guideline_en=guideline[1],
+        judge_rules=judge_rules[0] if judge_rules else "",
+        judge_rules_en=judge_rules[1] if judge_rules else "",
+    )
+
+
+# AlignMMBench is a Chinese benchmark: its tasks, guidelines and judge rules are Chinese (what its
+# annotators read and its judge is given), with the paper's English task names as aliases. The
+# English names are also what the released metadata.jsonl calls the tasks, so imports match them.
 ALIGNMMBENCH = Preset(
     key="alignmmbench",
     name="AlignMMBench",
@@ -55,105 +102,181 @@ ALIGNMMBENCH = Preset(
     language="zh",
     categories=(
         CategorySpec(
-            "Perception & Understanding",
-            "Seeing what is in the image and explaining it.",
+            "感知与理解",
+            "看清图中有什么，并解释它。",
+            name_en="Perception & Understanding",
+            description_en="Seeing what is in the image and explaining it.",
             tasks=(
-                _t(
+                _zh(
+                    "描述",
                     "Description",
-                    "Describe an image in full: objects, scene, mood, text.",
-                    ["poster", "scenery", "flowchart", "map", "cartoon"],
-                    "Ask for a description; the reference must cover every visible element a judge would need.",
+                    ("完整描述一张图片：物体、场景、氛围和文字。", "Describe an image in full: objects, scene, mood, text."),
+                    (["海报", "风景", "流程图", "地图", "漫画"], ["poster", "scenery", "flowchart", "map", "cartoon"]),
+                    (
+                        "请模型描述图片；参考答案要写出评委不看图也需要知道的每一个可见元素。",
+                        "Ask for a description; the reference must cover every visible element a judge would need.",
+                    ),
                 ),
-                _t(
+                _zh(
+                    "识别",
                     "Recognition",
-                    "Name objects, species, places, people or brands.",
-                    ["animals", "plants", "landmarks", "logos"],
-                    "Ask what something is; the reference names it precisely and says how it can be told apart.",
+                    ("说出物体、物种、地点、人物或品牌。", "Name objects, species, places, people or brands."),
+                    (["动物", "植物", "地标", "商标"], ["animals", "plants", "landmarks", "logos"]),
+                    (
+                        "问图中某物是什么；参考答案准确说出它的名称，并说明凭什么认出它。",
+                        "Ask what something is; the reference names it precisely and says how it can be told apart.",
+                    ),
                 ),
-                _t(
+                _zh(
+                    "计数",
                     "Counting",
-                    "Count instances of something in the image.",
-                    ["fruit stall", "collections", "crowds"],
-                    "Ask for a count of clearly countable things; the reference gives the exact number.",
-                    "Any number other than the reference count is wrong, however good the rest of the answer is.",
+                    ("数出图中某类事物的数量。", "Count instances of something in the image."),
+                    (["水果摊", "收藏品", "人群"], ["fruit stall", "collections", "crowds"]),
+                    (
+                        "只问能数清楚的东西；参考答案给出确切数字。",
+                        "Ask for a count of clearly countable things; the reference gives the exact number.",
+                    ),
+                    (
+                        "数量与参考答案不同即为错误，其余部分写得再好也一样。",
+                        "Any number other than the reference count is wrong, however good the rest of the answer is.",
+                    ),
                 ),
-                _t(
+                _zh(
                     "OCR",
-                    "Read, extract or use text in the image.",
-                    ["signs", "menus", "receipts", "handwriting"],
-                    "Ask to read or use text; the reference transcribes it exactly.",
-                    "Extracted text must match the reference; a faithful translation into another language is not an error.",
+                    "OCR",
+                    ("读取、提取或利用图中的文字。", "Read, extract or use text in the image."),
+                    (["招牌", "菜单", "小票", "手写"], ["signs", "menus", "receipts", "handwriting"]),
+                    (
+                        "请模型读出或使用图中文字；参考答案逐字照录原文。",
+                        "Ask to read or use text; the reference transcribes it exactly.",
+                    ),
+                    (
+                        "提取的文字必须与参考答案一致；忠实地译成另一种语言不算错误。",
+                        "Extracted text must match the reference; a faithful translation into another language is not an error.",
+                    ),
                 ),
-                _t(
+                _zh(
+                    "梗图理解",
                     "Meme",
-                    "Explain a meme or humorous image.",
-                    ["memes", "comics", "stickers"],
-                    "Ask why the image is funny; the reference explains the joke and its cultural background.",
-                    "Credit the answer only if it explains why the image is funny, not just what it shows.",
+                    ("解释梗图或幽默图片。", "Explain a meme or humorous image."),
+                    (["梗图", "漫画", "表情包"], ["memes", "comics", "stickers"]),
+                    (
+                        "问这张图好笑在哪里；参考答案讲清笑点和需要的文化背景。",
+                        "Ask why the image is funny; the reference explains the joke and its cultural background.",
+                    ),
+                    (
+                        "只有讲出图片为什么好笑的回答才得分，只描述画面内容的不算。",
+                        "Credit the answer only if it explains why the image is funny, not just what it shows.",
+                    ),
                 ),
-                _t(
+                _zh(
+                    "知识",
                     "Knowledge",
-                    "Answer with world knowledge the image calls for.",
-                    ["artworks", "historic sites", "instruments"],
-                    "Ask a question that needs knowledge beyond the pixels; the reference states the facts.",
+                    ("用图片所需的常识和世界知识作答。", "Answer with world knowledge the image calls for."),
+                    (["艺术品", "名胜古迹", "乐器"], ["artworks", "historic sites", "instruments"]),
+                    (
+                        "提出需要画面以外知识才能回答的问题；参考答案写明相关事实。",
+                        "Ask a question that needs knowledge beyond the pixels; the reference states the facts.",
+                    ),
                 ),
             ),
         ),
         CategorySpec(
-            "Reasoning & Analysis",
-            "Drawing conclusions and producing content from the image.",
+            "推理与分析",
+            "根据图片得出结论、生成内容。",
+            name_en="Reasoning & Analysis",
+            description_en="Drawing conclusions and producing content from the image.",
             tasks=(
-                _t(
+                _zh(
+                    "推理",
                     "Reasoning",
-                    "Infer something not directly visible.",
-                    ["puzzles", "scenes with clues", "cause and effect"],
-                    "Ask for an inference; the reference gives the conclusion and the reasoning.",
-                    "Judge the final conclusion first; a wrong conclusion caps the rating whatever the reasoning.",
+                    ("推断图中没有直接呈现的信息。", "Infer something not directly visible."),
+                    (["谜题", "带线索的场景", "因果关系"], ["puzzles", "scenes with clues", "cause and effect"]),
+                    (
+                        "请模型做出推断；参考答案给出结论和推理过程。",
+                        "Ask for an inference; the reference gives the conclusion and the reasoning.",
+                    ),
+                    (
+                        "先看最终结论：结论错误时，推理过程再好也不能给高分。",
+                        "Judge the final conclusion first; a wrong conclusion caps the rating whatever the reasoning.",
+                    ),
                 ),
-                _t(
+                _zh(
+                    "图表",
                     "Chart",
-                    "Read and analyse charts and tables.",
-                    ["subway map", "bar graph", "table", "line chart"],
-                    "Ask about values, trends or comparisons in the chart; the reference gives the exact values.",
+                    ("读懂并分析图表和表格。", "Read and analyse charts and tables."),
+                    (["地铁线路图", "柱状图", "表格", "折线图"], ["subway map", "bar graph", "table", "line chart"]),
+                    (
+                        "问图表中的数值、趋势或比较；参考答案给出确切数值。",
+                        "Ask about values, trends or comparisons in the chart; the reference gives the exact values.",
+                    ),
                 ),
-                _t(
+                _zh(
+                    "问题解答",
                     "Problem",
-                    "Solve a problem shown in the image (maths, physics, code).",
-                    ["exam questions", "diagrams", "code screenshots"],
-                    "Ask to solve it; the reference shows the steps and the result.",
+                    ("解答图中给出的题目（数学、物理、代码）。", "Solve a problem shown in the image (maths, physics, code)."),
+                    (["试题", "示意图", "代码截图"], ["exam questions", "diagrams", "code screenshots"]),
+                    ("请模型解题；参考答案写出步骤和结果。", "Ask to solve it; the reference shows the steps and the result."),
                 ),
-                _t(
+                _zh(
+                    "对比",
                     "Comparison",
-                    "Compare objects or regions of the image.",
-                    ["product shelves", "before and after", "two animals"],
-                    "Ask for a comparison; the reference lists the differences and similarities.",
+                    ("比较图中的物体或区域。", "Compare objects or regions of the image."),
+                    (["商品货架", "前后对比", "两种动物"], ["product shelves", "before and after", "two animals"]),
+                    (
+                        "请模型做比较；参考答案列出不同点和相同点。",
+                        "Ask for a comparison; the reference lists the differences and similarities.",
+                    ),
                 ),
-                _t(
+                _zh(
+                    "写作",
                     "Writing",
-                    "Write creative or practical text inspired by the image.",
-                    ["landscapes", "events", "products"],
-                    "Ask for a poem, story, ad or email about the image; the reference is one good example.",
-                    "Judge a story or poem on fluency and relevance to the image and request, not closeness to the reference.",
+                    ("根据图片写创意或实用文字。", "Write creative or practical text inspired by the image."),
+                    (["风景", "活动", "产品"], ["landscapes", "events", "products"]),
+                    (
+                        "请模型就图片写一首诗、一个故事、一则广告或一封邮件；参考答案是一个好的范例。",
+                        "Ask for a poem, story, ad or email about the image; the reference is one good example.",
+                    ),
+                    (
+                        "故事或诗歌看是否通顺、是否切合图片和要求，而不看与参考答案是否相近。",
+                        "Judge a story or poem on fluency and relevance to the image and request, not closeness to the reference.",
+                    ),
                 ),
             ),
         ),
         CategorySpec(
-            "Dialogue Context",
-            "Multi-turn dialogues taken from real use; never rewritten.",
+            "对话上下文",
+            "取自真实使用的多轮对话，不做改写。",
+            name_en="Dialogue Context",
+            description_en="Multi-turn dialogues taken from real use; never rewritten.",
             tasks=(
-                _t(
+                _zh(
+                    "对话连贯性",
                     "Coherence",
-                    "Answer using earlier turns of the dialogue.",
-                    ["multi-turn logs"],
-                    "Keep the real dialogue history; the final question depends on it.",
-                    "Check the answer uses the dialogue history and follows instructions given in earlier turns.",
+                    ("结合前几轮对话作答。", "Answer using earlier turns of the dialogue."),
+                    (["多轮对话记录"], ["multi-turn logs"]),
+                    (
+                        "保留真实的对话历史；最后一个问题要依赖前文才能回答。",
+                        "Keep the real dialogue history; the final question depends on it.",
+                    ),
+                    (
+                        "检查回答是否用到了对话历史，并遵守了前几轮提出的要求。",
+                        "Check the answer uses the dialogue history and follows instructions given in earlier turns.",
+                    ),
                 ),
-                _t(
+                _zh(
+                    "对话纠错",
                     "Incoherence",
-                    "An earlier assistant turn was wrong and the user says so.",
-                    ["multi-turn logs"],
-                    "The history holds a wrong assistant turn that the user points out; the reference corrects it.",
-                    "Check the answer notices the earlier mistake and corrects it instead of repeating it.",
+                    ("前一轮助手回答有误，用户指了出来。", "An earlier assistant turn was wrong and the user says so."),
+                    (["多轮对话记录"], ["multi-turn logs"]),
+                    (
+                        "对话历史中有一轮错误的助手回答，用户指出了错误；参考答案给出更正。",
+                        "The history holds a wrong assistant turn that the user points out; the reference corrects it.",
+                    ),
+                    (
+                        "检查回答是否发现了之前的错误并加以更正，而不是重复错误。",
+                        "Check the answer notices the earlier mistake and corrects it instead of repeating it.",
+                    ),
                 ),
             ),
         ),

@@ -16,6 +16,8 @@ from .models import (
     KnownHash,
     KnownImageSet,
     Task,
+    category_name,
+    task_name,
 )
 
 
@@ -75,8 +77,15 @@ def task_choices(benchmark: Benchmark, value: str = "slug") -> list[tuple[str, l
     """Choices for a task select, grouped by category in taxonomy order: [(category path,
     [(task slug or pk, task name), ...]), ...] (Django renders the groups as <optgroup>)."""
     groups: dict[str, list[tuple]] = {}
-    for task in tasks_of(benchmark):
-        groups.setdefault(task.category.path, []).append((getattr(task, value), task.name))
+    # Plain rows, no models: every list page's filter bar asks for them (names as this interface shows them).
+    rows = tasks_of(benchmark).values_list(
+        value, "name", "name_en", "category__name", "category__name_en", "category__parent__name", "category__parent__name_en"
+    )
+    for key, name, name_en, category, category_en, parent, parent_en in rows:
+        path = category_name(category, category_en)
+        if parent is not None:
+            path = f"{category_name(parent, parent_en)} / {path}"
+        groups.setdefault(path, []).append((key, task_name(name, name_en)))
     return list(groups.items())
 
 

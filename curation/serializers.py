@@ -12,7 +12,10 @@ class TaskSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Task
-        fields = ["id", "slug", "name", "category", "description", "collection_keywords", "guideline", "judge_rules", "quota"]
+        fields = [
+            *("id", "slug", "name", "name_en", "category", "description", "description_en", "collection_keywords"),
+            *("guideline", "guideline_en", "judge_rules", "judge_rules_en", "quota"),
+        ]
         read_only_fields = ["id", "slug", "category"]
 
     def validate_collection_keywords(self, value):

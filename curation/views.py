@@ -64,7 +64,7 @@ def task_edit(request, slug, task_slug):
     form = TaskForm(request.POST or None, instance=task)
     if request.method == "POST" and form.is_valid():
         services.update_task(task, **{f: form.cleaned_data[f] for f in form.Meta.fields})
-        messages.success(request, gettext("Saved task '%(name)s'.") % {"name": task.name})
+        messages.success(request, gettext("Saved task '%(name)s'.") % {"name": task.display_name})
         return redirect("taxonomy", slug=benchmark.slug)
     return render(request, "curation/task_form.html", {"benchmark": benchmark, "task": task, "form": form})
 

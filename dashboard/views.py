@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from annotation.selectors import item_counts_by_task_and_status, submission_progress
 from annotation.workflow import STATUS_CHOICES
+from benchforge import permissions
 from benchforge.roles import ANNOTATOR, role_required
 from benchforge.throttling import cache_get, cache_set
 from curation.selectors import benchmarks_for, get_benchmark_for, status_counts, tasks_of
@@ -68,6 +69,13 @@ def summary_cards(recent: RecentCounts, rows, totals, progress) -> dict:
     }
 
 
+def next_steps(user, benchmark) -> dict | None:
+    """What a researcher does first in a new benchmark (no images yet): members, taxonomy, upload."""
+    if not permissions.is_researcher(user) or benchmark.images.exists():
+        return None
+    return {"members": benchmark.members.count() <= 1}
+
+
 @role_required(ANNOTATOR)
 def dashboard(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
@@ -108,6 +116,7 @@ def dashboard(request, slug):
             "rewrite": recent.get("rewrite", rewrite_panel),
             "qc": recent.get("qc", qc_overview),
             "counted_at": recent.counted_at if recent.seconds > 0 else None,
+            "next_steps": next_steps(request.user, benchmark),
             "recount_seconds": recent.seconds,
         },
     )

@@ -21,13 +21,14 @@ from django.db import transaction
 from django.db.models import Count
 
 from annotation.models import Assignment, Item
-from annotation.services import assign_images, create_item, submit_item
+from annotation.services import assign_images, assign_items, create_item, submit_item
 from annotation.services.assignments import usable_images
 from annotation.workflow import ANSWERED, DRAFT
 from benchforge.roles import ANNOTATOR, RESEARCHER
 from curation.models import Benchmark, Image, KnownImageSet
 from curation.services import import_known_set, ingest_image, screen_images
 from exports import demo as exports_demo
+from humaneval import demo as humaneval_demo
 from jobs import services as jobs
 from qc import demo as qc_demo
 from review.models import Review, ReviewRound
@@ -145,7 +146,10 @@ def _make_item(benchmark, users, *, author: str, picture: str, task: str, submit
     item = _item(benchmark, fields["question"])
     if item is None:
         image = _picture(benchmark, picture)
-        item = create_item(benchmark, task=task, user=users[author], assignee=users[author], images=[image.pk], **fields)
+        item = create_item(benchmark, task=task, user=users[author], images=[image.pk], **fields)
+        # Handed to its author the way a researcher does it: the item and its open assignment name them both.
+        assign_items(benchmark, item_ids=[item.pk], assignee=users[author], user=users["researcher"])
+        item.refresh_from_db()
     if submit and item.status == DRAFT:
         item = submit_item(item, user=users[author], expected_version=item.version)
     return item
@@ -255,7 +259,8 @@ DEMO_STEPS: list[DemoStep] = [
     DemoStep("review rounds", add_review_rounds),
     DemoStep("rewrite batch", rewrite_demo.add_demo),
     DemoStep("QC run", qc_demo.add_demo),
-    DemoStep("release", exports_demo.add_demo),
+    DemoStep("releases and leaderboard", exports_demo.add_demo),
+    DemoStep("human evaluation", humaneval_demo.add_demo),
 ]
 
 

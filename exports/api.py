@@ -26,12 +26,34 @@ class FileSerializer(serializers.ModelSerializer):
 class ReleaseSerializer(serializers.ModelSerializer):
     source = serializers.SlugRelatedField(slug_field="version", read_only=True)
     files = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField(
+        help_text="the build job's state while it is not finished or did not succeed (queued, running, "
+        "interrupted, unsent, failed, cancelled), else the release's own (draft, built, frozen)"
+    )
+    state = serializers.SerializerMethodField(help_text="the status as a person reads it, in their language")
+    state_reason = serializers.SerializerMethodField(help_text="why its build failed, was cancelled or stopped (else empty)")
+
+    def _state(self, release) -> dict:
+        if getattr(release, "_work_state", None) is None:
+            release._work_state = selectors.release_state(release)
+        return release._work_state
+
+    def get_status(self, release) -> str:
+        return self._state(release)["code"]
+
+    def get_state(self, release) -> str:
+        return str(self._state(release)["label"])
+
+    def get_state_reason(self, release) -> str:
+        return self._state(release)["reason"]
 
     class Meta:
         model = Release
         fields = [
             "version",
             "status",
+            "state",
+            "state_reason",
             "notes",
             "statuses",
             "tasks",
@@ -86,7 +108,7 @@ class ReleaseList(generics.ListAPIView):
     permission_classes = [role_permission(ANNOTATOR)]
 
     def get_queryset(self):
-        return selectors.releases_of(get_benchmark_for(self.request.user, self.kwargs["slug"]))
+        return selectors.releases_of(get_benchmark_for(self.request.user, self.kwargs["slug"])).select_related("job")
 
     @extend_schema(request=NewReleaseSerializer, responses={201: ReleaseSerializer, 200: ReleaseSerializer})
     def post(self, request, slug):
@@ -128,14 +150,12 @@ class ReleaseDetail(APIView):
         release = _release(request, slug, version)
         serializer = ReleaseNotesSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        release.notes = serializer.validated_data["notes"]
-        release.save(update_fields=["notes"])
+        release = services.set_notes(release, serializer.validated_data["notes"], user=request.user)
         return Response(ReleaseSerializer(release, context={"request": request}).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request, slug, version):
-        permissions.require_researcher(request.user, "Deleting a release")
-        _release(request, slug, version).delete()
+        services.delete_release(_release(request, slug, version), user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -234,7 +254,8 @@ class ScoreSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(ValidationSerializer(allow_null=True))
     def get_validation(self, score):
-        return self.context.get("validations", {}).get(score.pk)
+        found = self.context.get("validations", {}).get(score.pk)
+        return {k: v for k, v in found.items() if k != "rater_ids"} if found else None
 
     def get_estimate(self, score) -> dict | None:
         return leaderboard.spending(score)["estimate"]
@@ -279,17 +300,7 @@ class Leaderboard(APIView):
         anchor = selectors.find_score(release, data.get("anchor"))
         if data.get("anchor") and anchor is None:
             return Response({"detail": f"No score #{data['anchor']} on release {version}."}, status=status.HTTP_400_BAD_REQUEST)
-        upload = data.get("predictions")
-        score = leaderboard.submit(
-            release,
-            user=request.user,
-            label=data["label"],
-            method=data["method"],
-            predictions=upload.read() if upload else None,
-            endpoint=data["endpoint"].strip(),
-            judge=data["judge"].strip(),
-            anchor=anchor,
-        )
+        score = leaderboard.submit(release, user=request.user, **{**data, "anchor": anchor})
         return Response(ScoreSerializer(score).data, status=status.HTTP_201_CREATED)
 
 

@@ -1,10 +1,11 @@
 """The dataset card (README.md of a bundle), its chart and the license file: text made from the
 release's own rows only, so a rebuild writes the same bytes."""
 
+from collections import Counter
 from xml.sax.saxutils import escape
 
 from annotation.withholding import SPLITS, fields_withheld, statement
-from harness import distribution
+from benchforge_harness import distribution
 
 from .models import Release
 
@@ -24,31 +25,24 @@ def tasks_in_order(counts: dict, taxonomy: dict | None = None) -> list[tuple[str
     return [(name, per_task[name]) for name in order + sorted(set(per_task) - set(order))]
 
 
-def dataset_card(release: Release, variant: str) -> str:
-    counts, made = release.counts, release.construction
-    lines = [
-        f"# {release.benchmark.name} {release.version}",
-        "",
-        release.benchmark.description or "",
-        "",
-        f"A multimodal (image + question) evaluation benchmark built with benchforge. {counts['items']} questions "
-        f"({counts['seeds']} seed questions and their rewrites) on {counts['images']} images; dev {counts['dev']}, "
-        f"test {counts['test']}. This is the **{variant}** bundle.",
-        "",
-    ]
-    if release.notes:
-        lines += ["## Notes", "", as_text(release.notes), ""]
-    lines += ["## What is withheld", ""]
-    if variant == "public":
-        lines += [f"- {line}" for line in statement(release.private)]
-    else:
-        lines += ["This private bundle holds everything. Its public bundle withholds:", ""]
-        lines += [f"- {line}" for line in statement(release.private)]
-    lines.append("")
-    lines += ["## Questions per task and split", "", "| task | dev | test | total |", "| --- | ---: | ---: | ---: |"]
-    for task, split in tasks_in_order(counts, release.taxonomy):
+def _title(release: Release) -> list[str]:
+    return [f"# {release.benchmark.name} {release.version}", "", release.benchmark.description or "", ""]
+
+
+def _notes(release: Release) -> list[str]:
+    return ["## Notes", "", as_text(release.notes), ""] if release.notes else []
+
+
+def _per_task(release: Release) -> list[str]:
+    lines = ["## Questions per task and split", "", "| task | dev | test | total |", "| --- | ---: | ---: | ---: |"]
+    for task, split in tasks_in_order(release.counts, release.taxonomy):
         lines.append(f"| {task} | {split.get('dev', 0)} | {split.get('test', 0)} | {sum(split.values())} |")
-    lines += ["", "![questions per task](charts/items_per_task.svg)", "", "## How it was built", ""]
+    return [*lines, "", "![questions per task](charts/items_per_task.svg)", ""]
+
+
+def _construction(release: Release) -> list[str]:
+    made = release.construction
+    lines = ["## How it was built", ""]
     lines.append(
         f"- Images collected: {made.get('images_collected', 0)}; accepted after screening: "
         f"{made.get('images_accepted', 0)} (rejected: {made.get('images_rejected', 0)})."
@@ -66,15 +60,37 @@ def dataset_card(release: Release, variant: str) -> str:
     for key, label in (("qc_removed", "Removed by the quality filters"),):
         if key in made:
             lines.append(f"- {label}: {made[key]}.")
-    lines += [
+    return [*lines, ""]
+
+
+def dataset_card(release: Release, variant: str) -> str:
+    """README.md of a bundle (variant: public or private)."""
+    counts = release.counts
+    lines = [
+        *_title(release),
+        f"A multimodal (image + question) evaluation benchmark built with benchforge. {counts['items']} questions "
+        f"({counts['seeds']} seed questions and their rewrites) on {counts['images']} images; dev {counts['dev']}, "
+        f"test {counts['test']}. This is the **{variant}** bundle.",
         "",
+        *_notes(release),
+        "## What is withheld",
+        "",
+    ]
+    if variant == "public":
+        lines += [f"- {line}" for line in statement(release.private)]
+    else:
+        lines += ["This private bundle holds everything. Its public bundle withholds:", ""]
+        lines += [f"- {line}" for line in statement(release.private)]
+    lines.append("")
+    lines += [*_per_task(release), *_construction(release)]
+    lines += [
         "## Files",
         "",
-        "- `items.jsonl`: one question per line (the schema is in `harness/release.py`).",
+        "- `items.jsonl`: one question per line (the schema is in `benchforge_harness/release.py`).",
         "- `images/`: the images, named by their sha256.",
         "- `taxonomy.json`: categories and tasks, with each task's judging rule.",
         "- `mcq.tsv`: multiple-choice questions in MMBench's columns (when there are any).",
-        "- `harness/`: the scoring harness; `manifest.json`: the sha256 of every file.",
+        "- `benchforge_harness/`: the scoring harness; `manifest.json`: the sha256 of every file.",
         f"- `{distribution.wheel_name()}`: the same harness as a wheel, to install where you evaluate.",
         "- `inspect_task.py`: the release as Inspect tasks (`pip install inspect-ai`, then "
         "`inspect eval inspect_task.py --model openai/<name> -M responses_api=false -T grader=openai/<judge>`); "
@@ -84,7 +100,8 @@ def dataset_card(release: Release, variant: str) -> str:
         "## Scoring",
         "",
         *scoring_lines(release, variant),
-        "See `harness/README.md` for the models file and every command. `models.toml`, `predictions/` and "
+        *extra_card_lines(release, variant),
+        "See `benchforge_harness/README.md` for the models file and every command. `models.toml`, `predictions/` and "
         "`results/` are working files: `verify` leaves them out of its check.",
         "",
         "## License",
@@ -95,26 +112,164 @@ def dataset_card(release: Release, variant: str) -> str:
     return "\n".join(lines)
 
 
+# Files a stage above exports adds to a bundle (item analysis: an anchor split), with their card section.
+_extras_finder = None
+
+
+def register_bundle_extras(find) -> None:
+    """`find(release, variant)` -> [(path inside the bundle, text, card lines)]."""
+    global _extras_finder
+    _extras_finder = find
+
+
+def bundle_extras(release: Release, variant: str) -> list[tuple[str, str, list[str]]]:
+    return _extras_finder(release, variant) if _extras_finder is not None else []
+
+
+def extra_card_lines(release: Release, variant: str) -> list[str]:
+    return [line for _path, _text, lines in bundle_extras(release, variant) for line in lines]
+
+
+# The columns of the Parquet export (exports.parquet.FEATURES), what each holds.
+HUB_COLUMNS = (
+    ("id", "string", "the question's id in the release: the key of a model's predictions"),
+    ("question", "string", "the question (the last user turn)"),
+    (
+        "seed_id",
+        "string",
+        "for a rewrite, the id of the seed question it rephrases (empty for a seed); "
+        "a seed and its rewrites are one group of the alignment score",
+    ),
+    ("category", "string", "the task's category (capability level)"),
+    ("subcategory", "string", "the task's subcategory, when the taxonomy has one"),
+    ("task", "string", "the task (its judging rule is in the release's taxonomy)"),
+    ("question_type", "string", "open-ended, close-ended or compound"),
+    ("history", "string", 'JSON: the earlier turns of a multi-turn item, [{"role", "content"}]'),
+    ("images", "list of images", "the item's images, embedded (decoded by `datasets`)"),
+    ("image_licenses", "list of strings", "each image's licence, in the order of `images`"),
+    ("image_sources", "list of strings", "each image's source, in the order of `images`"),
+    ("reference_answer", "string", "the reference answer a judge grades against (empty where withheld)"),
+    ("criteria", "list of strings", "the per-question criteria of a pairwise judge (empty where withheld)"),
+    ("description", "string", "a fine-grained description of the image (TouchStone-style judging)"),
+    ("hint", "string", "a hint shown before a multiple-choice question"),
+    ("choices", "string", 'JSON: the options of a multiple-choice item, {"A": ..., "B": ...}; empty otherwise'),
+    ("answer", "string", "the letter of the right option (empty where withheld)"),
+    ("split", "string", "dev or test"),
+    ("meta", "string", "JSON: where the item came from (a rewrite's batch, model and template...)"),
+)
+
+
+def hub_card(release: Release, splits: dict[str, int]) -> str:
+    """The card of the Parquet export (its README.md below the Hub metadata): what this export
+    holds, its splits and columns, what it withholds, the licences, how to load it and how to score
+    with the harness (which is not in it: the release's bundles carry it)."""
+    counts = release.counts
+    licences = Counter(license or "license not recorded" for license in release.images.values_list("license", flat=True))
+    files = ", ".join(f'"{s}": "data/{s}-00000-of-00001.parquet"' for s in splits)
+    lines = [
+        *_title(release),
+        f"The public part of release {release.version} of {release.benchmark.name}, a multimodal (image + question) "
+        f"evaluation benchmark built with benchforge, as a Hugging Face dataset: {sum(splits.values())} questions "
+        f"({counts['seeds']} seed questions and their rewrites) on {counts['images']} images, one row per question "
+        "with its images embedded, in Parquet files under `data/`, one per split.",
+        "",
+        *_notes(release),
+        "## Splits",
+        "",
+        "| split | rows |",
+        "| --- | ---: |",
+        *(f"| {split} | {n} |" for split, n in splits.items()),
+        "",
+        "## What is withheld",
+        "",
+        "This export holds the rows of the release's public bundle: what the release keeps private is left empty.",
+        "",
+        *(f"- {line}" for line in statement(release.private)),
+        "",
+        "## Columns",
+        "",
+        "| column | type | what it holds |",
+        "| --- | --- | --- |",
+        *(f"| `{name}` | {kind} | {what} |" for name, kind, what in HUB_COLUMNS),
+        "",
+        "The header's `dataset_info` declares the same columns as `datasets` features.",
+        "",
+        *_per_task(release),
+        *_construction(release),
+        "## Licence",
+        "",
+        f"The questions, answers and annotations: {as_text(release.license)}. Each image keeps the licence of its "
+        "source, given row by row in `image_licenses` (and its source in `image_sources`). The images of this "
+        "release, by licence:",
+        "",
+        *(f"- {as_text(name)}: {n}" for name, n in sorted(licences.items())),
+        "",
+        "## Loading",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        'dataset = load_dataset("path/to/this/folder")  # or the Hub repository it was uploaded to',
+        f'dataset = load_dataset("parquet", data_files={{{files}}})  # the files alone',
+        "```",
+        "",
+        "## Scoring with the harness",
+        "",
+        "The scoring harness is not in this export: every bundle of the release carries it "
+        f"(`{release.top}-public.tar.gz` or `.zip`, from the release's page), with the same questions under the "
+        "same `id`s. Answer the questions with your model, write the answers one JSON object a line, "
+        '`{"id": ..., "model": "my-vlm", "answer": ...}`, to `my-vlm.jsonl`, then, in the unpacked public bundle '
+        "(with Python 3.11 or later, and a `models.toml` declaring your judge `my-judge`; the bundle's README and "
+        "`benchforge_harness/README.md` say more):",
+        "",
+        "```",
+        "python -m venv ../harness-env && . ../harness-env/bin/activate",
+        f'pip install "./{distribution.wheel_name()}[openai]"',
+        "python -m benchforge_harness judge --judge my-judge --predictions ../my-vlm.jsonl",
+        "python -m benchforge_harness mcq --model my-vlm   # multiple choice: the harness asks the model itself",
+        "```",
+        "",
+        "What a public bundle withholds (above) is not scored there: the benchmark's leaderboard scores it.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def scoring_lines(release: Release, variant: str) -> list[str]:
     """The commands this bundle can run, and what they score: only modes it has the data for."""
     hidden = {split: fields_withheld(release.private, split) if variant == "public" else frozenset() for split in SPLITS}
     judged = [split for split in SPLITS if "reference_answer" not in hidden[split]]
     keyed = [split for split in SPLITS if "answer" not in hidden[split]]
+    wheel = distribution.wheel_name()
     lines = [
-        "Run the harness from this folder as it is, or install its wheel (with the SDK of your endpoints):",
+        "Run these commands in this folder (the unpacked bundle), with Python 3.11 or later and nothing else "
+        "installed: the first two make an environment of its own outside this folder (so `verify` finds nothing "
+        "added here) and install the bundled harness with the SDK of OpenAI-compatible servers (`[zai]` instead "
+        "for GLM endpoints). Before `infer`, write `models.toml` here, declaring the endpoints `my-vlm` (the model "
+        "under test) and `my-judge`, and export the API key variables it names (`benchforge_harness/README.md`, "
+        "section 1).",
         "",
         "```",
-        f'pip install "./{distribution.wheel_name()}[openai]"   # then `benchforge-harness` = `python -m harness`',
-        "python -m harness verify .                      # every file matches manifest.json",
+        "python -m venv ../harness-env && . ../harness-env/bin/activate",
+        f'pip install "./{wheel}[openai]"',
+        "python -m benchforge_harness verify .",
     ]
     if judged:
         lines += [
-            "python -m harness infer --model my-vlm          # answers -> predictions/my-vlm.jsonl",
-            "python -m harness judge --judge my-judge --predictions predictions/my-vlm.jsonl",
+            "python -m benchforge_harness infer --model my-vlm",
+            "python -m benchforge_harness judge --judge my-judge --predictions predictions/my-vlm.jsonl",
         ]
     if keyed:
-        lines.append("python -m harness mcq --model my-vlm            # multiple choice under CircularEval")
-    lines += ["```", ""]
+        lines.append("python -m benchforge_harness mcq --model my-vlm")
+    lines += [
+        "```",
+        "",
+        "`verify` checks every file against manifest.json; `infer` writes the answers to `predictions/my-vlm.jsonl`; "
+        "`judge` grades them against the reference answers; `mcq` asks the multiple-choice questions under "
+        "CircularEval. Each writes `results/<command>/` (results.json and a report). After the install, "
+        "`benchforge-harness` is the same as `python -m benchforge_harness`, anywhere.",
+        "",
+    ]
     if variant == "public" and (set(judged) != set(SPLITS) or set(keyed) != set(SPLITS)):
         runs = [
             f"`judge` scores the {' and '.join(judged)} split" if judged else "`judge` has no reference answer to grade with",

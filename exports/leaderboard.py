@@ -8,7 +8,8 @@ and the judge endpoint's settings."""
 
 import io
 import json
-import math
+import logging
+import tarfile
 from pathlib import Path
 
 from django.core.files.storage import default_storage
@@ -16,13 +17,25 @@ from django.db import transaction
 from django.utils.text import slugify
 from django.utils.translation import gettext
 
-import harness
+import benchforge_harness
 from benchforge import permissions
-from benchforge.errors import DomainError
-from harness import DEFAULT_LANGUAGE, PREDICTIONS_FORMAT, InputError, in_language, parse_item, read_predictions, scoring
-from harness import Release as HarnessRelease
-from harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
+from benchforge.errors import Conflict, DomainError
+from benchforge_harness import (
+    DEFAULT_LANGUAGE,
+    MANIFEST,
+    PREDICTIONS_FORMAT,
+    InputError,
+    distribution,
+    in_language,
+    metrics,
+    parse_item,
+    read_predictions,
+    scoring,
+)
+from benchforge_harness import Release as HarnessRelease
+from benchforge_harness.llm import ConfigError, LLMError
 from jobs import services as jobs
+from jobs.selectors import recorded_rows
 from llm.client import check_endpoints, get_client, get_endpoint
 from llm.selectors import usage_of
 from llm.sink import JobSink
@@ -31,6 +44,7 @@ from .models import Release, ReleaseFile, Score
 from .services import bundle_rows
 
 SCORE_JOB = "release_score"
+log = logging.getLogger(__name__)
 MAX_ERRORS_SHOWN = 10
 
 
@@ -51,7 +65,7 @@ def scoring_release(release: Release) -> HarnessRelease:
 
 
 def parse_predictions(data: bytes, release: HarnessRelease, *, label: str) -> dict[str, str]:
-    """An uploaded predictions file, read by the harness's own reader (harness.release.PREDICTIONS_FORMAT:
+    """An uploaded predictions file, read by the harness's own reader (benchforge_harness.release.PREDICTIONS_FORMAT:
     what `infer` writes and `judge` reads), open questions only; {item id: answer}. Every problem
     is reported with its line; nothing is kept from a file that has any."""
     try:
@@ -79,52 +93,21 @@ def submit(
     user,
     label: str,
     method: str,
-    predictions: bytes | None = None,
+    predictions=None,
     endpoint: str = "",
     judge: str = "",
     anchor: Score | None = None,
 ) -> Score:
-    """Check everything a score needs before any call, then score it as a job."""
+    """Check everything a score needs before any call, then score it as a job. `predictions`: the
+    uploaded file (bytes, or an upload to read), None when the endpoint is asked; the endpoint
+    names are taken without surrounding spaces (as a form or the API sends them)."""
     permissions.require_researcher(user, "Scoring a model")
-    if not release.is_frozen:
-        raise DomainError(
-            gettext("Release %(version)s is not frozen: freeze it first, so its scores name fixed content.")
-            % {"version": release.version}
-        )
-    label = (label or "").strip()
-    if not label:
-        raise DomainError(gettext("Name the model: its label is how the leaderboard shows it."))
-    if method not in Score.Method.values:
-        raise DomainError(
-            gettext("Unknown scoring method '%(method)s'; choose among %(methods)s.")
-            % {"method": method, "methods": ", ".join(Score.Method.values)}
-        )
-    mode = scoring.MODES[method]
-    if (predictions is None) == (not endpoint):
-        raise DomainError(gettext("Either upload a predictions file or name an endpoint to ask, not both."))
-    if not mode.takes("answers") and predictions is not None:
-        raise DomainError(
-            gettext(
-                "Multiple-choice items are scored under CircularEval, which asks the model each question with its "
-                "options rotated: name the model's endpoint instead of uploading answers."
-            )
-        )
-    if mode.takes("judge") and not judge:
-        raise DomainError(gettext("Name the judge endpoint for pointwise or pairwise scoring."))
-    if mode.takes("anchor"):
-        if anchor is None or anchor.release_id != release.pk or not anchor.answers:
-            raise DomainError(
-                gettext("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
-            )
+    if predictions is not None and hasattr(predictions, "read"):
+        predictions = predictions.read()
+    endpoint, judge, label = (endpoint or "").strip(), (judge or "").strip(), (label or "").strip()
+    mode = _check_request(release, label, method, predictions is not None, endpoint, judge, anchor)
     scored = scoring_release(release)
-    rows = scored.items
-    open_ids = [item.id for item in rows if not item.is_mcq]
-    if not mode.takes("answers") and not any(item.is_mcq and item.answer for item in rows):
-        raise DomainError(
-            gettext("Release %(version)s has no multiple-choice item with an answer key.") % {"version": release.version}
-        )
-    if mode.takes("answers") and not open_ids:
-        raise DomainError(gettext("Release %(version)s has no open question to judge.") % {"version": release.version})
+    _check_items(release, mode, scored.items)
     answers = parse_predictions(predictions, scored, label=label) if predictions is not None else {}
     names = [n for n in (endpoint, judge) if n]
     client = get_client()
@@ -132,13 +115,8 @@ def submit(
         check_endpoints(client, names)  # unknown endpoint or unset key: said now, not after a failed job
     finally:
         client.close()
-    scored_with = {
-        "release": release.version,
-        "benchmark": release.benchmark.slug,
-        "bundle_sha256": _private_bundle_sha256(release),
-        "harness_version": harness.__version__,
-        "endpoints": {name: _endpoint_settings(name) for name in names},
-    }
+    bundle = _private_bundle(release)
+    scored_with = _scored_with(release, bundle, names)
     with transaction.atomic():
         score = Score.objects.create(
             release=release,
@@ -152,70 +130,143 @@ def submit(
             scored_with=scored_with,
             created_by=user,
         )
-        answered = len(open_ids) if endpoint and mode.takes("answers") else 0
-        calls = answered + mode.judge_calls * sum(map(mode.scores, rows))
-        job = jobs.create_job(
-            SCORE_JOB,
-            user=user,
-            benchmark=release.benchmark,
-            total=calls or len(rows),
-            params={"score": score.pk, "estimate": estimate(rows, mode, endpoint=endpoint, judge=judge, answers=answers)},
-        )
-        Score.objects.filter(pk=score.pk).update(job=job)
-        jobs.enqueue(job)
+        _queue_scoring(score, mode, scored.items, user=user)
     score.refresh_from_db()
     return score
 
 
-MCQ_COMPLETION_TOKENS = 8
-JUDGE_PROMPT_OVERHEAD = 400  # the judge's instructions and criteria around the question and answers
+def _check_request(release: Release, label: str, method: str, uploaded: bool, endpoint: str, judge: str, anchor) -> scoring.Mode:
+    """The scoring mode of `method`, once the release, the label and what the mode needs are checked."""
+    if not release.is_frozen:
+        raise Conflict(
+            gettext("Release %(version)s is not frozen: freeze it first, so its scores name fixed content.")
+            % {"version": release.version}
+        )
+    if not label:
+        raise DomainError(gettext("Name the model: its label is how the leaderboard shows it."))
+    if method not in Score.Method.values:
+        raise DomainError(
+            gettext("Unknown scoring method '%(method)s'; choose among %(methods)s.")
+            % {"method": method, "methods": ", ".join(Score.Method.values)}
+        )
+    mode = scoring.MODES[method]
+    if uploaded == bool(endpoint):
+        raise DomainError(gettext("Either upload a predictions file or name an endpoint to ask, not both."))
+    if not mode.takes("answers") and uploaded:
+        raise DomainError(
+            gettext(
+                "Multiple-choice items are scored under CircularEval, which asks the model each question with its "
+                "options rotated: name the model's endpoint instead of uploading answers."
+            )
+        )
+    if mode.takes("judge") and not judge:
+        raise DomainError(gettext("Name the judge endpoint for pointwise or pairwise scoring."))
+    if mode.takes("anchor"):
+        if anchor is None or anchor.release_id != release.pk or not anchor.answers:
+            raise DomainError(
+                gettext("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
+            )
+    return mode
+
+
+def _check_items(release: Release, mode: scoring.Mode, rows) -> None:
+    """The release has items the mode scores."""
+    if not mode.takes("answers") and not any(item.is_mcq and item.answer for item in rows):
+        raise DomainError(
+            gettext("Release %(version)s has no multiple-choice item with an answer key.") % {"version": release.version}
+        )
+    if mode.takes("answers") and all(item.is_mcq for item in rows):
+        raise DomainError(gettext("Release %(version)s has no open question to judge.") % {"version": release.version})
+
+
+def _queue_scoring(score: Score, mode: scoring.Mode, rows, *, user) -> None:
+    """The score's job, its total the calls the mode makes and its estimate in its params."""
+    endpoint, judge, answers = score.endpoint, score.judge, score.answers
+    open_ids = [item.id for item in rows if not item.is_mcq]
+    answered = len(open_ids) if endpoint and mode.takes("answers") else 0
+    calls = answered + mode.judge_calls * sum(map(mode.scores, rows))
+    job = jobs.create_job(
+        SCORE_JOB,
+        user=user,
+        benchmark=score.release.benchmark,
+        total=calls or len(rows),
+        params={"score": score.pk, "estimate": estimate(rows, mode, endpoint=endpoint, judge=judge, answers=answers)},
+    )
+    Score.objects.filter(pk=score.pk).update(job=job)
+    jobs.enqueue(job)
+
+
+def submit_answers(
+    release: Release,
+    *,
+    user,
+    label: str,
+    method: str,
+    answers: dict[str, str],
+    judge: str,
+    anchor: Score | None,
+    keys: list[str],
+    estimated: dict,
+) -> Score:
+    """Score already checked answers to the items `keys` of a frozen release as a job, on the same
+    path as `submit` (the caller, e.g. an evaluation window, decided who may and checked the file;
+    `estimated` is `estimate(...)` for those items). Call inside the caller's transaction: the job
+    starts when it commits."""
+    mode = scoring.MODES[method]
+    bundle = _private_bundle(release)
+    scored_with = {**_scored_with(release, bundle, [judge] if judge else []), "items": len(keys)}
+    score = Score.objects.create(
+        release=release,
+        label=label,
+        method=method,
+        source=Score.Source.UPLOAD,
+        judge=judge,
+        anchor=anchor,
+        answers=answers,
+        scored_with=scored_with,
+        created_by=user,
+    )
+    job = jobs.create_job(
+        SCORE_JOB,
+        user=user,
+        benchmark=release.benchmark,
+        total=max(1, mode.judge_calls * len(keys)),
+        params={"score": score.pk, "estimate": estimated, "items": list(keys)},
+    )
+    Score.objects.filter(pk=score.pk).update(job=job)
+    score.job = job
+    jobs.enqueue(job)
+    return score
+
+
+def check_endpoints_now(names: list[str]) -> None:
+    """An unknown endpoint or an unset key, said now rather than after a failed job."""
+    client = get_client()
+    try:
+        check_endpoints(client, [n for n in names if n])
+    finally:
+        client.close()
+
+
+def item_values(score: Score, items) -> dict[str, float]:
+    """{item id: value on a 0-1 scale} of the score's model on `items` (harness items), read from
+    the rows its job recorded with the mode's own item_results; empty when not scored (yet)."""
+    mode = scoring.MODES[score.method]
+    if mode.item_results is None or score.status != Score.Status.DONE:
+        return {}
+    return {key: value for key, (value, _label) in mode.item_results(score_rows(score), items, score_model(score)).items()}
 
 
 def estimate(rows, mode: scoring.Mode, *, endpoint: str, judge: str, answers: dict) -> dict:
-    """What scoring with `mode` would spend if every call were paid (the harness's rough token
-    rule): {"calls", "prompt_tokens", "completion_tokens", "cost" (None: an endpoint has no
-    prices), "per_endpoint"}. The mode says which items it scores and what each takes: its own
-    calls to the endpoint (CircularEval: every pass, though a failed pass skips the rest), an
-    answer from the endpoint when it judges answers not yet given, and its judge calls."""
-    per: dict[str, dict] = {}
-
-    def add(name: str, text: str, completion: int, *, images: int = 0, extra: int = 0, times: int = 1) -> None:
-        row = per.setdefault(name, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
-        row["calls"] += times
-        row["prompt_tokens"] += times * (estimate_prompt_tokens([text_message("user", text)]) + IMAGE_TOKENS * images + extra)
-        row["completion_tokens"] += times * completion
-
-    for item in rows:
-        images = len(item.images)
-        # The endpoint answers every open question first (answer_questions), when the mode judges answers.
-        asked = bool(endpoint) and mode.takes("answers") and not item.is_mcq and item.id not in answers
-        if asked:
-            add(endpoint, item.question, DEFAULT_COMPLETION_TOKENS, images=images)
-        if not mode.scores(item):
-            continue
-        if mode.passes is not None:
-            options = "\n".join(f"{k}. {v}" for k, v in (item.choices or {}).items())
-            add(
-                endpoint,
-                f"{item.hint or ''}\n{item.question}\n{options}",
-                MCQ_COMPLETION_TOKENS,
-                images=images,
-                times=mode.passes(item),
-            )
-        if mode.judge_calls:
-            text = f"{item.question}\n{item.reference_answer or ''}\n{answers.get(item.id, '')}"
-            # An answer still to be asked is as long as a typical reply.
-            extra = JUDGE_PROMPT_OVERHEAD + (DEFAULT_COMPLETION_TOKENS if asked else 0)
-            add(judge, text, DEFAULT_COMPLETION_TOKENS, images=images, extra=extra, times=mode.judge_calls)
-    total_cost: float | None = 0.0
-    for name, row in per.items():
-        price = cost(get_endpoint(name), row)
-        row["cost"] = round(price, 6) if price is not None else None
-        total_cost = None if price is None or total_cost is None else total_cost + price
+    """What scoring with `mode` would spend if every call were paid, as the registry says the mode
+    asks (benchforge_harness.scoring.Estimate): {"calls", "prompt_tokens", "completion_tokens",
+    "cost" (None: an endpoint has no prices), "per_endpoint"}."""
+    plan = scoring.Estimate()
+    plan.add_mode(mode, rows, model=endpoint, judge=judge, answers=answers)
+    priced = plan.priced(get_endpoint)
     return {
-        **{key: sum(row[key] for row in per.values()) for key in ("calls", "prompt_tokens", "completion_tokens")},
-        "cost": round(total_cost, 6) if total_cost is not None else None,
-        "per_endpoint": per,
+        **{key: priced[key] for key in ("calls", "prompt_tokens", "completion_tokens", "cost")},
+        "per_endpoint": priced["lines"],
     }
 
 
@@ -226,9 +277,18 @@ def spending(score: Score) -> dict:
     return {"estimate": score.job.params.get("estimate"), "usage": usage_of([score.job_id])}
 
 
-def _private_bundle_sha256(release: Release) -> str:
+def _private_bundle(release: Release) -> dict:
+    """The private bundle's sha256 and the version of the harness it carries (from its manifest,
+    the archive's first entry): what the score card's commands install and run."""
     found = release.files.filter(kind=ReleaseFile.Kind.PRIVATE_TAR).first()
-    return found.sha256 if found else ""
+    if found is None:
+        return {"sha256": "", "harness_version": None}
+    manifest = {}
+    with default_storage.open(found.storage_name, "rb") as handle, tarfile.open(fileobj=handle, mode="r|gz") as archive:
+        first = archive.next()
+        if first is not None and first.name.endswith(f"/{MANIFEST}"):
+            manifest = json.load(archive.extractfile(first))
+    return {"sha256": found.sha256, "harness_version": manifest.get("harness_version")}
 
 
 def _endpoint_settings(name: str) -> dict:
@@ -251,6 +311,9 @@ def run_score(run) -> dict:
     scored_release = scoring_release(release)
     # Exactly what the bundled harness reads: its parsed items, and the judge rules of taxonomy.json.
     rows, rules = scored_release.items, scored_release.judge_rules()
+    if run.params.get("items") is not None:  # a part of the release (an evaluation window's split)
+        keys = set(run.params["items"])
+        rows = [item for item in rows if item.id in keys]
     images = dict(release.images.values_list("name", "storage_name"))
 
     def load_image(name: str) -> bytes:
@@ -283,30 +346,71 @@ def run_score(run) -> dict:
             "rules": rules,
             "image_loader": load_image,
         }
-        step = "judge" if mode.takes("judge") else mode.name
-        scored = mode.run(client, rows, sink=sink.scoped(f"{step}:"), **mode.accepts(settings))
+        scored = mode.run(client, rows, sink=sink.scoped(f"{score_step(score)}:"), **mode.accepts(settings))
         (results,) = scored.results["models"].values()
         if "elo" in scored.results:
             results["elo"] = scored.results["elo"]
+    except (InputError, ConfigError, LLMError) as exc:
+        # Caused by the models file, an endpoint or the inputs, not by a bug: the job's message says
+        # why, and the server console gets no traceback for it.
+        Score.objects.filter(pk=score.pk).update(status=Score.Status.FAILED)
+        raise DomainError(gettext("Scoring stopped: %(reason)s") % {"reason": exc}) from None
     except Exception:
         Score.objects.filter(pk=score.pk).update(status=Score.Status.FAILED)
         raise
     finally:
         sink.close()  # what is still buffered is recorded, also when scoring stopped on an error
         client.close()
-    Score.objects.filter(pk=score.pk).update(status=Score.Status.DONE, results=_finite(results))
+    Score.objects.filter(pk=score.pk).update(status=Score.Status.DONE, results=metrics.finite(results))
+    score.status = Score.Status.DONE
+    for listener in _score_listeners:
+        try:
+            listener(score)
+        except Exception:  # what follows a score never undoes it
+            log.exception("a listener of finished scores failed on score %s", score.pk)
     return {"scored": headline(score.method, results)}
 
 
-def _finite(value):
-    """The results with NaN/inf (e.g. an alignment score with no spread) as null: JSON has no NaN."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+# Stages above exports that follow the leaderboard (item analysis) register what to do when a score is
+# finished: exports imports no app above it.
+_score_listeners: list = []
+
+
+def register_score_listener(listener) -> None:
+    """`listener(score)` is called when a score's job has finished scoring it (done)."""
+    if listener not in _score_listeners:
+        _score_listeners.append(listener)
+
+
+def score_step(score: Score) -> str:
+    """The sink prefix under which a score's job keeps the harness's rows (see run_score)."""
+    return "judge" if scoring.MODES[score.method].takes("judge") else score.method
+
+
+def _scored_with(release: Release, bundle: dict, endpoints: list[str]) -> dict:
+    """What a score was made with: the release, its private bundle, the harness, the endpoints' settings."""
+    return {
+        "release": release.version,
+        "benchmark": release.benchmark.slug,
+        "bundle_sha256": bundle["sha256"],
+        "bundle_harness_version": bundle["harness_version"],
+        "harness_version": benchforge_harness.__version__,
+        "endpoints": {name: _endpoint_settings(name) for name in endpoints},
+    }
+
+
+def score_model(score: Score) -> str:
+    """The model's name in those rows: the endpoint asked under CircularEval, else the label answers go by."""
+    return score.endpoint if score.method == "mcq" else score.label
+
+
+def score_rows(score: Score) -> dict[str, dict]:
+    """{key: row} the score's job recorded through its sink, keyed as the harness wrote them (each
+    scoring mode's item_results reads them)."""
+    if score.job_id is None:
+        return {}
+    prefix = f"{score_step(score)}:"
+    return {key[len(prefix) :]: data for key, data in recorded_rows(score.job_id, prefix=prefix)}
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -346,7 +450,7 @@ def predictions_file_name(score: Score) -> str:
 
 
 def predictions_jsonl(score: Score) -> str:
-    """The score's answers in the one predictions format (harness.release.PREDICTIONS_FORMAT), in release order."""
+    """The score's answers in the one predictions format (benchforge_harness.release.PREDICTIONS_FORMAT), in release order."""
     order = score.release.items.order_by("order").values_list("key", flat=True)
     return "".join(
         json.dumps({"id": key, "model": score.label, "answer": score.answers[key]}, ensure_ascii=False) + "\n"
@@ -355,17 +459,31 @@ def predictions_jsonl(score: Score) -> str:
     )
 
 
+# The harness extra that installs the SDK of an endpoint's provider (benchforge_harness/pyproject.toml).
+PROVIDER_EXTRAS = {"openai": "openai", "zhipuai": "zai"}
+
+
 def reproduce_commands(score: Score) -> list[str]:
-    """The shell commands that score the same answers again with the private bundle's own harness
-    (run from the folder the bundle was downloaded to; models.toml declares the judge as the card
-    shows it). Empty when the method takes answers the card cannot hand out (asked of an endpoint)."""
+    """The shell commands that score the same answers again with the private bundle's own harness,
+    on a machine with only Python: run from the folder the bundle was downloaded to (with the
+    predictions file and a models.toml declaring the endpoints as the card shows them), they check
+    the download, unpack it, install the bundle's harness wheel (and its endpoints' SDK) into an
+    environment of its own, verify the bundle and score. The wheel, and the package `python -m`
+    runs, are those of the harness the bundle carries, which a frozen release keeps."""
     release = score.release
     bundle = f"{release.top}-private.tar.gz"
     sha = score.scored_with.get("bundle_sha256", "")
+    version = score.scored_with.get("bundle_harness_version") or score.scored_with.get("harness_version")
+    version = version or benchforge_harness.__version__
+    program = f"python -m {distribution.import_name(version)}"
+    providers = {endpoint.get("provider") for endpoint in score.scored_with.get("endpoints", {}).values()}
+    extras = ",".join(sorted({PROVIDER_EXTRAS[p] for p in providers if p in PROVIDER_EXTRAS})) or "openai"
     steps = [
         f"echo '{sha}  {bundle}' | sha256sum -c -",
         f"tar xzf {bundle}",
-        f"python -m harness verify {release.top}",
+        "python -m venv harness-env && . harness-env/bin/activate",
+        f'pip install "./{release.top}/{distribution.wheel_name(version)}[{extras}]"',
+        f"{program} verify {release.top}",
     ]
     line = scoring.MODES[score.method].command_line(
         {
@@ -377,7 +495,8 @@ def reproduce_commands(score: Score) -> list[str]:
             "predictions": predictions_file_name(score) if score.answers else None,
             "anchor": predictions_file_name(score.anchor) if score.anchor else None,
             "out": f"results/{slugify(score.label) or 'model'}",
-        }
+        },
+        program,
     )
     if line is not None:
         steps.append(line)

@@ -13,8 +13,9 @@ from django.db import models, transaction
 from django.utils.translation import gettext_lazy as _
 
 from annotation.withholding import PARTS, default_private
+from benchforge.concurrency import lock_rows
 from benchforge.errors import DomainError
-from harness import scoring
+from benchforge_harness import scoring
 
 SEMVER = RegexValidator(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$", "Use a semantic version: MAJOR.MINOR.PATCH, e.g. 1.0.0.")
 # What a public bundle may withhold (name: words); annotation.withholding is the one home.
@@ -35,8 +36,8 @@ def _refuse(release) -> None:
 def _refuse_if_frozen(release_ids) -> None:
     """Lock these releases' rows (in id order) and refuse if one of them is frozen. Call it inside
     the transaction of the write it guards."""
-    locked = Release.objects.select_for_update().filter(pk__in=release_ids).order_by("pk").values_list("pk", "status")
-    frozen = next((pk for pk, status in locked if status == Release.Status.FROZEN), None)
+    locked = lock_rows(Release.objects.filter(pk__in=release_ids))
+    frozen = next((r.pk for r in locked if r.status == Release.Status.FROZEN), None)
     if frozen is not None:
         _refuse(Release.objects.select_related("benchmark").get(pk=frozen))
 
@@ -254,7 +255,7 @@ class Score(models.Model):
     """One model's result on a frozen release (its leaderboard): scored by the harness's library
     as a job, with the settings that produced it, so the number can be traced and reproduced."""
 
-    # The harness's scoring modes a leaderboard offers (harness.scoring.MODES), in its order.
+    # The harness's scoring modes a leaderboard offers (benchforge_harness.scoring.MODES), in its order.
     # Titled in the interface's language; a mode added later shows the harness's (English) title.
     Method = models.TextChoices(
         "Method",

@@ -8,6 +8,7 @@ from django.utils.translation import pgettext_lazy
 from annotation.models import Item
 from annotation.workflow import ACCEPTED, QC_PASSED, REWRITTEN
 from benchforge.permissions import is_researcher
+from jobs.selectors import work_state
 
 from .models import Release
 
@@ -15,6 +16,21 @@ from .models import Release
 def releases_of(benchmark):
     """The benchmark's releases, newest first."""
     return Release.objects.filter(benchmark=benchmark).order_by("-created_at")
+
+
+def release_state(release: Release) -> dict:
+    """What a person sees of a release, read from its build job (jobs.selectors.work_state, as QC runs
+    and rewrite batches): while the build is not finished, or when it failed, was cancelled or lost
+    its worker, the job's state with its reason; once it succeeded (or with no build), the release's."""
+    return work_state([release.job] if release.job_id else [], label=release.get_status_display(), code=release.status)
+
+
+def release_rows(benchmark) -> list[Release]:
+    """The benchmark's releases, newest first, each with its `state` (release_state)."""
+    releases = list(releases_of(benchmark).select_related("job"))
+    for release in releases:
+        release.state = release_state(release)
+    return releases
 
 
 def get_release(benchmark, version: str) -> Release:
@@ -47,9 +63,27 @@ def get_file(release: Release, kind: str):
     return found
 
 
+# Scores on a release that are not the owners' own (an evaluation server's outside teams): the stage
+# that makes them registers which they are (exports imports no app above it). They stay off the
+# internal leaderboard, its anchors and item analysis; their own pages still reach them by pk.
+_outside_finders: list = []
+
+
+def register_outside_scores(find) -> None:
+    """`find(release)` returns a queryset of the pks of the release's scores that are not the owners'."""
+    if find not in _outside_finders:
+        _outside_finders.append(find)
+
+
+def owners_scores(queryset, release: Release):
+    for find in _outside_finders:
+        queryset = queryset.exclude(pk__in=find(release))
+    return queryset
+
+
 def scores_of(release: Release):
-    """The release's leaderboard: its scores by method, newest first."""
-    return release.scores.select_related("job", "release", "anchor").order_by("method", "-created_at")
+    """The release's leaderboard: the owners' scores by method, newest first."""
+    return owners_scores(release.scores.select_related("job", "release", "anchor"), release).order_by("method", "-created_at")
 
 
 def get_score(release: Release, pk: int):
@@ -64,8 +98,9 @@ def find_score(release: Release, pk: int | None):
 
 
 def anchor_choices(release: Release):
-    """Scores a pairwise score can take as its anchor: those that kept their answers."""
-    return release.scores.exclude(answers={})
+    """Scores a pairwise score can take as its anchor: the owners' scores that kept their answers
+    (the choice list reads labels only; the chosen score's answers load when scoring reads them)."""
+    return owners_scores(release.scores.exclude(answers={}).defer("answers", "results", "scored_with"), release)
 
 
 def waiting_for(user, benchmark):
@@ -119,6 +154,7 @@ def diff_entry(entry: dict) -> dict:
     return {
         "id": entry["id"],
         "item_id": entry["item_id"],
+        "left_out": entry.get("left_out", ""),
         "question": row.get("question") or "",
         "task": task_label(row),
         "fields": [

@@ -30,7 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-import harness
+import benchforge_harness
 from annotation.contract import MMBENCH_COLUMNS, image_name, mmbench_row_of_release, release_row
 from annotation.models import Item
 from annotation.selectors import with_payload_data
@@ -38,15 +38,24 @@ from annotation.services import change_status_many, lock_items, withhold_in_app
 from annotation.withholding import DEFAULT_PRIVATE, fields_withheld, withhold_row
 from annotation.workflow import ACCEPTED, QC_PASSED, RELEASED, REWRITTEN, TRANSITIONS
 from benchforge import permissions
-from benchforge.concurrency import create_unique, lock
+from benchforge.concurrency import create_unique, lock, lock_or_none, retried
 from benchforge.errors import AlreadyExists, Conflict, DomainError
 from benchforge.inputs import is_digits
-from harness import DEFAULT_LANGUAGE, SCHEMA_VERSION, distribution, sha256_file, write_manifest, write_tar_gz, write_zip
+from benchforge_harness import (
+    DEFAULT_LANGUAGE,
+    SCHEMA_VERSION,
+    distribution,
+    sha256_file,
+    write_manifest,
+    write_tar_gz,
+    write_zip,
+)
 from jobs import services as jobs
 from jobs.selectors import get_job
 
 from . import card, parquet, provenance
 from .models import PRIVATE_PARTS, SEMVER, FrozenRelease, Release, ReleaseFile, ReleaseImage, ReleaseItem
+from .selectors import release_state
 
 BUILD_JOB = "release_build"
 # Released items stay in the next version unless a researcher narrows the scope.
@@ -201,7 +210,7 @@ class BuildTakenOver(DomainError):
 def _owned(release_id: int, run) -> Release:
     """Lock the release for one step of its build, refusing when this job no longer builds it: it was
     frozen, deleted, or a newer build took over from this one (whose worker was given up for dead)."""
-    release = Release.objects.select_for_update().filter(pk=release_id).first()
+    release = lock_or_none(Release, release_id)
     if release is None:
         raise BuildTakenOver(f"Release #{release_id} was deleted: job #{run.job.pk} has nothing to build.")
     if release.job_id != run.job.pk or release.status not in (Release.Status.BUILDING, Release.Status.DRAFT):
@@ -293,15 +302,33 @@ class _Unit(NamedTuple):
     task_id: int
 
 
-def _in_scope(release: Release) -> list[_Unit]:
-    """The items the release takes, by id (in id order): ids only, so a large release is cheap."""
+# Items the owners chose to leave out of the releases built from now on (item analysis, a stage above
+# exports, registers where they are kept): `find(benchmark)` -> {item id: {"key", "reason", "release"}}.
+_left_out_finder = None
+
+
+def register_left_out(find) -> None:
+    global _left_out_finder
+    _left_out_finder = find
+
+
+def left_out_of(benchmark) -> dict[int, dict]:
+    return _left_out_finder(benchmark) if _left_out_finder is not None else {}
+
+
+def _in_scope(release: Release) -> tuple[list[_Unit], list[dict]]:
+    """The items the release takes, by id (in id order): ids only, so a large release is cheap; and
+    those of its scope its owners left out ({"item_id", "key", "reason", "release"}, for its diff)."""
     items = Item.objects.filter(benchmark=release.benchmark, status__in=release.statuses)
     if release.tasks:
         items = items.filter(task__in=release.tasks)
     units = [_Unit(*values) for values in items.order_by("pk").values_list("pk", "seed_id", "task_id")]
+    marked = left_out_of(release.benchmark)
+    left_out = [{"item_id": u.pk, **marked[u.pk]} for u in units if u.pk in marked]
+    units = [u for u in units if u.pk not in marked]
     seeds = {u.pk for u in units if u.seed_id is None}
     # A rewrite goes with its seed: one whose seed is not in the release would name a missing group.
-    return [u for u in units if u.seed_id is None or u.seed_id in seeds]
+    return [u for u in units if u.seed_id is None or u.seed_id in seeds], left_out
 
 
 def assign_splits(units, *, dev_ratio: float, seed: int, previous=None) -> dict:
@@ -346,7 +373,7 @@ def snapshot(release: Release) -> dict:
     old_files = list(ReleaseFile.objects.filter(release=release).values_list("storage_name", flat=True))
     ReleaseFile.objects.filter(release=release).delete()
     transaction.on_commit(lambda: [default_storage.delete(name) for name in old_files])
-    units = _in_scope(release)
+    units, left_out = _in_scope(release)
     if not units:
         raise DomainError(
             gettext("No item of %(benchmark)s is %(stages)s in this scope: nothing to release.")
@@ -410,7 +437,7 @@ def snapshot(release: Release) -> dict:
         taxonomy=taxonomy_of(release.benchmark),
         language=release.benchmark.language,
         counts=totals,
-        construction=provenance.construction(release.benchmark, units),
+        construction={**provenance.construction(release.benchmark, units), "left_out": left_out},
     )
     return totals
 
@@ -490,6 +517,9 @@ def write_bundle(release: Release, variant: str, folder: Path) -> None:
     shutil.copyfile(INSPECT_TASK, folder / INSPECT_TASK.name)
     (folder / "charts").mkdir()
     _write_text(folder / "charts" / "items_per_task.svg", card.task_chart(release.counts, release.taxonomy))
+    for path, text, _card in card.bundle_extras(release, variant):
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        _write_text(folder / path, text)
     _write_text(folder / "README.md", card.dataset_card(release, variant))
     _write_text(folder / "LICENSE", card.license_text(release))
     write_manifest(
@@ -501,7 +531,7 @@ def write_bundle(release: Release, variant: str, folder: Path) -> None:
         # The release's own date, not the build's: a rebuild of the same release writes the same bytes.
         created_at=release.created_at.replace(microsecond=0).isoformat(),
         schema_version=SCHEMA_VERSION,
-        harness_version=harness.__version__,
+        harness_version=benchforge_harness.__version__,
         # the harness asks and judges every item that does not name its own language in this one
         language=release.language or DEFAULT_LANGUAGE,
         counts=release.counts,
@@ -515,9 +545,9 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _write_harness(folder: Path) -> None:
-    """The harness twice: its source in folder/harness (runs as `python -m harness`, builds with
+    """The harness twice: its source in folder/harness (runs as `python -m benchforge_harness`, builds with
     `python -m build`) and the wheel built from that very copy (`pip install ./<wheel>`)."""
-    source = folder / "harness"
+    source = folder / "benchforge_harness"
     files = distribution.copy_source(source)
     digest = hashlib.sha256("".join(f"{name}\0{sha256_file(source / name)}\n" for name in files).encode()).hexdigest()
     if digest not in _HARNESS_WHEELS:  # the build is reproducible: the same source, the same bytes
@@ -560,9 +590,24 @@ def _write_mcq_tsv(rows: Iterable[dict], folder: Path) -> None:
             out.close()
 
 
+def set_notes(release: Release, notes: str, *, user) -> Release:
+    """Change a release's notes (researchers); a frozen release refuses (FrozenRelease, as every change)."""
+    permissions.require_researcher(user, "Editing a release")
+    release.notes = notes
+    release.save(update_fields=["notes"])
+    return release
+
+
+def delete_release(release: Release, *, user) -> None:
+    """Delete a release that is not frozen (researchers); a frozen release refuses."""
+    permissions.require_researcher(user, "Deleting a release")
+    release.delete()
+
+
 # ---- freezing -----------------------------------------------------------------------------------
 
 
+@retried
 def freeze(release: Release, *, user) -> Release:
     """Freeze a built release: from now on it refuses every change. Its items become released."""
     permissions.require_researcher(user, "Freezing a release")
@@ -570,10 +615,17 @@ def freeze(release: Release, *, user) -> Release:
         release = lock(Release, release.pk)
         if release.is_frozen:
             raise FrozenRelease(f"Release {release.version} is already frozen.")
+        if release.status == Release.Status.BUILDING and _building(release.job_id):
+            raise Conflict(
+                gettext("Release %(version)s is being built (job #%(job)s): wait until its build finishes, then freeze it.")
+                % {"version": release.version, "job": release.job_id},
+                code="building",
+            )
         if release.status != Release.Status.BUILT or not release.files.exists():
-            raise DomainError(
+            raise Conflict(
                 gettext("Release %(version)s is %(status)s: build it before freezing.")
-                % {"version": release.version, "status": release.get_status_display().lower()}
+                % {"version": release.version, "status": str(release_state(release)["label"]).lower()},
+                code="not_built",
             )
         # The items as they are now, locked: one flagged or sent back since the build must not be frozen in.
         items = lock_items(release.items.values_list("item_id", flat=True))
@@ -639,11 +691,19 @@ def compare(old: Release, new: Release, *, hide=()) -> dict:
         ]
         if fields:
             changed.append({**entry(key, after), "fields": fields})
+    # An item its owners left out (item analysis) is named with why.
+    left_out = {row["item_id"]: row["reason"] for row in (new.construction or {}).get("left_out", ())}
+    removed = []
+    for key in sorted(set(before) - set(after), key=_natural):
+        found = entry(key, before)
+        if found["item_id"] in left_out:
+            found["left_out"] = left_out[found["item_id"]]
+        removed.append(found)
     return {
         "from": old.version,
         "to": new.version,
         "added": [entry(key, after) for key in sorted(set(after) - set(before), key=_natural)],
-        "removed": [entry(key, before) for key in sorted(set(before) - set(after), key=_natural)],
+        "removed": removed,
         "changed": changed,
     }
 
@@ -656,6 +716,7 @@ def diff(old: Release, new: Release, *, hide=()) -> dict:
         "to": found["to"],
         "added": [e["id"] for e in found["added"]],
         "removed": [e["id"] for e in found["removed"]],
+        "left_out": [{"id": e["id"], "reason": e["left_out"]} for e in found["removed"] if "left_out" in e],
         "changed": [{"id": e["id"], "fields": e["fields"]} for e in found["changed"]],
     }
 

@@ -18,7 +18,7 @@ from annotation.workflow import STATUS_CHOICES, STATUS_LABELS
 from benchforge import permissions
 from benchforge.inputs import accepts_uploads
 from benchforge.markup import markdown_to_html
-from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
+from benchforge.roles import ANNOTATOR, RESEARCHER, has_role, role_required
 from curation.selectors import get_benchmark_for, task_choices
 
 from . import card, leaderboard, selectors, services
@@ -39,6 +39,24 @@ WITHHELD_FIELD_LABELS = {
     "criteria": _("per-sample criteria"),
 }
 SPLIT_NAMES = {"dev": _("dev"), "test": _("test")}
+
+# Pages of a release that stages above exports add (item analysis): (label, URL name taking the
+# benchmark's slug and the version, the least role that sees the link, whether only a frozen release has it).
+RELEASE_PAGES: list[tuple] = []
+
+
+def register_release_page(label, url_name: str, *, role: str = RESEARCHER, frozen_only: bool = True) -> None:
+    if all(page[1] != url_name for page in RELEASE_PAGES):
+        RELEASE_PAGES.append((label, url_name, role, frozen_only))
+
+
+def release_pages(user, release) -> list[tuple[str, str, str]]:
+    """(label, url, URL name) of the pages stages add to this release that `user` may open."""
+    return [
+        (label, reverse(url_name, args=[release.benchmark.slug, release.version]), url_name)
+        for label, url_name, role, frozen_only in RELEASE_PAGES
+        if has_role(user, role) and (release.is_frozen or not frozen_only)
+    ]
 
 
 def _listed(labels) -> str:
@@ -157,7 +175,7 @@ def release_list(request, slug):
                         % {"version": release.version, "parts": pgettext("list of clauses separator", "; ").join(published)},
                     )
             return redirect("release-detail", slug=slug, version=release.version)
-    releases = selectors.releases_of(benchmark)
+    releases = selectors.release_rows(benchmark)
     return render(request, "exports/list.html", {"benchmark": benchmark, "releases": releases, "form": form})
 
 
@@ -169,12 +187,14 @@ def release_detail(request, slug, version):
     context = {
         "benchmark": benchmark,
         "release": release,
+        "state": selectors.release_state(release),
         "files": files,
         "others": others,
         # What the release took and withholds, in words.
         "stage_labels": [STATUS_LABELS.get(s, s).lower() for s in release.statuses],
         "withheld": withheld_lines(release.private),
         "published": published_lines(release.private),
+        "pages": release_pages(request.user, release),
     }
     return render(request, "exports/detail.html", context)
 
@@ -227,7 +247,8 @@ def release_card(request, slug, version):
     # names inside the bundle is served by the chart view.
     chart = reverse("release-chart", args=[slug, release.version])
     html = markdown_to_html(card.dataset_card(release, "public"), links={"charts/items_per_task.svg": chart})
-    citations = leaderboard.card_citations(release)  # cited after the freeze: beside the bundle's README, not in it
+    # cited after the freeze: beside the bundle's README, not in it
+    citations = list(_study_links_for(request.user, dict(enumerate(leaderboard.card_citations(release)))).values())
     return render(
         request, "exports/card.html", {"benchmark": benchmark, "release": release, "card": html, "citations": citations}
     )
@@ -309,24 +330,23 @@ def release_leaderboard(request, slug, version):
         if form is None:
             raise PermissionDenied(gettext("Scoring a model needs the researcher role and a frozen release."))
         if form.is_valid():
-            data = form.cleaned_data
-            upload = data["predictions"]
-            score = leaderboard.submit(
-                release,
-                user=request.user,
-                label=data["label"],
-                method=data["method"],
-                predictions=upload.read() if upload else None,
-                endpoint=data["endpoint"].strip(),
-                judge=data["judge"].strip(),
-                anchor=data["anchor"],
-            )
+            score = leaderboard.submit(release, user=request.user, **form.cleaned_data)
             messages.success(request, gettext("%(label)s is being scored.") % {"label": score.label})
             return redirect("release-score", slug=slug, version=version, pk=score.pk)
-    validated = leaderboard.validations(release)
-    scores = [(s, _headline(s), validated.get(s.pk)) for s in selectors.scores_of(release)]
+    validated = _study_links_for(request.user, leaderboard.validations(release))
+    # the page shows headlines, never a score's answer set (thousands of answers per model)
+    shown = selectors.scores_of(release).defer("answers", "anchor__answers", "anchor__results", "scored_with")
+    scores = [(s, _headline(s), validated.get(s.pk)) for s in shown]
     context = {"benchmark": benchmark, "release": release, "scores": scores, "form": form}
     return render(request, "exports/leaderboard.html", context)
+
+
+def _study_links_for(user, found: dict) -> dict:
+    """Study pages open to researchers (and the study's raters): for anyone else a study is named, not
+    linked, so no link leads to a page they may not see."""
+    if permissions.is_researcher(user):
+        return found
+    return {key: entry if user.pk in entry.get("rater_ids", ()) else {**entry, "url": ""} for key, entry in found.items()}
 
 
 def _headline(score) -> str:

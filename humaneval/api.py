@@ -1,12 +1,15 @@
 """The human-evaluation API: researchers plan, start, read, export and import studies; raters
 fetch their queue (blind: no model name, no judge verdict, no other rater's rating) and save."""
 
+import json
+
 from django.contrib.auth import get_user_model
-from django.http import HttpResponse
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from benchforge import permissions
@@ -43,7 +46,7 @@ class StudySerializer(serializers.ModelSerializer):
 
     def get_models(self, study) -> list[str]:
         # Researchers only reach this serializer: raters get QueueSerializer, which names no model.
-        return [s.label for s in study.scores.all()]
+        return list(study.scores.values_list("label", flat=True))
 
 
 class PlanSerializer(serializers.Serializer):
@@ -99,7 +102,7 @@ class StudyList(APIView):
     @extend_schema(responses={200: StudySerializer(many=True)})
     def get(self, request, slug):
         benchmark = get_benchmark_for(request.user, slug)
-        studies = selectors.studies_for(request.user, benchmark).prefetch_related("scores")
+        studies = selectors.studies_for(request.user, benchmark)
         if not permissions.is_researcher(request.user):
             return Response([{"number": s.number, "title": s.title, "mode": s.mode, "status": s.status} for s in studies])
         return Response(StudySerializer(studies, many=True).data)
@@ -138,7 +141,7 @@ class StudyDetail(APIView):
             {
                 **StudySerializer(study).data,
                 "progress": selectors.study_progress(study),
-                "agreement": selectors.study_agreement(study),
+                "agreement": services.current_figures(study),
             }
         )
 
@@ -221,12 +224,31 @@ class RatingSave(APIView):
         return Response(_entry(rating))
 
 
+class _FileRenderer(BaseRenderer):
+    """Lets `?format=jsonl|parquet` through DRF's content negotiation (which answers 404 to a
+    format no renderer has); the view writes the file itself."""
+
+    charset = None
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return json.dumps(data).encode() if data is not None else b""
+
+
+class JSONLinesRenderer(_FileRenderer):
+    media_type, format = "application/x-ndjson", "jsonl"
+
+
+class ParquetRenderer(_FileRenderer):
+    media_type, format = "application/vnd.apache.parquet", "parquet"
+
+
 class RatingsFile(APIView):
     """A study's ratings (researchers): JSON Lines (`?format=jsonl`, default) or Parquet, `?split=1`
     adds a 90/10 train/test split per category. POST a JSON Lines file in the same format (field
     `ratings`) to import ratings collected elsewhere: all lines or none."""
 
     permission_classes = [role_permission(RESEARCHER)]
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, JSONLinesRenderer, ParquetRenderer]
 
     @extend_schema(
         parameters=[OpenApiParameter("format", str, enum=["jsonl", "parquet"]), OpenApiParameter("split", bool)],
@@ -236,10 +258,14 @@ class RatingsFile(APIView):
         benchmark = get_benchmark_for(request.user, slug)
         study = selectors.get_study_for(request.user, benchmark, number)
         permissions.require(selectors.figures_refusal(request.user, study))
-        rows = selectors.export_rows(study, split=request.query_params.get("split") in ("1", "true"))
-        if request.query_params.get("format") == "parquet":
-            return HttpResponse(exporting.parquet(rows), content_type="application/vnd.apache.parquet")
-        return HttpResponse(exporting.jsonl(rows), content_type="application/x-ndjson; charset=utf-8")
+        kind = request.query_params.get("format") or "jsonl"
+        if kind not in exporting.FORMATS:
+            return Response(
+                {"detail": f"Unknown format {kind[:20]!r}: ratings export as jsonl or parquet."},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        name = f"{benchmark.slug}-study-{study.number}-ratings"
+        return exporting.streamed(study, kind, split=request.query_params.get("split") in ("1", "true"), name=name)
 
     @extend_schema(
         request={"multipart/form-data": {"type": "object", "properties": {"ratings": {"type": "string", "format": "binary"}}}},

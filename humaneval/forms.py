@@ -41,6 +41,10 @@ class PlanForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["release"].queryset = Release.objects.filter(benchmark=benchmark, status=Release.Status.FROZEN)
         self.fields["release"].label_from_instance = lambda r: r.version
+        frozen = list(self.fields["release"].queryset.order_by("-frozen_at")[:2])
+        if len(frozen) == 1:  # the only choice: chosen, with no empty "---------" left to pick
+            self.fields["release"].initial = frozen[0].version
+            self.fields["release"].empty_label = None
         self.fields["scores"].queryset = Score.objects.filter(
             release__benchmark=benchmark, status=Score.Status.DONE, method__in=SCORE_METHODS.values()
         ).select_related("release")

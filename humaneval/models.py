@@ -32,6 +32,14 @@ class Study(models.Model):
     minutes_per_rating = models.FloatField(default=1.5, help_text="for the rater-hours estimate")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
     cited_on_card = models.BooleanField(default=False, help_text="the release's card page cites this closed study")
+    validates = models.BooleanField(
+        default=False,
+        help_text="a researcher marked this study as the validation of its scores' judges (the leaderboard shows it)",
+    )
+    # Counts every save and import of a rating: the stored figures (StudyFigures) say which count
+    # they were computed at.
+    ratings_version = models.PositiveIntegerField(default=0)
+    figures_queued = models.BooleanField(default=False, help_text="a job to recompute the figures is on its way")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -111,3 +119,30 @@ class Rating(models.Model):
     @property
     def is_saved(self) -> bool:
         return self.saved_at is not None
+
+
+class RatingTally(models.Model):
+    """How many ratings one rater owes on one score's answers in a study, and how many of them are
+    saved: kept as ratings are created, saved for the first time and imported (services), so
+    progress and the leaderboard's counts add up a few of these rows instead of counting a study's
+    ratings on every page."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="tallies")
+    rater = models.ForeignKey(StudyRater, on_delete=models.CASCADE, related_name="tallies")
+    score = models.ForeignKey("exports.Score", on_delete=models.PROTECT, related_name="+")
+    owed = models.PositiveIntegerField(default=0)
+    saved = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rater", "score"], name="unique_tally_per_rater_score")]
+
+
+class StudyFigures(models.Model):
+    """A study's agreement figures, computed from its saved ratings when they change
+    (services.refresh_figures): pages read them and never recompute them at scale."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, primary_key=True, related_name="stored_figures")
+    figures = models.JSONField()
+    version = models.PositiveIntegerField(help_text="the study's ratings_version they were computed at")
+    ratings = models.PositiveIntegerField(help_text="saved ratings they were computed from")
+    computed_at = models.DateTimeField(auto_now=True)

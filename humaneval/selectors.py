@@ -1,51 +1,66 @@
 """Reads of the human-evaluation stage: studies as a user may see them, a rater's queue, the
-judge's stored verdicts, the agreement figures (every number from harness.metrics), the rows of
+judge's stored verdicts, the agreement figures (every number from benchforge_harness.metrics), the rows of
 an export, and what the leaderboard shows beside a judged score."""
 
 import random
 from collections import defaultdict
 from functools import cache
 
-from django.db.models import Count, Q
+from django.db import transaction
+from django.db.models import F, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_lazy, ngettext
 
 from annotation.models import Item
 from benchforge import permissions
-from exports import selectors as exports
-from harness import Prompts, judge_rules, metrics
-from harness.scoring import NONE_OF_THEM, combine_votes, recorded_passes
+from benchforge_harness import Prompts, judge_rules, metrics
+from benchforge_harness.scoring import MODES, NONE_OF_THEM, HumanCheck, recorded_passes
 from jobs.selectors import recorded_rows
 
-from .models import Rating, Study, StudyItem, StudyRater
+from .models import Rating, RatingTally, Study, StudyFigures, StudyItem, StudyRater
 
 # ---- the judge's side (stored with the leaderboard score) ---------------------------------------
 
 
+# ---- what people check of each scoring mode (the harness's registry says) -------------------------
+
+# {study mode: the leaderboard method it rates}, from the scoring registry's human checks.
+SCORE_METHODS = {mode.human.study: name for name, mode in MODES.items() if mode.human is not None}
+
+
+def check_of(study_mode: str) -> HumanCheck:
+    """What a study of this mode rates and how its scores' verdicts are read (the registry's)."""
+    return MODES[SCORE_METHODS[study_mode]].human
+
+
+def rates(study_mode: str) -> str:
+    """What a rater gives each answer of a study of this mode: "score", "vote" or "choice"."""
+    return check_of(study_mode).rates
+
+
+def compares_with_anchor(study_mode: str) -> bool:
+    """Whether the scores a study of this mode rates were judged against an anchor's answers."""
+    return MODES[SCORE_METHODS[study_mode]].takes("anchor")
+
+
+def _human_check(method: str) -> HumanCheck | None:
+    mode = MODES.get(method)
+    return mode.human if mode is not None else None
+
+
 def judge_verdicts(score) -> dict[str, dict]:
-    """{release item id: the judge's verdict} for every answer of `score` the judge read: pointwise
-    {"rating"}, pairwise {"outcome", "votes"} (the two answer orders combined as MLLM-Bench's code
-    does). The verdicts are the score job's recorded judge calls."""
-    if score.job_id is None:
+    """{release item id: the judge's verdict} for every answer of `score` the judge read, as the
+    scoring mode's registry entry reads its rows (pointwise {"rating"}; pairwise {"outcome",
+    "votes"}, the two answer orders combined as MLLM-Bench's code does). The verdicts are the
+    score job's recorded judge calls, under the sink's step prefix ("judge:")."""
+    check = _human_check(score.method)
+    if score.job_id is None or check is None or check.verdicts is None:
         return {}
-    prefix = f"judge:{score.label}\t"
-    found: dict = {}
-    for key, data in recorded_rows(score.job_id, prefix=prefix):
-        if data.get("status") != "ok":
-            continue
-        parts = key[len(prefix) :].split("\t")
-        if score.method == "pointwise" and len(parts) == 1 and parts[0] in score.answers:
-            found[parts[0]] = {"rating": data["rating"]}
-        elif score.method == "pairwise" and len(parts) == 2:
-            found.setdefault(parts[0], {})[parts[1]] = data["vote"]
-    if score.method == "pairwise":
-        return {
-            key: {"outcome": combine_votes(v["1"], v["2"]), "votes": [v["1"], v["2"]]}
-            for key, v in found.items()
-            if "1" in v and "2" in v and key in score.answers
-        }
-    return found
+    prefix = "judge:"
+    rows = {key[len(prefix) :]: data for key, data in recorded_rows(score.job_id, prefix=f"{prefix}{score.label}\t")}
+    return {key: verdict for key, verdict in check.verdicts(rows, score.label).items() if key in score.answers}
 
 
 RULE_METHODS = {"heuristic": "rule", "heuristic_none": "rule", "extractor": "extractor", "extractor_none": "extractor"}
@@ -60,8 +75,9 @@ def mcq_passes(score) -> list[dict]:
     The ONE place that knows how the score job stores its CircularEval rows: the job's unit
     records under the sink's step prefix ("mcq:"), keyed as the harness wrote them; the harness's
     own reading (recorded_passes) decides the letter and method."""
-    if score.job_id is None or score.method != "mcq":
-        return []
+    check = _human_check(score.method)
+    if score.job_id is None or check is None or check.verdicts is not None:
+        return []  # not a mode whose verdicts are the passes it asked
     prefix = "mcq:"
     rows = {key[len(prefix) :]: data for key, data in recorded_rows(score.job_id, prefix=prefix)}
     items = [row for row in score.release.items.order_by("order").values_list("row", flat=True) if row.get("choices")]
@@ -91,16 +107,12 @@ def release_rows(release) -> dict[str, dict]:
     return {key: row for key, row in release.items.order_by("order").values_list("key", "row") if not row.get("choices")}
 
 
-def scores_to_study(release):
-    """Leaderboard scores a study can rate: judged or multiple choice, finished."""
-    return exports.scores_of(release).filter(method__in=SCORE_METHODS.values(), status="done")
-
-
-# The leaderboard method each study mode rates.
-SCORE_METHODS = {Study.Mode.POINTWISE: "pointwise", Study.Mode.PAIRWISE: "pairwise", Study.Mode.EXTRACTION: "mcq"}
-
-
 # ---- studies and queues --------------------------------------------------------------------------
+
+
+def scores_shown(study):
+    """The study's scores for its page: labels and anchors, never their answer sets."""
+    return study.scores.select_related("anchor").only("pk", "label", "method", "anchor__label")
 
 
 def studies_for(user, benchmark):
@@ -145,7 +157,8 @@ def queue_of(rater: StudyRater):
 
 
 def progress(rater: StudyRater) -> dict:
-    counts = Rating.objects.filter(rater=rater).aggregate(total=Count("pk"), done=Count("pk", filter=~Q(saved_at=None)))
+    """{"done", "total"} of the rater's ratings, from their tallies (a row per score)."""
+    counts = RatingTally.objects.filter(rater=rater).aggregate(total=Coalesce(Sum("owed"), 0), done=Coalesce(Sum("saved"), 0))
     return {"done": counts["done"], "total": counts["total"]}
 
 
@@ -160,9 +173,10 @@ def next_pending(rater: StudyRater, after: int | None = None):
 
 def get_rating_for(user, study, pk: int) -> Rating:
     """The user's own rating (another rater's is never shown, saved or not)."""
-    found = Rating.objects.filter(pk=pk, study=study, rater__user=user).select_related("item", "rater", "study").first()
+    found = Rating.objects.filter(pk=pk, study=study, rater__user=user).select_related("item", "rater").first()
     if found is None:
         raise Http404(f"No rating #{pk} of yours in study {study.number}.")
+    found.study = study  # as the page already read it, with its release
     return found
 
 
@@ -184,8 +198,10 @@ def rating_view(rating: Rating) -> dict:
     """What a rater sees for one rating, as the judge saw the item: never the model's name, the
     judge's verdict or another rater's rating. Pairwise answers in this rater's recorded order."""
     study, item = rating.study, rating.item
-    row = rating.study.release.items.filter(key=item.key).values_list("row", flat=True).first() or {}
-    if study.mode == Study.Mode.EXTRACTION:
+    # the one row, by the (release, key) index: no ordering, which would join the release and benchmark
+    row = next(iter(study.release.items.filter(key=item.key).order_by().values_list("row", flat=True)[:1]), None) or {}
+    rated = rates(study.mode)
+    if rated == "choice":
         # The reply and the options as that pass showed them; no answer key, no reading of the reply.
         return {
             "question": row.get("question") or "",
@@ -205,7 +221,7 @@ def rating_view(rating: Rating) -> dict:
         "task": item.task,
         "images": row.get("images") or [],
     }
-    if study.mode == Study.Mode.POINTWISE:
+    if rated == "score":
         shown["answer"] = item.answer
         shown["task_rule"] = task_rule(study.release, item.task)
     else:
@@ -229,64 +245,131 @@ def pointwise_rubric() -> str:
 
 # ---- agreement -------------------------------------------------------------------------------------
 
+# What a rating holds in an export, by what the study rates (the columns after item, model, task, category and
+# rater), with the types both files carry: JSON Lines and Parquet have exactly these columns.
+# Besides the rating and the judge's verdict, what the rater was shown: the side the anchor's
+# answer was on (pairwise), the pass and its options as that pass showed them (extraction).
+MODE_COLUMNS = {
+    "score": (("score", "int"), ("judge_score", "float")),
+    "vote": (("vote", "str"), ("judge_outcome", "str"), ("judge_votes", "list"), ("anchor_first", "bool")),
+    "choice": (
+        ("pass", "int"),
+        ("options", "options"),
+        ("choice", "str"),
+        ("reader_choice", "str"),
+        ("reader", "str"),
+    ),
+}
+HEAD_COLUMNS = (("study", "int"), ("item", "str"), ("model", "str"), ("task", "str"), ("category", "str"), ("rater", "str"))
+TAIL_COLUMNS = (("reason", "str"), ("time", "str"), ("source", "str"))
 
-def saved_ratings(study):
-    return (
+
+def export_columns(mode: str, *, split: bool = False) -> list[tuple[str, str]]:
+    """[(column, type)] of a study's export, in order; the same for every file format."""
+    columns = [*HEAD_COLUMNS, *MODE_COLUMNS[rates(mode)], *TAIL_COLUMNS]
+    return columns + [("split", "str")] if split else columns
+
+
+def _compact(study, *, full: bool):
+    """The saved ratings of `study` as tuples, in export order (answer, then rater): only the
+    rating, the judge's verdict and the item and model keys (the score's label, never its answers);
+    `full` adds the reason, time and source and what the rater was shown."""
+    fields = ["item_id", "item__key", "item__score__label", "item__task", "item__category", "rater__pseudonym"]
+    fields += ["score", "vote", "choice", "anchor_first", "item__judge", "item__pass_index"]
+    if full:
+        fields += ["reason", "saved_at", "source"]
+        if rates(study.mode) == "choice":
+            fields.append("item__options")
+    rows = (
         Rating.objects.filter(study=study)
         .exclude(saved_at=None)
-        .select_related("item__score", "rater")
-        .order_by("item__position", "rater__pseudonym")
+        # answer by answer, then rater (the order they were created in): the unique (item, rater)
+        # index hands the rows over in that order without sorting them first, so a stream starts at once
+        .order_by("item_id", "rater_id")
+        .values_list(*fields)
     )
+    # In a transaction the server-side cursor is read as the rows are used; outside one, Postgres
+    # would compute and keep the whole result before handing over the first row (WITH HOLD).
+    with transaction.atomic():
+        yield from rows.iterator(chunk_size=5000)
+
+
+def _mode_values(mode, score, vote, choice, anchor_first, judge, pass_index, options) -> dict:
+    judge = judge or {}
+    rated = rates(mode)
+    if rated == "score":
+        rating = judge.get("rating")
+        return {"score": score, "judge_score": None if rating is None else float(rating)}
+    if rated == "vote":
+        votes = judge.get("votes")
+        return {
+            "vote": vote,
+            "judge_outcome": judge.get("outcome"),
+            "judge_votes": [str(v) for v in votes] if isinstance(votes, list) else None,
+            "anchor_first": anchor_first,
+        }
+    return {
+        "pass": pass_index,
+        "options": None if options is None else [{"letter": k, "text": str(v)} for k, v in options.items()],
+        "choice": choice,
+        "reader_choice": judge.get("choice"),
+        "reader": judge.get("reader", ""),
+    }
+
+
+def _split_of(study) -> dict[int, str]:
+    """AlignMMBench's 90/10 train/test split per category of the answers, from the study's seed."""
+    by_category = defaultdict(list)
+    for pk, category in study.items.order_by("position").values_list("pk", "category"):
+        by_category[category].append(pk)
+    rng = random.Random(f"split:{study.seed}")
+    splits = {}
+    for category in sorted(by_category):
+        ids = sorted(by_category[category])
+        rng.shuffle(ids)
+        test = max(1, round(len(ids) / 10)) if len(ids) >= 2 else 0
+        for n, pk in enumerate(ids):
+            splits[pk] = "test" if n < test else "train"
+    return splits
+
+
+def iter_export_rows(study, *, split: bool = False):
+    """One row per saved rating, streamed: the item, the model (revealed here), the rater's
+    pseudonym, the rating and reason, time and source, the judge's verdict on the same answer and
+    what the rater was shown (export_columns). split: a 90/10 train/test split per category of the
+    answers (AlignMMBench's), reproducible from the study's seed."""
+    splits = _split_of(study) if split else {}
+    extraction = rates(study.mode) == "choice"
+    for found in _compact(study, full=True):
+        item_id, key, label, task, category, rater, score, vote, choice, anchor_first, judge, pass_index = found[:12]
+        reason, saved_at, source = found[12:15]
+        options = found[15] if extraction else None
+        row = {"study": study.number, "item": key, "model": label, "task": task, "category": category, "rater": rater}
+        row |= _mode_values(study.mode, score, vote, choice, anchor_first, judge, pass_index, options)
+        row |= {"reason": reason, "time": saved_at.isoformat(), "source": source}
+        if split:
+            row["split"] = splits.get(item_id, "train")
+        yield row
 
 
 def export_rows(study, *, split: bool = False) -> list[dict]:
-    """One row per saved rating: the item, the model (revealed here), the rater's pseudonym, score
-    or vote, reason, time, and the judge's verdict on the same answer. split: a 90/10 train/test
-    split per category of the answers (AlignMMBench's), reproducible from the study's seed."""
-    ratings = list(saved_ratings(study))
-    splits = {}
-    if split:
-        by_category = defaultdict(list)
-        for item in study.items.order_by("position"):
-            by_category[item.category].append(item.pk)
-        rng = random.Random(f"split:{study.seed}")
-        for category in sorted(by_category):
-            ids = sorted(by_category[category])
-            rng.shuffle(ids)
-            test = max(1, round(len(ids) / 10)) if len(ids) >= 2 else 0
-            for n, pk in enumerate(ids):
-                splits[pk] = "test" if n < test else "train"
+    return list(iter_export_rows(study, split=split))
+
+
+def figure_rows(study) -> list[dict]:
+    """The compact rows the figures are computed from (what agreement_from_rows reads)."""
     rows = []
-    for r in ratings:
-        item = r.item
-        row = {
-            "study": study.number,
-            "item": item.key,
-            "model": item.score.label,
-            "task": item.task,
-            "category": item.category,
-            "rater": r.rater.pseudonym,
-        }
-        if study.mode == Study.Mode.POINTWISE:
-            row |= {"score": r.score, "judge_score": item.judge.get("rating")}
-        elif study.mode == Study.Mode.PAIRWISE:
-            row |= {"vote": r.vote, "judge_outcome": item.judge.get("outcome")}
-        else:
-            row |= {
-                "pass": item.pass_index,
-                "choice": r.choice,
-                "reader_choice": item.judge.get("choice"),
-                "reader": item.judge.get("reader", ""),
-            }
-        row |= {"reason": r.reason, "time": r.saved_at.isoformat(), "source": r.source}
-        if split:
-            row["split"] = splits.get(item.pk, "train")
+    for _item_id, key, label, task, _category, rater, score, vote, choice, anchor_first, judge, pass_index in _compact(
+        study, full=False
+    ):
+        row = {"item": key, "model": label, "task": task, "rater": rater}
+        row |= _mode_values(study.mode, score, vote, choice, anchor_first, judge, pass_index, None)
         rows.append(row)
     return rows
 
 
 def agreement_from_rows(mode: str, rows: list[dict]) -> dict:
-    """Every agreement figure of a study from its exported rows, by harness.metrics: overall, per
+    """Every agreement figure of a study from its exported rows, by benchforge_harness.metrics: overall, per
     task and per model. The study page and the API show exactly this, so anyone holding the export
     gets the same numbers."""
     result = {"overall": _agreement(mode, rows), "by_task": {}, "by_model": {}}
@@ -305,14 +388,22 @@ def _unit(row) -> tuple:
 def _agreement(mode: str, rows: list[dict]) -> dict:
     by_rater: dict = defaultdict(dict)
     units: dict = defaultdict(list)
-    if mode == Study.Mode.POINTWISE:
+    undefined: dict = {}
+    rated = rates(mode)
+    if rated == "score":
         for row in rows:
             by_rater[row["rater"]][_unit(row)] = row["score"]
             units[_unit(row)].append(row["score"])
         judged = [r for r in rows if r.get("judge_score") is not None]
-        judge_human = metrics.agreement([r["judge_score"] for r in judged], [r["score"] for r in judged])
-        alpha = metrics.krippendorff_alpha(units, "interval")
-    elif mode == Study.Mode.EXTRACTION:
+        judge_scores, human = [r["judge_score"] for r in judged], [r["score"] for r in judged]
+        judge_human = metrics.agreement(judge_scores, human)
+        if metrics.undefined_correlations(judge_scores, human):
+            why = correlation_undefined(judge_scores, human) or "too_few_pairs"
+            undefined.update(dict.fromkeys(("pearson", "spearman", "kendall_tau_b"), why))
+        if not judged:
+            undefined.update(dict.fromkeys(("mae", "fuzzy_accuracy", "strict_accuracy"), "no_rating" if not rows else "no_judge"))
+        alpha = metrics.krippendorff_alpha(units, check_of(mode).level)
+    elif rated == "choice":
         readings: dict = {"rule": {}, "extractor": {}}
         for row in rows:
             by_rater[row["rater"]][_unit(row)] = row["choice"]
@@ -321,7 +412,10 @@ def _agreement(mode: str, rows: list[dict]) -> dict:
                 readings[row["reader"]][_unit(row)] = row["reader_choice"]
         raters = {rater: dict(v) for rater, v in by_rater.items()}
         judge_human = {reader: metrics.reader_accuracy(read, raters) for reader, read in readings.items()}
-        alpha = metrics.krippendorff_alpha(units, "nominal")
+        for reader, found in judge_human.items():
+            if found["accuracy"] is None:
+                undefined[f"{reader}_accuracy"] = "ties" if found["ties"] else "not_read"
+        alpha = metrics.krippendorff_alpha(units, check_of(mode).level)
     else:
         outcome = {}
         for row in rows:
@@ -332,16 +426,73 @@ def _agreement(mode: str, rows: list[dict]) -> dict:
             {u: o for u, o in outcome.items() if o}, {rater: dict(v) for rater, v in by_rater.items()}
         )
         judge_human.pop("per_rater")
-        alpha = metrics.krippendorff_alpha(units, "nominal")
+        if judge_human["majority"] is None:
+            undefined["majority"] = undefined["individual"] = "no_rating" if not rows else "no_judge"
+        alpha = metrics.krippendorff_alpha(units, check_of(mode).level)
+    if alpha is None:
+        undefined["alpha"] = alpha_undefined(units)
     pairs = metrics.rater_pair_matching(by_rater)
     return {
         "ratings": len(rows),
         "answers": len(units),
         "raters": len(by_rater),
         "alpha": alpha,
-        "rater_pairs": [{"raters": [a, b], **v} for (a, b), v in pairs.items()],
+        # pairs of raters who rated a common answer (with many raters most pairs share none)
+        "rater_pairs": [{"raters": [a, b], **v} for (a, b), v in pairs.items() if v["n"]],
         "judge": judge_human,
+        "undefined": undefined,
     }
+
+
+# Why a figure is undefined, stored as a code with the figures and said in the reader's language.
+UNDEFINED = {
+    "no_rating": gettext_lazy("no saved rating yet"),
+    "one_rater": gettext_lazy("one rater per answer so far: agreement needs two ratings of an answer"),
+    "constant": gettext_lazy("constant ratings: every rating is the same, so there is no variation to measure"),
+    "constant_judge": gettext_lazy("the judge gave every answer the same verdict: a constant has no correlation"),
+    "too_few_pairs": gettext_lazy("too few pairs: a correlation needs at least two rated answers with a judge verdict"),
+    "no_judge": gettext_lazy("no rated answer has a judge verdict"),
+    "ties": gettext_lazy("the raters tied on every answer: no majority reading"),
+    "not_read": gettext_lazy("no rated answer was read by this reader"),
+}
+
+
+def why_undefined(code: str) -> str:
+    return str(UNDEFINED.get(code, code))
+
+
+def with_reasons(figures: dict) -> dict:
+    """The figures with each group's "why": {figure: why it is undefined, in the reader's language}."""
+
+    def said(group):
+        return group | {"why": {name: why_undefined(code) for name, code in (group.get("undefined") or {}).items()}}
+
+    return {
+        "overall": said(figures["overall"]),
+        "by_task": {name: said(g) for name, g in figures["by_task"].items()},
+        "by_model": {name: said(g) for name, g in figures["by_model"].items()},
+    }
+
+
+def alpha_undefined(units: dict) -> str:
+    """Why Krippendorff's alpha is undefined over these answers (it is when this is asked)."""
+    pairable = [values for values in units.values() if len(values) >= 2]
+    if not pairable:
+        return "one_rater" if units else "no_rating"
+    if len({v for unit in pairable for v in unit}) == 1:
+        return "constant"
+    return "too_few_pairs"
+
+
+def correlation_undefined(judge: list, human: list) -> str | None:
+    """Why the judge-human correlations are undefined (metrics.why_no_correlation's cases), as a code."""
+    if len(judge) < 2:
+        return "too_few_pairs" if judge or not human else "no_judge"
+    if len(set(human)) == 1:
+        return "constant"
+    if len(set(judge)) == 1:
+        return "constant_judge"
+    return None
 
 
 def _side(vote: str) -> str:
@@ -349,17 +500,45 @@ def _side(vote: str) -> str:
     return vote if vote in ("model", "anchor") else "unable"
 
 
+def compute_figures(study) -> dict:
+    """The study's figures from its compact rows (heavy at scale: run by services.refresh_figures)."""
+    return metrics.finite(agreement_from_rows(study.mode, figure_rows(study)))
+
+
+def cached_figures(study) -> tuple[dict | None, bool]:
+    """(the stored figures, whether ratings were saved since they were computed): one query."""
+    found = (
+        StudyFigures.objects.filter(study_id=study.pk)
+        .annotate(current=F("study__ratings_version"))
+        .values_list("figures", "version", "current")
+        .first()
+    )
+    if found is None:
+        return None, True
+    figures, version, current = found
+    return figures, version != current
+
+
+def figures_out_of_date(study) -> bool:
+    """Whether ratings were saved since the stored figures were computed (without reading them)."""
+    return not StudyFigures.objects.filter(study_id=study.pk, version=F("study__ratings_version")).exists()
+
+
 def study_agreement(study) -> dict:
-    return agreement_from_rows(study.mode, export_rows(study))
+    """The figures as stored; computed here only when none were ever stored (pages use
+    services.current_figures, which stores them)."""
+    figures, stale = cached_figures(study)
+    return compute_figures(study) if figures is None or stale else figures
 
 
 def headline(study, figures: dict) -> str:
     """The one line the leaderboard shows: the judge-human figure people quote for this mode."""
     judge = figures["overall"]["judge"]
-    if study.mode == Study.Mode.POINTWISE:
+    rated = rates(study.mode)
+    if rated == "score":
         r, f = judge.get("pearson"), judge.get("fuzzy_accuracy")
         return _("r %(r)s, fuzzy f %(f)s") % {"r": _num(r), "f": _num(f)}
-    if study.mode == Study.Mode.EXTRACTION:
+    if rated == "choice":
         return _("rule reader %(rule)s, LLM extractor %(extractor)s as people read") % {
             "rule": _pct(judge["rule"]["accuracy"]),
             "extractor": _pct(judge["extractor"]["accuracy"]),
@@ -373,11 +552,12 @@ def headline(study, figures: dict) -> str:
 def chart_rows(study, figures: dict, by: str) -> tuple[list, str]:
     """([(task or model, the headline judge-human figure, ratings)], its name) for the study page's
     charts: fuzzy-range accuracy f for scores, the majority's agreement for votes (both 0-1)."""
-    if study.mode == Study.Mode.EXTRACTION:
+    rated = rates(study.mode)
+    if rated == "choice":
         return [(group, a["judge"]["rule"]["accuracy"], a["ratings"]) for group, a in figures[by].items()], _(
             "rule reader accuracy"
         )
-    if study.mode == Study.Mode.POINTWISE:
+    if rated == "score":
         field, name = "fuzzy_accuracy", _("fuzzy f")
     else:
         field, name = "majority", _("majority agreement")
@@ -393,51 +573,86 @@ def _pct(value) -> str:
 
 
 def study_progress(study) -> dict:
-    counts = study.ratings.aggregate(total=Count("pk"), done=Count("pk", filter=~Q(saved_at=None)))
+    """Ratings saved of those owed, overall and per rater, from the tallies (never counting ratings)."""
     per_rater = list(
-        study.raters.annotate(total=Count("ratings"), done=Count("ratings", filter=~Q(ratings__saved_at=None))).values(
+        study.raters.annotate(total=Coalesce(Sum("tallies__owed"), 0), done=Coalesce(Sum("tallies__saved"), 0)).values(
             "pseudonym", "user__username", "total", "done"
         )
     )
-    return {"done": counts["done"], "total": counts["total"], "raters": per_rater}
+    return {
+        "done": sum(r["done"] for r in per_rater),
+        "total": sum(r["total"] for r in per_rater),
+        "raters": per_rater,
+    }
 
 
-def validations_for_release(release) -> dict[int, dict]:
-    """{score pk: {"study", "number", "ratings", "headline", "url"}} for the release's scores rated
-    in a study (the latest one with saved ratings), for the leaderboard."""
+def validations_for_release(release, figures_of=None) -> dict[int, dict]:
+    """{score pk: what the leaderboard says of people's validation of the score's judge}: the
+    study a researcher marked as its validation, else the latest closed study with ratings of it
+    ({"study", "number", "ratings", "headline", "url"}); else, while only open studies rate it,
+    {"in_progress": True, "number", "saved", "total", "url"}. Never recomputes a figure:
+    `figures_of(study)` gives the stored ones (services.current_figures)."""
     from django.urls import reverse
 
+    figures_of = figures_of or study_agreement
+    studies = list(Study.objects.filter(release=release).order_by("-number"))
+    rated = defaultdict(list)  # the scores each study rates, by label only (never their answer sets)
+    for study_id, score_id, label in Study.scores.through.objects.filter(study__release=release).values_list(
+        "study_id", "score_id", "score__label"
+    ):
+        rated[study_id].append((score_id, label))
+    counts = {
+        (row["study_id"], row["score_id"]): row
+        for row in RatingTally.objects.filter(study__release=release)
+        .values("study_id", "score_id")
+        .annotate(total=Sum("owed"), saved=Sum("saved"))
+        .order_by()
+    }
+    raters = defaultdict(set)  # who besides researchers may open each study: one query for the release
+    for study_id, user_id in (
+        StudyRater.objects.filter(study__release=release).exclude(user=None).values_list("study_id", "user_id")
+    ):
+        raters[study_id].add(user_id)
+    ranked = sorted(studies, key=lambda s: (s.validates, s.status == Study.Status.CLOSED, s.number), reverse=True)
     found: dict[int, dict] = {}
-    studies = Study.objects.filter(release=release).order_by("-number").prefetch_related("scores")
-    for study in studies:
-        rows = export_rows(study)
-        if not rows:
-            continue
-        for score in study.scores.all():
-            if score.pk in found:
+    for study in ranked:
+        url = reverse("humaneval-study", args=[release.benchmark.slug, study.number])
+        for score_pk, label in rated[study.pk]:
+            count = counts.get((study.pk, score_pk), {"total": 0, "saved": 0})
+            if score_pk in found or not count["total"]:
                 continue
-            mine = [r for r in rows if r["model"] == score.label]
-            if not mine:
+            if not study.validates and study.status != Study.Status.CLOSED:
+                found[score_pk] = {"in_progress": True, "number": study.number, "study": study.title, "url": url,
+                                   "saved": count["saved"], "total": count["total"], "rater_ids": raters[study.pk]}  # fmt: skip
                 continue
-            figures = agreement_from_rows(study.mode, mine)
-            found[score.pk] = {
+            if not count["saved"]:
+                continue
+            group = (figures_of(study).get("by_model") or {}).get(label)
+            found[score_pk] = {
                 "study": study.title,
                 "number": study.number,
-                "ratings": len(mine),
-                "headline": headline(study, figures),
-                "url": reverse("humaneval-study", args=[release.benchmark.slug, study.number]),
+                "ratings": count["saved"],
+                "validates": study.validates,
+                "in_progress": False,
+                "headline": headline(study, {"overall": group}) if group else "",
+                "url": url,
+                "rater_ids": raters[study.pk],
             }
     return found
 
 
-def card_citations(release) -> list[dict]:
+def rater_ids(study) -> set[int]:
+    return set(study.raters.exclude(user=None).values_list("user_id", flat=True))
+
+
+def card_citations(release, figures_of=None) -> list[dict]:
     """The closed studies a researcher cited on the release's card: what was rated, by how many
     people, and the headline agreement, for the card page."""
     from django.urls import reverse
 
     cited = []
     for study in Study.objects.filter(release=release, cited_on_card=True, status=Study.Status.CLOSED).order_by("number"):
-        figures = study_agreement(study)
+        figures = (figures_of or study_agreement)(study)
         overall = figures["overall"]
         cited.append(
             {
@@ -450,6 +665,7 @@ def card_citations(release) -> list[dict]:
                 "alpha": overall["alpha"],
                 "headline": headline(study, figures),
                 "url": reverse("humaneval-study", args=[release.benchmark.slug, study.number]),
+                "rater_ids": rater_ids(study),
             }
         )
     return cited
@@ -472,3 +688,40 @@ def study_image(study, pk: int):
     if found is None:
         raise Http404(f"No image #{pk} in release {study.release.version}.")
     return found
+
+
+# ---- per item, for item analysis ------------------------------------------------------------------
+
+POINTWISE_GAP = 3  # a rater's score this far from the judge's (1-10) disagrees with it
+
+
+def disagreement_by_item(release) -> dict[str, dict]:
+    """{release item id: {"ratings": n, "disagree": n}} over every saved rating of every study of the
+    release: a pointwise rating disagrees when it is POINTWISE_GAP or more from the judge's grade, a
+    pairwise vote when it picks another side (model, anchor, unable) than the judge's outcome, an
+    extraction check when it reads another choice. One query; the judge's verdicts are stored with
+    the study's items."""
+    found: dict[str, dict] = defaultdict(lambda: {"ratings": 0, "disagree": 0})
+    rows = (
+        Rating.objects.filter(study__release=release)
+        .exclude(saved_at=None)
+        .values_list("item__key", "study__mode", "score", "vote", "choice", "item__judge")
+    )
+    for key, mode, score, vote, choice, judge in rows.iterator(2000):
+        judge = judge or {}
+        rated = rates(mode)
+        if rated == "score":
+            if score is None or judge.get("rating") is None:
+                continue
+            differs = abs(score - judge["rating"]) >= POINTWISE_GAP
+        elif rated == "vote":
+            if not vote or not judge.get("outcome"):
+                continue
+            differs = _side(vote) != _side(judge["outcome"])
+        else:
+            if "choice" not in judge:
+                continue
+            differs = (choice or "") != (judge.get("choice") or "")
+        found[key]["ratings"] += 1
+        found[key]["disagree"] += differs
+    return dict(found)

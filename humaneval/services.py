@@ -8,22 +8,24 @@ seed makes the sample, the assignment and every rater's order reproducible."""
 import datetime
 import json
 import random
+from collections import Counter
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 
 from benchforge import permissions
 from benchforge.concurrency import lock
-from benchforge.errors import DomainError
+from benchforge.errors import Conflict, DomainError
 from curation.models import Benchmark
 from exports.models import Score
+from jobs import services as jobs
 
 from . import selectors
-from .models import Rating, Study, StudyItem, StudyRater
+from .models import Rating, RatingTally, Study, StudyFigures, StudyItem, StudyRater
 
 MIN_RATINGS_PER_ITEM = 2
 MAX_RATINGS_PER_ITEM = 20
@@ -96,7 +98,7 @@ def plan_study(
             _("Unknown study mode '%(mode)s'; choose among %(modes)s.") % {"mode": mode, "modes": ", ".join(Study.Mode.values)}
         )
     if not release.is_frozen:
-        raise DomainError(
+        raise Conflict(
             _("Release %(version)s is not frozen: studies rate the answers scored on a frozen release.")
             % {"version": release.version}
         )
@@ -116,11 +118,11 @@ def plan_study(
                 }
             )
         if score.status != Score.Status.DONE:
-            raise DomainError(
+            raise Conflict(
                 _("%(label)s is not scored yet (%(status)s): wait for its job.")
                 % {"label": score.label, "status": score.get_status_display()}
             )
-    if mode == Study.Mode.PAIRWISE and len({s.anchor_id for s in scores}) != 1:
+    if selectors.compares_with_anchor(mode) and len({s.anchor_id for s in scores}) != 1:
         raise DomainError(_("The scores of a pairwise study must share one anchor model."))
     if not (MIN_RATINGS_PER_ITEM <= ratings_per_item <= MAX_RATINGS_PER_ITEM):
         raise DomainError(
@@ -141,7 +143,7 @@ def plan_study(
         raise DomainError(_("Sample at least one item per task."))
     if not (0 < minutes_per_rating <= 120):
         raise DomainError(_("Minutes per rating must be between 0 and 120."))
-    if mode == Study.Mode.EXTRACTION:
+    if selectors.check_of(mode).verdicts is None:  # people check the passes the mode asked itself
         plan = _plan_extraction(scores, raters, per_task, ratings_per_item, seed, minutes_per_rating)
     else:
         plan = _plan_judged(release, scores, raters, per_task, ratings_per_item, seed, minutes_per_rating)
@@ -246,7 +248,11 @@ def create_study(release, *, user, title: str, mode: str, scores: list, raters: 
             [StudyRater(study=study, user=u, pseudonym=f"R{n}", seed=rng.randrange(2**31)) for n, u in enumerate(people, 1)]
         )
         items = _judged_items(study, plan, rows, verdicts, rng) if judged else _extraction_items(study, plan, rng)
-        Rating.objects.bulk_create(_assign(study, items, study_raters, plan.ratings_per_item, rng))
+        ratings = Rating.objects.bulk_create(_assign(study, items, study_raters, plan.ratings_per_item, rng))
+        owed = Counter((r.rater_id, r.item.score_id) for r in ratings)
+        RatingTally.objects.bulk_create(
+            RatingTally(study=study, rater_id=rater, score_id=score, owed=n) for (rater, score), n in owed.items()
+        )
     return study
 
 
@@ -322,15 +328,16 @@ def save_rating(rating: Rating, *, user, score=None, vote: str = "", choice: str
     if rating.rater.user_id != user.pk:
         raise DomainError(_("This rating is someone else's."))
     if rating.study.status != Study.Status.OPEN:
-        raise DomainError(_("Study %(number)s is closed: its ratings no longer change.") % {"number": rating.study.number})
+        raise Conflict(_("Study %(number)s is closed: its ratings no longer change.") % {"number": rating.study.number})
     reason = (reason or "").strip()
-    if rating.study.mode == Study.Mode.POINTWISE:
+    rated = selectors.rates(rating.study.mode)
+    if rated == "score":
         if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
             raise DomainError(_("Give a score from 1 to 10 (keys 1-9, and 0 for 10)."))
         if not reason:
             raise DomainError(_("Say briefly why: a score without a reason cannot be checked."))
         rating.score, rating.vote = score, ""
-    elif rating.study.mode == Study.Mode.EXTRACTION:
+    elif rated == "choice":
         problem = choice_problem(rating.item, choice)
         if problem:
             raise DomainError(problem)
@@ -341,7 +348,15 @@ def save_rating(rating: Rating, *, user, score=None, vote: str = "", choice: str
         rating.vote, rating.score = side_of(vote, rating.anchor_first), None
     rating.reason = reason[:5000]
     rating.saved_at = timezone.now()
-    rating.save(update_fields=["score", "vote", "choice", "reason", "saved_at"])
+    given = {field: getattr(rating, field) for field in ("score", "vote", "choice", "reason", "saved_at")}
+    with transaction.atomic():
+        # A first save counts in the rater's tally once, however many saves of it arrive at once:
+        # this conditional UPDATE matches for one of them only (a later save writes unconditionally).
+        if Rating.objects.filter(pk=rating.pk, saved_at=None).update(**given):
+            RatingTally.objects.filter(rater_id=rating.rater_id, score_id=rating.item.score_id).update(saved=F("saved") + 1)
+        else:
+            Rating.objects.filter(pk=rating.pk).update(**given)
+        ratings_changed(rating.study)
     return rating
 
 
@@ -388,9 +403,9 @@ def cite_on_card(study: Study, *, user, cite: bool = True) -> Study:
     then show beside the card. The frozen bundle's own README never changes."""
     permissions.require_researcher(user, "Citing a study on the release card")
     if cite and study.status != Study.Status.CLOSED:
-        raise DomainError(_("Close study %(number)s first: a card cites finished studies only.") % {"number": study.number})
+        raise Conflict(_("Close study %(number)s first: a card cites finished studies only.") % {"number": study.number})
     if cite and not study.ratings.exclude(saved_at=None).exists():
-        raise DomainError(_("Study %(number)s has no saved rating to cite.") % {"number": study.number})
+        raise Conflict(_("Study %(number)s has no saved rating to cite.") % {"number": study.number})
     Study.objects.filter(pk=study.pk).update(cited_on_card=cite)
     study.cited_on_card = cite
     return study
@@ -407,7 +422,7 @@ def import_ratings(study: Study, data: bytes, *, user) -> int:
     saves nothing and says which lines. Raters unknown to the study join it under their pseudonym."""
     permissions.require_researcher(user, "Importing ratings")
     if study.status != Study.Status.OPEN:
-        raise DomainError(_("Study %(number)s is closed: its ratings no longer change.") % {"number": study.number})
+        raise Conflict(_("Study %(number)s is closed: its ratings no longer change.") % {"number": study.number})
     if len(data) > MAX_IMPORT_BYTES:
         raise DomainError(_("The file is larger than %(mb)s MB; split it.") % {"mb": MAX_IMPORT_BYTES // (1024 * 1024)})
     try:
@@ -467,7 +482,24 @@ def import_ratings(study: Study, data: bytes, *, user) -> int:
                     "source": Rating.Source.IMPORT,
                 },
             )
+        recount_tallies(study)
+        ratings_changed(study, imported=True)
     return len(rows)
+
+
+def recount_tallies(study: Study) -> None:
+    """The study's tallies counted afresh from its ratings (after an import: raters may be new)."""
+    counts = (
+        Rating.objects.filter(study=study)
+        .values("rater_id", "item__score_id")
+        .annotate(owed=Count("pk"), saved=Count("pk", filter=~Q(saved_at=None)))
+        .order_by()
+    )
+    RatingTally.objects.filter(study=study).delete()
+    RatingTally.objects.bulk_create(
+        RatingTally(study=study, rater_id=c["rater_id"], score_id=c["item__score_id"], owed=c["owed"], saved=c["saved"])
+        for c in counts
+    )
 
 
 def _imported_row(study, row: dict, items: dict) -> tuple[str, dict]:
@@ -482,12 +514,13 @@ def _imported_row(study, row: dict, items: dict) -> tuple[str, dict]:
     if not isinstance(rater, str) or not rater.strip() or len(rater) > 40:
         return "'rater' must be a pseudonym of at most 40 characters", {}
     score, vote, choice = row.get("score"), row.get("vote"), ""
-    if study.mode == Study.Mode.EXTRACTION:
+    rated = selectors.rates(study.mode)
+    if rated == "choice":
         choice = row.get("choice")
         if problem := choice_problem(item, choice):
             return f"'choice': {problem}", {}
         score, vote = None, ""
-    elif study.mode == Study.Mode.POINTWISE:
+    elif rated == "score":
         if isinstance(score, bool) or not isinstance(score, int) or not 1 <= score <= 10:
             return f"'score' must be a whole number from 1 to 10, got {score!r}", {}
         vote = ""
@@ -518,3 +551,77 @@ def _imported_row(study, row: dict, items: dict) -> tuple[str, dict]:
         "reason": reason[:5000],
         "time": moment,
     }
+
+
+# ---- the figures, stored -----------------------------------------------------------------------
+
+FIGURES_JOB = "humaneval_figures"
+# Up to this many saved ratings the figures are recomputed at once when a page asks for changed
+# ones (milliseconds); above it a job recomputes them (seconds: every figure overall, per task and
+# per model) and pages show the stored ones, saying they are being updated.
+INLINE_FIGURES = 2000
+# While raters save, a large study's figures are recomputed at most this often (an import, or a
+# researcher opening the study's page, asks at once).
+REFRESH_EVERY = datetime.timedelta(minutes=5)
+
+
+def ratings_changed(study: Study, *, imported: bool = False) -> None:
+    """A rating was saved or imported: the stored figures are out of date. A large study queues
+    the job that recomputes them (once the save commits; one at a time per study) after an
+    import, or after a save when they are older than REFRESH_EVERY."""
+    Study.objects.filter(pk=study.pk).update(ratings_version=F("ratings_version") + 1)
+    stored = StudyFigures.objects.filter(study=study).values_list("ratings", "computed_at").first()
+    if stored is None or stored[0] < INLINE_FIGURES:
+        return  # small: the next page that shows them recomputes them at once
+    if imported or stored[1] < timezone.now() - REFRESH_EVERY:
+        transaction.on_commit(lambda: queue_figures(study.pk))
+
+
+def queue_figures(study_pk: int) -> None:
+    if Study.objects.filter(pk=study_pk, figures_queued=False).update(figures_queued=True):
+        study = Study.objects.filter(pk=study_pk).only("benchmark_id").first()
+        if study is not None:
+            jobs.enqueue(jobs.create_job(FIGURES_JOB, benchmark=study.benchmark_id, params={"study": study_pk}))
+
+
+def run_figures(run) -> dict:
+    """The job: recompute a study's figures from its saved ratings."""
+    Study.objects.filter(pk=run.params["study"]).update(figures_queued=False)
+    study = Study.objects.filter(pk=run.params["study"]).first()
+    if study is None:
+        return {"study": None}
+    figures = refresh_figures(study)
+    return {"study": study.number, "ratings": figures["overall"]["ratings"]}
+
+
+def refresh_figures(study: Study) -> dict:
+    """Compute the study's figures from its compact rows and store them with the ratings version
+    they were computed at (a save meanwhile leaves them marked out of date)."""
+    version = Study.objects.filter(pk=study.pk).values_list("ratings_version", flat=True).first() or 0
+    figures = selectors.compute_figures(study)
+    StudyFigures.objects.update_or_create(
+        study=study, defaults={"figures": figures, "version": version, "ratings": figures["overall"]["ratings"]}
+    )
+    return figures
+
+
+def current_figures(study: Study) -> dict:
+    """The study's figures for a page: the stored ones; recomputed here only when none are stored
+    yet or a small study's changed (a large one's job is on its way)."""
+    figures, stale = selectors.cached_figures(study)
+    if figures is None or (stale and figures["overall"]["ratings"] < INLINE_FIGURES):
+        return refresh_figures(study)
+    if stale:
+        queue_figures(study.pk)
+    return figures
+
+
+def mark_validation(study: Study, *, user, validates: bool = True) -> Study:
+    """Mark a study as the validation of its scores' judges (the leaderboard then shows it for
+    them, whatever studies come later), or unmark it."""
+    permissions.require_researcher(user, "Marking a study as a judge's validation")
+    if validates and not study.ratings.exclude(saved_at=None).exists():
+        raise Conflict(_("Study %(number)s has no saved rating: it cannot validate a judge yet.") % {"number": study.number})
+    Study.objects.filter(pk=study.pk).update(validates=validates)
+    study.validates = validates
+    return study

@@ -15,4 +15,5 @@ urlpatterns = [
     path("b/<slug:slug>/human-eval/<id:number>/import/", views.import_ratings, name="humaneval-import"),
     path("b/<slug:slug>/human-eval/<id:number>/close/", views.close, name="humaneval-close"),
     path("b/<slug:slug>/human-eval/<id:number>/cite/", views.cite, name="humaneval-cite"),
+    path("b/<slug:slug>/human-eval/<id:number>/validation/", views.validation, name="humaneval-validation"),
 ]

@@ -23,7 +23,6 @@ from exports import card
 
 from . import exporting, selectors, services
 from .forms import ImportForm, PlanForm
-from .models import Study
 
 CHART_TITLES = {"task": _("Judge vs people per task: %(name)s"), "model": _("Judge vs people per model: %(name)s")}
 SCORE_KEYS = [(n, str(n % 10)) for n in range(1, 11)]  # 10 is key 0
@@ -95,7 +94,8 @@ def study_detail(request, slug, number):
         if permissions.is_researcher(request.user):
             messages.info(request, refusal)
         return redirect("humaneval-queue", slug=slug, number=number)
-    figures = selectors.study_agreement(study)
+    figures = services.current_figures(study)
+    stale = selectors.figures_out_of_date(study)
     return render(
         request,
         "humaneval/study.html",
@@ -103,9 +103,11 @@ def study_detail(request, slug, number):
             "benchmark": benchmark,
             "study": study,
             "progress": selectors.study_progress(study),
-            "figures": figures,
+            "figures": selectors.with_reasons(figures),
+            "figures_stale": stale,
             "headline": selectors.headline(study, figures),
-            "scores": study.scores.all(),
+            "scores": selectors.scores_shown(study),
+            "score_endpoints": study.scores.values_list("endpoint", "judge"),  # the demo notice's: never answer sets
             "import_form": ImportForm(),
         },
     )
@@ -154,7 +156,7 @@ def rate(request, slug, number, pk):
             )
         except DomainError as exc:
             if autosave:
-                return JsonResponse({"saved": False, "detail": exc.message}, status=400)
+                return JsonResponse({"saved": False, "detail": exc.message}, status=exc.status)
             messages.error(request, gettext("Not saved: %(reason)s") % {"reason": exc.message})
             return redirect("humaneval-rate", slug=slug, number=number, pk=pk)
         if autosave:
@@ -179,7 +181,7 @@ def rate(request, slug, number, pk):
         "score_keys": SCORE_KEYS,
         "votes": VOTE_CHOICES,
         "chosen_vote": services.positional_of(rating.vote, rating.anchor_first) if rating.vote else "",
-        "rubric": selectors.pointwise_rubric() if study.mode == Study.Mode.POINTWISE else "",
+        "rubric": selectors.pointwise_rubric() if selectors.rates(study.mode) == "score" else "",
         "choices": choice_keys(shown.get("options") or {}),
     }
     return render(request, "humaneval/rate.html", context)
@@ -202,7 +204,7 @@ def chart(request, slug, number, kind):
     permissions.require(selectors.figures_refusal(request.user, study))
     if kind not in ("task", "model"):
         raise Http404(gettext("Charts are per task or per model."))
-    rows, name = selectors.chart_rows(study, selectors.study_agreement(study), f"by_{kind}")
+    rows, name = selectors.chart_rows(study, services.current_figures(study), f"by_{kind}")
     return HttpResponse(card.score_chart(rows, (CHART_TITLES[kind] % {"name": name})), content_type="image/svg+xml")
 
 
@@ -210,16 +212,10 @@ def chart(request, slug, number, kind):
 def export(request, slug, number, kind):
     benchmark, study = _study(request, slug, number)
     permissions.require(selectors.figures_refusal(request.user, study))
-    rows = selectors.export_rows(study, split=request.GET.get("split") == "1")
-    name = f"{slugify(benchmark.slug)}-study-{study.number}-ratings"
-    if kind == "jsonl":
-        response = HttpResponse(exporting.jsonl(rows), content_type="application/x-ndjson; charset=utf-8")
-    elif kind == "parquet":
-        response = HttpResponse(exporting.parquet(rows), content_type="application/vnd.apache.parquet")
-    else:
+    if kind not in exporting.FORMATS:
         raise Http404(gettext("Ratings export as jsonl or parquet."))
-    response["Content-Disposition"] = f'attachment; filename="{name}.{kind}"'
-    return response
+    name = f"{slugify(benchmark.slug)}-study-{study.number}-ratings"
+    return exporting.streamed(study, kind, split=request.GET.get("split") in ("1", "true"), name=name)
 
 
 @accepts_uploads("data_file")
@@ -247,6 +243,25 @@ def close(request, slug, number):
         raise PermissionDenied(gettext("Closing a study needs the researcher role."))
     services.close_study(study, user=request.user)
     messages.success(request, gettext("Study %(number)s is closed.") % {"number": study.number})
+    return redirect("humaneval-study", slug=slug, number=number)
+
+
+@require_POST
+@role_required(RESEARCHER)
+def validation(request, slug, number):
+    """Mark the study as the validation of its scores' judges (the leaderboard shows it), or unmark it."""
+    benchmark, study = _study(request, slug, number)
+    marked = request.POST.get("validates") == "1"
+    try:
+        services.mark_validation(study, user=request.user, validates=marked)
+        said = (
+            gettext("The leaderboard shows study %(number)s as its scores' validation.")
+            if marked
+            else gettext("Study %(number)s is no longer marked as its scores' validation.")
+        )
+        messages.success(request, said % {"number": study.number})
+    except DomainError as exc:
+        messages.error(request, exc.message)
     return redirect("humaneval-study", slug=slug, number=number)
 
 

@@ -23,6 +23,15 @@ class JobSerializer(serializers.ModelSerializer):
         "queued job never reached the job queue (it was unreachable; resume it to send it again)",
     )
     can_resume = serializers.BooleanField(read_only=True)
+    worker = serializers.CharField(read_only=True, help_text="the worker (node name and process id) of the latest run")
+    recoveries = serializers.IntegerField(
+        read_only=True, help_text="times the job was re-queued automatically because its worker was lost"
+    )
+    run_log = serializers.ListField(
+        child=serializers.DictField(),
+        read_only=True,
+        help_text="each run: run (number), worker, started_at, recovered (started by the sweeper after a lost worker)",
+    )
     can_cancel = serializers.BooleanField(read_only=True)
     entries = serializers.SerializerMethodField(
         help_text="where each unit's outcome is listed (paginated; ?outcome=error for the problems)"
@@ -43,6 +52,9 @@ class JobSerializer(serializers.ModelSerializer):
             "message",
             "result",
             "runs",
+            "worker",
+            "recoveries",
+            "run_log",
             "created_at",
             "started_at",
             "finished_at",

@@ -6,4 +6,9 @@ class JobsConfig(AppConfig):
     verbose_name = "Background jobs"
 
     def ready(self):
-        from . import tasks  # noqa: F401 - registers the "jobs.run" task with Celery
+        from django.core.signals import request_started
+
+        from . import sweeper, tasks  # noqa: F401 - tasks registers the "jobs.run" task with Celery
+
+        # A web process that runs jobs in its threads (gunicorn without a broker) sweeps from its first request.
+        request_started.connect(sweeper.start_for_threads, dispatch_uid="benchforge-job-sweeper")

@@ -46,6 +46,12 @@ class Job(models.Model):
     runs = models.PositiveIntegerField(default=0, help_text="how many times a worker started (or resumed) it")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # Each run: {"run": n, "worker": who ran it, "started_at": iso time, "recovered": bool} (a
+    # recovered run was started by the sweeper after its worker was lost, not by a person).
+    run_log = models.JSONField(default=list, blank=True)
+    # Times the job was re-queued automatically because its worker was lost (jobs.services.recover_lost);
+    # a person's Resume starts the count again.
+    recoveries = models.PositiveIntegerField(default=0)
     # Set while a queued job could not be handed to the job queue (the broker was unreachable):
     # no worker holds it; it is sent again when a worker starts, or resumed from its page.
     unsent_since = models.DateTimeField(null=True, blank=True)
@@ -78,6 +84,11 @@ class Job(models.Model):
             return False
         limit = timedelta(seconds=settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT)
         return self.heartbeat_at is None or self.heartbeat_at < timezone.now() - limit
+
+    @property
+    def recovers_automatically(self) -> bool:
+        """An interrupted job the workers' sweeper will re-queue (it has recoveries left)."""
+        return self.recoveries < settings.BENCHFORGE_JOB_MAX_RECOVERIES
 
     @property
     def is_unsent(self) -> bool:

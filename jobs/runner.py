@@ -21,6 +21,7 @@ from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone, translation
 
+from benchforge import navigation
 from benchforge.bulk import insert_rows
 from benchforge.errors import DomainError
 from benchforge.i18n import account_language
@@ -224,13 +225,20 @@ def _heartbeat_thread(run: JobRun):
         thread.join(timeout=5)
 
 
-def claim(job_id: int) -> tuple[Job, str] | None:
+def worker_name(node: str = "") -> str:
+    """Who runs a job here: the Celery worker's node name (or the host) and this process's id."""
+    return f"{node or socket.gethostname()} (pid {os.getpid()})"
+
+
+def claim(job_id: int, *, worker: str = "") -> tuple[Job, str] | None:
     """Take the job for this run, or None when it is not ours to run (finished, cancelled, or
-    running with a live heartbeat elsewhere)."""
+    running with a live heartbeat elsewhere). The run is logged on the job with the worker's name."""
     token = uuid.uuid4().hex
     now = timezone.now()
     stale = now - timezone.timedelta(seconds=settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT)
     claimable = Q(status=Job.Status.QUEUED) | Q(status=Job.Status.RUNNING, heartbeat_at__lt=stale)
+    worker = worker or worker_name()
+    recovered = Job.objects.filter(pk=job_id).values_list("message", flat=True).first() or ""
     taken = Job.objects.filter(claimable, pk=job_id).update(
         status=Job.Status.RUNNING,
         run_token=token,
@@ -238,22 +246,36 @@ def claim(job_id: int) -> tuple[Job, str] | None:
         started_at=now,
         finished_at=None,
         runs=F("runs") + 1,
-        worker=f"{socket.gethostname()}:{os.getpid()}",
+        worker=worker[:200],
         message="",
     )
     if not taken:
         return None
-    return Job.objects.select_related("created_by").get(pk=job_id), token
+    job = Job.objects.select_related("created_by").get(pk=job_id)
+    entry = {
+        "run": job.runs,
+        "worker": job.worker,
+        "started_at": now.isoformat(),
+        "recovered": recovered.startswith(RECOVERY_PREFIX),
+    }
+    job.run_log = [*(job.run_log or []), entry][-100:]
+    Job.objects.filter(pk=job_id, run_token=token).update(run_log=job.run_log)
+    return job, token
 
 
-def execute(job_id: int) -> Job | None:
+# How the message of a job re-queued by jobs.services.recover_lost starts (so its next run is logged as recovered).
+RECOVERY_PREFIX = "Re-queued automatically"
+
+
+def execute(job_id: int, *, worker: str = "") -> Job | None:
     """Run (or resume) a job if it can be claimed; returns the job as it ended, or None when it
     was not claimable (a re-delivered message for a finished job, say: nothing changes)."""
-    claimed = claim(job_id)
+    claimed = claim(job_id, worker=worker)
     if claimed is None:
         log.info("job %s not claimable (finished, cancelled or running elsewhere); nothing to do", job_id)
         return None
     job, token = claimed
+    log.info("job %s (%s) run %s started on %s", job_id, job.kind, job.runs, job.worker)
     run = JobRun(job, token)
     try:
         kind = registry.get(job.kind)
@@ -315,5 +337,7 @@ def _finish(run: JobRun, status: str, *, message: str = "", result: dict | None 
     job = Job.objects.select_related("created_by").get(pk=run.job.pk)
     if owned and status == Job.Status.SUCCEEDED:
         discard_staged(job)
+    log.info("job %s (%s) run %s ended: %s", job.pk, job.kind, run.job.runs, status if owned else f"{job.status} meanwhile")
+    navigation.changed(job.benchmark_id)  # what the job wrote may change what waits there (bulk writes send no signals)
     _note_finished()
     return job

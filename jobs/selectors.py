@@ -64,6 +64,12 @@ def recorded_rows(job_id, *, prefix: str = "") -> list[tuple[str, dict]]:
     return list(rows.values_list("key", "data"))
 
 
+def failed_unit_data(job_ids) -> list[dict]:
+    """The data of every unit of the jobs whose last outcome is an error (failed now, after every run)."""
+    rows = JobEntry.objects.filter(job_id__in=list(job_ids), outcome=JobEntry.Outcome.ERROR)
+    return [data or {} for data in rows.values_list("data", flat=True)]
+
+
 def job_entries(job: Job, *, outcome: str = ""):
     """What happened to each unit of the job (rows of an import, files, calls), in the order recorded."""
     entries = job.entries.order_by("id")
@@ -92,3 +98,30 @@ def with_benchmarks(jobs):
     for job in jobs:
         job.benchmark = found.get(job.benchmark_id)
     return jobs
+
+
+# Which job tells a piece of work's state when it has several (a QC run's parts): the first found in this order.
+_TELLING = ("failed", "interrupted", "cancelled", "unsent", "running", "queued")
+
+
+def work_state(jobs, *, label: str, code: str) -> dict:
+    """What a person sees of work done by jobs (a QC run, a rewrite batch, a build): its jobs'
+    state, the one truth about whether it runs: while a job is not finished, or when one failed,
+    was cancelled or lost its worker, that job's state with its reason; once every job succeeded,
+    the work's own `label` and `code`. `resumable`: Resume applies to that job (a researcher's
+    action). Returns {"label", "code", "reason", "resumable", "job"}."""
+    jobs = [job for job in jobs if job is not None]
+    by_state = {}
+    for job in jobs:
+        by_state.setdefault(job.state, job)
+    job = next((by_state[state] for state in _TELLING if state in by_state), None)
+    if job is None:
+        return {"label": label, "code": code, "reason": "", "resumable": False, "job": None}
+    shows_reason = job.status in (Job.Status.FAILED, Job.Status.CANCELLED) or job.is_interrupted
+    return {
+        "label": job.state_label,
+        "code": job.state,
+        "reason": job.shown_message if shows_reason else "",
+        "resumable": job.can_resume,
+        "job": job,
+    }

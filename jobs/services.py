@@ -16,7 +16,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
 from benchforge import permissions
-from benchforge.errors import DomainError
+from benchforge.errors import Conflict, DomainError
 
 from . import registry, reports, runner
 from .models import Job
@@ -39,6 +39,7 @@ class QueueUnavailable(DomainError):
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_handed: set[int] = set()  # jobs this process's threads were handed (BENCHFORGE_JOB_RUNNER=thread)
 
 
 # Job messages this module stores (jobs.reports: stored in English, shown in the reader's language).
@@ -47,9 +48,16 @@ NOT_SENT = gettext_noop(
     "sent again when a worker starts, or resume it from its page once the queue is back."
 )
 RESUMED = gettext_noop("Resumed.")
+RECOVERED = gettext_noop(
+    "Re-queued automatically: its worker (%(worker)s) stopped without finishing it (recovery %(n)s of %(max)s)."
+)
+GAVE_UP = gettext_noop(
+    "Failed: its worker (%(worker)s) stopped without finishing it, and it was re-queued automatically "
+    "%(max)s time(s) already. Find out why workers die on it (memory, a time limit), then resume it."
+)
 RESUMED_BY = gettext_noop("Resumed by %(user)s.")
 CANCELLED_BY = gettext_noop("Cancelled by %(user)s.")
-reports.declare(NOT_SENT, RESUMED, RESUMED_BY, CANCELLED_BY)
+reports.declare(NOT_SENT, RESUMED, RECOVERED, GAVE_UP, RESUMED_BY, CANCELLED_BY)
 
 
 def create_job(kind: str, *, user=None, benchmark=None, total: int = 0, params: dict | None = None) -> Job:
@@ -119,6 +127,16 @@ def run_now(job: Job | int) -> Job:
     return Job.objects.select_related("created_by").get(pk=job_id)
 
 
+def see_through(job: Job | int, *, timeout: float = 300) -> Job:
+    """Run a just-queued job to its end as a user's would run (the demo, management commands):
+    inside a transaction (a test) the runner only gets it on commit, so it runs here."""
+    from django.db import transaction
+
+    if transaction.get_connection().in_atomic_block:
+        return run_now(job)
+    return wait([job], timeout=timeout)[0]
+
+
 def wait(jobs, *, timeout: float) -> list[Job]:
     """Wait until every job of `jobs` (Jobs or ids) is finished, or `timeout` seconds have passed;
     returns them as they are then, in the order given (check is_finished: after a timeout some
@@ -147,6 +165,8 @@ def _dispatch(job_id: int) -> None:
         _send(job_id)
         resend_unsent(older_than=RESEND_AFTER_SECONDS)  # the queue answers again: hand it what it missed
     elif mode == "thread":
+        with _pool_lock:
+            _handed.add(job_id)
         _thread_pool().submit(_run_in_thread, job_id)
     elif mode == "inline":
         runner.execute(job_id)
@@ -202,6 +222,25 @@ def resend_unsent(*, older_than: float = 0) -> int:
     return sent
 
 
+def adopt_queued() -> list[int]:
+    """The thread runtime's queue is in the memory of the web process that queued the job: when
+    that process was killed (a stopped `manage.py serve`), its queued jobs wait for nobody. Hand
+    the queued jobs this process was never given to its threads (a job another live process is
+    about to run is run once: claiming is guarded). A job younger than two heartbeats is left to
+    the process that made it (a command running it here and now). Returns their ids; only with
+    BENCHFORGE_JOB_RUNNER=thread (a broker keeps its own queue)."""
+    if settings.BENCHFORGE_JOB_RUNNER != "thread":
+        return []
+    young = timezone.now() - timezone.timedelta(seconds=2 * settings.BENCHFORGE_JOB_HEARTBEAT_SECONDS)
+    queued = Job.objects.filter(status=Job.Status.QUEUED, created_at__lt=young).order_by("pk").values_list("pk", flat=True)
+    with _pool_lock:
+        orphans = [job_id for job_id in queued if job_id not in _handed]
+    for job_id in orphans:
+        log.warning("job %s was queued by a web process that is gone: it runs here", job_id)
+        _dispatch(job_id)
+    return orphans
+
+
 def _thread_pool() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
@@ -235,23 +274,23 @@ def requeue(job: Job, *, note: str = RESUMED) -> Job:
         return job
     if not job.can_resume:
         if job.status == Job.Status.RUNNING:
-            raise DomainError(
+            raise Conflict(
                 gettext(
                     "Job #%(id)s is still running (last heard from %(when)s); it can be resumed only once its worker has stopped."
                 )
                 % {"id": job.pk, "when": f"{timezone.localtime(job.heartbeat_at):%H:%M:%S}"},
                 code="still_running",
             )
-        raise DomainError(
+        raise Conflict(
             gettext("Job #%(id)s is %(status)s; only a failed, cancelled or interrupted job can be resumed.")
             % {"id": job.pk, "status": str(job.get_status_display()).lower()},
             code="not_resumable",
         )
     updated = Job.objects.filter(pk=job.pk, status=job.status, run_token=job.run_token).update(
-        status=Job.Status.QUEUED, run_token="", finished_at=None, message=note
+        status=Job.Status.QUEUED, run_token="", finished_at=None, message=note, recoveries=0
     )
     if not updated:
-        raise DomainError(gettext("Job #%(id)s changed meanwhile; reload the page.") % {"id": job.pk}, code="changed")
+        raise Conflict(gettext("Job #%(id)s changed meanwhile; reload the page.") % {"id": job.pk}, code="changed")
     job.refresh_from_db()
     return job
 
@@ -261,8 +300,9 @@ def cancel(job: Job, *, user) -> Job:
     permissions.require_researcher(user, "Resuming or cancelling a job")
     job.refresh_from_db()
     if not job.can_cancel:
-        raise DomainError(
-            gettext("Job #%(id)s is already %(status)s.") % {"id": job.pk, "status": str(job.get_status_display()).lower()},
+        raise Conflict(
+            gettext("Job #%(id)s is already %(status)s: nothing is left to cancel; reload the page.")
+            % {"id": job.pk, "status": str(job.get_status_display()).lower()},
             code="not_cancellable",
         )
     Job.objects.filter(pk=job.pk, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
@@ -270,3 +310,42 @@ def cancel(job: Job, *, user) -> Job:
     )
     job.refresh_from_db()
     return job  # its staged upload stays while it can be resumed; the sweep removes it later
+
+
+def recovery_delay(recoveries: int) -> float:
+    """Seconds past the heartbeat timeout before a lost job is re-queued the (recoveries+1)th time:
+    the back-off doubles each time (a job that kills its worker does not loop at full speed)."""
+    return settings.BENCHFORGE_JOB_RECOVERY_BACKOFF * (2**recoveries)
+
+
+def recover_lost() -> dict[str, list[int]]:
+    """The sweeper: running jobs whose worker was lost (no heartbeat for the timeout plus the
+    back-off) are re-queued and sent again, at most BENCHFORGE_JOB_MAX_RECOVERIES times each;
+    after that they fail with the reason (a person resumes them). Every worker runs it every few
+    seconds (jobs.tasks), as does `manage.py resend_jobs`; a job is taken by one sweeper only
+    (a guarded update). Returns {"recovered": ids, "failed": ids}."""
+    done: dict[str, list[int]] = {"recovered": [], "failed": []}
+    now = timezone.now()
+    stale = now - timezone.timedelta(seconds=settings.BENCHFORGE_JOB_HEARTBEAT_TIMEOUT)
+    lost = Job.objects.filter(status=Job.Status.RUNNING, heartbeat_at__lt=stale)
+    limit = settings.BENCHFORGE_JOB_MAX_RECOVERIES
+    for job in lost.order_by("pk").only("pk", "run_token", "heartbeat_at", "recoveries", "worker"):
+        if job.heartbeat_at > stale - timezone.timedelta(seconds=recovery_delay(job.recoveries)):
+            continue  # still backing off
+        mine = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, run_token=job.run_token, heartbeat_at=job.heartbeat_at)
+        if job.recoveries >= limit:
+            message = reports.text(GAVE_UP, worker=job.worker or "?", max=limit)
+            if mine.update(status=Job.Status.FAILED, finished_at=now, message=message):
+                log.warning("job %s failed: its worker %s was lost %d time(s)", job.pk, job.worker, job.recoveries + 1)
+                done["failed"].append(job.pk)
+            continue
+        message = reports.text(RECOVERED, worker=job.worker or "?", n=job.recoveries + 1, max=limit)
+        if not mine.update(status=Job.Status.QUEUED, run_token="", message=message, recoveries=job.recoveries + 1):
+            continue  # another sweeper (or its own worker, back) got there first
+        log.warning("job %s re-queued: its worker %s was lost (recovery %d of %d)", job.pk, job.worker, job.recoveries + 1, limit)
+        done["recovered"].append(job.pk)
+        try:
+            _dispatch(job.pk)
+        except QueueUnavailable:
+            pass  # marked unsent: sent again when the queue is back
+    return done

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Callable
 from xml.etree import ElementTree
 
@@ -76,33 +77,49 @@ class LabelStudioResultError(DomainError):
         super().__init__(f"Label Studio task {task_id}: {problem}", extra={"task_id": task_id, "field": field})
         self.task_id = task_id
         self.field = field
+        self.problem = problem
 
 
 # ----------------------------------------------------------------------------- labeling config
+
+# The task data key (annotation.contract.labelstudio_data) that holds one entry for a
+# multiple-choice item and none otherwise: the options and answer key views sit in a <Repeater>
+# over it, so only multiple-choice tasks show them.
+MCQ_BLOCK = "mcq"
 
 
 def labeling_config(*, with_history: bool, with_options: bool) -> str:
     """The project's labeling config. History and options views are added only when some item
     of the project has them; every task carries every data key, so widening a project's config
-    later (when a multi-turn or MCQ item joins) keeps older tasks valid."""
+    later (when a multi-turn or MCQ item joins) keeps older tasks valid. The options and answer
+    key are shown on multiple-choice tasks only (a Repeater over the task's `mcq` list)."""
     view = ElementTree.Element("View")
 
-    def add(tag: str, **attrs) -> ElementTree.Element:
-        return ElementTree.SubElement(view, tag, {k: str(v) for k, v in attrs.items()})
+    def add(tag: str, parent=None, **attrs) -> ElementTree.Element:
+        return ElementTree.SubElement(view if parent is None else parent, tag, {k: str(v) for k, v in attrs.items()})
 
-    def header(text: str) -> None:
-        add("Header", value=text, size="5")
+    def header(text: str, parent=None) -> None:
+        add("Header", parent, value=text, size="5")
 
-    def choices(name: str, labels, *, required: bool = False) -> None:
+    def choices(name: str, labels, *, required: bool = False, parent=None) -> None:
         attrs = {"name": name, "toName": "question", "choice": "single-radio", "showInline": "true"}
         if required:
             attrs["required"] = "true"
-        element = add("Choices", **attrs)
+        element = add("Choices", parent, **attrs)
         for label in labels:
             ElementTree.SubElement(element, "Choice", {"value": label})
 
-    def textarea(name: str, rows: int, placeholder: str) -> None:
-        add("TextArea", name=name, toName="question", editable="true", maxSubmissions="1", rows=rows, placeholder=placeholder)
+    def textarea(name: str, rows: int, placeholder: str, parent=None) -> None:
+        add(
+            "TextArea",
+            parent,
+            name=name,
+            toName="question",
+            editable="true",
+            maxSubmissions="1",
+            rows=rows,
+            placeholder=placeholder,
+        )
 
     add("Text", name="context", value="$context")
     # Every task has at least one image entry (a picture saying "no image" when the item has
@@ -117,11 +134,12 @@ def labeling_config(*, with_history: bool, with_options: bool) -> str:
     add("Text", name="question", value="$question")
     textarea(QUESTION, 3, "Correct the question here (leave as is to keep it)")
     if with_options:
-        add("Text", name="options", value="$options")
-        header("Options (multiple-choice items: one per line, A to D)")
-        textarea(OPTIONS, 4, "One option per line")
-        header("Answer key (multiple-choice items)")
-        choices(ANSWER_KEY, CHOICE_LETTERS[:MAX_CHOICES])
+        mcq = add("Repeater", on=f"${MCQ_BLOCK}", indexFlag="{{idx}}")
+        add("Text", mcq, name="options", value="$options")
+        header("Options (one per line, A to D)", mcq)
+        textarea(OPTIONS, 4, "One option per line", mcq)
+        header("Answer key", mcq)
+        choices(ANSWER_KEY, CHOICE_LETTERS[:MAX_CHOICES], parent=mcq)
     header("Reference answer")
     textarea(REFERENCE_ANSWER, 4, "The answer a careful expert would give")
     header("Question type")
@@ -169,18 +187,47 @@ def options_block(choices) -> str:
     return "\n".join(f"{letter}. {text}" for letter, text in zip(CHOICE_LETTERS, choices or []))
 
 
-def synced_values(payload: dict) -> dict:
-    """The fields Label Studio shows and may change, as they are in `payload`: what a task was
-    last synced with, kept to tell an edit made here from one made there."""
-    return {
+# ---- the fields Label Studio shows and may change, one key per value an annotator edits
+
+SCALAR_KEYS = ("question", "question_type", "choices", "answer", "reference_answer", "description")
+CRITERION_KEYS = tuple(key for n in range(1, MAX_CRITERIA + 1) for key in (criterion_kind_name(n), criterion_text_name(n)))
+KEYS = SCALAR_KEYS + CRITERION_KEYS
+KEY_NAMES = {
+    "question": "question",
+    "question_type": "question type",
+    "choices": "options",
+    "answer": "answer key",
+    "reference_answer": "reference answer",
+    "description": "image description",
+    **{criterion_kind_name(n): f"criterion {n} kind" for n in range(1, MAX_CRITERIA + 1)},
+    **{criterion_text_name(n): f"criterion {n} text" for n in range(1, MAX_CRITERIA + 1)},
+}
+CHOICE_KEYS = {"question_type", "answer", *(criterion_kind_name(n) for n in range(1, MAX_CRITERIA + 1))}
+
+
+def field_values(payload: dict) -> dict:
+    """What a task shows of an item, one key per value an annotator can change: the scalar fields
+    and each criterion's kind and text by position (absent ones empty). The unit of every sync
+    record (baseline, pre-fill) and of the three-way merge, so that changing criterion 1's text
+    says nothing about its kind or about criterion 2."""
+    values = {
         "question": payload.get("question") or "",
         "question_type": payload.get("question_type") or "",
         "choices": list(payload.get("choices") or []),
         "answer": payload.get("answer") or "",
         "reference_answer": payload.get("reference_answer") or "",
-        "criteria": [{"kind": c.get("kind"), "text": c.get("text")} for c in payload.get("criteria") or []],
         "description": payload.get("description") or "",
     }
+    criteria = list(payload.get("criteria") or [])
+    for n in range(1, MAX_CRITERIA + 1):
+        criterion = criteria[n - 1] if n <= len(criteria) else {}
+        values[criterion_kind_name(n)] = criterion.get("kind") or ""
+        values[criterion_text_name(n)] = criterion.get("text") or ""
+    return values
+
+
+def empty_value(key: str):
+    return [] if key == "choices" else ""
 
 
 def prefill_result(payload: dict) -> list[dict]:
@@ -188,9 +235,10 @@ def prefill_result(payload: dict) -> list[dict]:
     result = []
     if payload.get("question"):
         result.append(_textarea(QUESTION, payload["question"]))
-    if payload.get("choices"):
+    mcq = payload.get("kind") == "mcq"
+    if payload.get("choices") and mcq:  # only multiple-choice tasks have the options view
         result.append(_textarea(OPTIONS, options_block(payload["choices"])))
-    if payload.get("answer") and payload.get("kind") == "mcq":
+    if payload.get("answer") and mcq:
         result.append(_choice(ANSWER_KEY, payload["answer"]))
     if payload.get("reference_answer"):
         result.append(_textarea(REFERENCE_ANSWER, payload["reference_answer"]))
@@ -239,6 +287,9 @@ class LabelStudioAnswer:
     verdict: str | None = None
     # position (1..) -> {"kind": code or None, "text": str or None}
     criteria: dict[int, dict] = field(default_factory=dict)
+    # Controls (from_name) whose region the editor kept as our pre-annotation gave it (its
+    # `origin` is still "prediction"): the annotator did not touch them.
+    untouched: set[str] = field(default_factory=set)
 
 
 _CRITERION_FIELD = re.compile(r"^criterion_(\d+)_(kind|text)$")
@@ -298,6 +349,8 @@ def parse_result(task_id, result) -> LabelStudioAnswer:
         value = region.get("value")
         if not isinstance(value, dict):
             raise LabelStudioResultError(task_id, f"the '{name}' region has no value object.")
+        if region.get("origin") == "prediction":
+            answer.untouched.add(name)
         if criterion:
             n, part = int(criterion.group(1)), criterion.group(2)
             slot = answer.criteria.setdefault(n, {"kind": None, "text": None})
@@ -338,18 +391,13 @@ def _when(annotation: dict):
     return (annotation.get("updated_at") or annotation.get("created_at") or "", annotation.get("id") or 0)
 
 
-def latest_annotation(annotations) -> dict | None:
-    """The annotation that speaks for a task: the most recently updated one not skipped."""
-    usable = _usable(annotations)
-    return max(usable, key=_when) if usable else None
-
-
 def latest_per_annotator(annotations) -> list[dict]:
-    """Each annotator's latest annotation not skipped, latest first."""
+    """Each annotator's latest annotation not skipped, oldest first (the order they are merged in,
+    so that with "the latest wins" the latest one does)."""
     latest: dict = {}
     for annotation in sorted(_usable(annotations), key=_when):
         latest[annotator(annotation)] = annotation
-    return sorted(latest.values(), key=_when, reverse=True)
+    return sorted(latest.values(), key=_when)
 
 
 # ---- what an annotation asks of an item
@@ -364,14 +412,14 @@ def same_text(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def same_value(name: str, a, b) -> bool:
-    if name == "criteria":
-        return len(a) == len(b) and all(x["kind"] == y["kind"] and same_text(x["text"], y["text"]) for x, y in zip(a, b))
-    if name == "choices":
+def same(key: str, a, b) -> bool:
+    """Whether two values of one key are the same for the sync (text compared as `same_text`)."""
+    if key == "choices":
+        a, b = a or [], b or []
         return len(a) == len(b) and all(same_text(x, y) for x, y in zip(a, b))
-    if name in ("question_type", "answer"):
+    if key in CHOICE_KEYS:
         return (a or "") == (b or "")
-    return same_text(a, b)
+    return same_text(a or "", b or "")
 
 
 _LETTER_PREFIX = re.compile(r"^\s*\(?([A-Za-z])\s*[.):]\s*")
@@ -394,75 +442,118 @@ def _options(task_id, text: str) -> list[str]:
     return options
 
 
-def _criteria(task_id, base: list[dict], given: dict[int, dict]) -> list[dict]:
-    """`base` with the criteria the annotation gives, position by position; a position left out keeps its criterion."""
-    criteria = [dict(c) for c in base]
-    for n in sorted(given):
-        kind, text = given[n]["kind"], given[n]["text"]
-        if n > MAX_CRITERIA:
-            raise LabelStudioResultError(
-                task_id, f"criterion {n}: an item has at most {MAX_CRITERIA} criteria.", field=f"criterion {n}"
-            )
-        if n <= len(criteria):
-            criteria[n - 1] = {"kind": kind or criteria[n - 1]["kind"], "text": text or criteria[n - 1]["text"]}
-        elif n > len(criteria) + 1:
-            raise LabelStudioResultError(
-                task_id, f"criterion {n} is filled in but criterion {n - 1} is empty: fill them in order.", field=f"criterion {n}"
-            )
-        elif not text:
-            raise LabelStudioResultError(task_id, f"criterion {n} has a kind but no text.", field=f"criterion {n}")
-        elif not kind:
-            raise LabelStudioResultError(
-                task_id,
-                f"criterion {n} has a text but no kind; choose one of: {', '.join(CRITERION_KINDS.values())}.",
-                field=f"criterion {n}",
-            )
-        else:
-            criteria.append({"kind": kind, "text": text})
-    return criteria
-
-
-def item_changes(base: dict, answer: LabelStudioAnswer, *, task_id, kind: str | None = None) -> dict:
-    """What an annotation changes relative to `base` (the values the task was synced with, or an
-    item payload): only fields it gives and that differ, checked field by field. What it leaves
-    out stays; a field it gives out of range (empty question, a 4th criterion, an answer letter
-    outside the options...) raises LabelStudioResultError naming that field. `kind` is the
-    item's kind (only multiple-choice items take options and an answer key)."""
-    if "id" in base:  # an item payload
-        kind, base = kind or base.get("kind"), synced_values(base)
+def given_values(answer: LabelStudioAnswer, *, task_id, kind: str | None) -> dict:
+    """The values an annotation gives, by key: only what the annotator filled in and touched
+    (a region still as our pre-annotation made it is left out, and so is an emptied field: an
+    annotation never deletes). Raises LabelStudioResultError naming the field for a value out
+    of range (an empty question, a 4th criterion, options or an answer key on an item that is
+    not multiple-choice...). `kind` is the item's kind."""
     mcq = kind == "mcq"
-    proposed: dict[str, Any] = {}
-    if answer.question is not None:
-        if not answer.question.strip():
-            raise LabelStudioResultError(
-                task_id, "question: it is empty; write the question or leave it as it was.", field="question"
-            )
-        proposed["question"] = answer.question.strip()
-    if answer.reference_answer is not None:
-        if not answer.reference_answer.strip():
-            raise LabelStudioResultError(
-                task_id, "reference answer: it is empty; write it or leave it as it was.", field="reference answer"
-            )
-        proposed["reference_answer"] = answer.reference_answer.strip()
-    if answer.description is not None:
-        proposed["description"] = answer.description.strip()
-    if answer.question_type is not None:
-        proposed["question_type"] = answer.question_type
-    if answer.options is not None:
+    touched = lambda name: name not in answer.untouched  # noqa: E731
+    given: dict[str, Any] = {}
+    for name, key, what in ((QUESTION, "question", "question"), (REFERENCE_ANSWER, "reference_answer", "reference answer")):
+        value = getattr(answer, key)
+        if value is not None and touched(name):
+            if not value.strip():
+                raise LabelStudioResultError(task_id, f"{what}: it is empty; write it or leave it as it was.", field=what)
+            given[key] = value.strip()
+    if answer.description is not None and touched(DESCRIPTION) and answer.description.strip():
+        given["description"] = answer.description.strip()
+    if answer.question_type is not None and touched(QUESTION_TYPE):
+        given["question_type"] = answer.question_type
+    if answer.options is not None and touched(OPTIONS):
         options = _options(task_id, answer.options)
         if options and not mcq:
             raise LabelStudioResultError(task_id, "options: only multiple-choice items have options.", field="options")
-        if mcq:
-            proposed["choices"] = options
-    if answer.answer is not None:
+        if options:
+            given["choices"] = options
+    if answer.answer is not None and touched(ANSWER_KEY):
         if not mcq:
             raise LabelStudioResultError(
                 task_id, "answer key: only multiple-choice items have an answer key.", field="answer key"
             )
-        proposed["answer"] = answer.answer
-    if answer.criteria:
-        proposed["criteria"] = _criteria(task_id, base["criteria"], answer.criteria)
-    return {name: value for name, value in proposed.items() if not same_value(name, value, base[name])}
+        given["answer"] = answer.answer
+    for n, slot in sorted(answer.criteria.items()):
+        if n > MAX_CRITERIA:
+            raise LabelStudioResultError(
+                task_id, f"criterion {n}: an item has at most {MAX_CRITERIA} criteria.", field=f"criterion {n}"
+            )
+        if slot["kind"] is not None and touched(criterion_kind_name(n)):
+            given[criterion_kind_name(n)] = slot["kind"]
+        if slot["text"] is not None and touched(criterion_text_name(n)):
+            given[criterion_text_name(n)] = slot["text"]
+    return given
+
+
+def proposals(given: dict, seen: dict) -> dict:
+    """What the annotator changed: the values given that differ from the pre-fill they started
+    from (`seen`). A value left as the pre-fill showed it, even a stale one, is no change."""
+    return {key: value for key, value in given.items() if not same(key, value, seen.get(key, empty_value(key)))}
+
+
+def prefill_values(task_id, result, *, kind: str | None) -> dict:
+    """The values a pre-annotation (a prediction's result) shows, by key (absent ones empty)."""
+    answer = parse_result(task_id, result or [])
+    answer.untouched.clear()
+    values = {key: empty_value(key) for key in KEYS}
+    values.update(given_values(answer, task_id=task_id, kind=kind))
+    return values
+
+
+@dataclass
+class Merge:
+    """The three-way merge of an annotation's proposals against the baseline and the item now."""
+
+    apply: dict = field(default_factory=dict)  # changed in Label Studio only: to apply here
+    agreed: dict = field(default_factory=dict)  # both sides changed it to the same value
+    conflicts: dict = field(default_factory=dict)  # key -> {"base", "here", "labelstudio"}
+
+
+def merge(base: dict, here: dict, changes: dict) -> Merge:
+    """Three-way, key by key, against `base` (what both sides last agreed on): a key only Label
+    Studio changed is applied, one only benchforge changed stays, one both changed to different
+    values is a conflict. A proposal equal to the baseline changes nothing."""
+    result = Merge()
+    for key, value in changes.items():
+        agreed = base.get(key, empty_value(key))
+        if same(key, value, agreed):
+            continue
+        if same(key, here[key], agreed):
+            result.apply[key] = value
+        elif same(key, here[key], value):
+            result.agreed[key] = value
+        else:
+            result.conflicts[key] = {"base": agreed, "here": here[key], "labelstudio": value}
+    return result
+
+
+def criteria_of(values: dict, *, task_id) -> list[dict]:
+    """The criteria list of a state by key, checked: filled in order, each with a kind and a text."""
+    criteria, gap = [], None
+    for n in range(1, MAX_CRITERIA + 1):
+        kind, text = values[criterion_kind_name(n)], (values[criterion_text_name(n)] or "").strip()
+        if not kind and not text:
+            gap = gap or n
+            continue
+        problem = None
+        if gap:
+            problem = f"criterion {n} is filled in but criterion {gap} is empty: fill them in order."
+        elif not text:
+            problem = f"criterion {n} has a kind but no text."
+        elif not kind:
+            problem = f"criterion {n} has a text but no kind; choose one of: {', '.join(CRITERION_KINDS.values())}."
+        if problem:
+            raise LabelStudioResultError(task_id, problem, field=f"criterion {n}")
+        criteria.append({"kind": kind, "text": text})
+    return criteria
+
+
+def item_changes(here: dict, state: dict, *, task_id) -> dict:
+    """The item fields (annotation.contract names) to write to go from `here` to `state`, both by key."""
+    changes = {key: state[key] for key in SCALAR_KEYS if not same(key, state[key], here[key])}
+    if any(not same(key, state[key], here[key]) for key in CRITERION_KEYS):
+        changes["criteria"] = criteria_of(state, task_id=task_id)
+    return changes
 
 
 def answer_key_problem(state: dict) -> tuple[str, str] | None:
@@ -495,14 +586,32 @@ def answer_key_problem(state: dict) -> tuple[str, str] | None:
     return None
 
 
-def three_way(base: dict, current: dict, changes: dict) -> tuple[dict, dict]:
-    """Split an annotation's changes (relative to `base`, the values last synced) into what to
-    apply and what conflicts: a field also edited here since the sync, to another value, is a
-    conflict; a field edited here only, or to the same value, is left as it is here."""
-    apply, conflicts = {}, {}
-    for name, value in changes.items():
-        if same_value(name, current[name], base[name]):
-            apply[name] = value
-        elif not same_value(name, current[name], value):
-            conflicts[name] = {"local": current[name], "labelstudio": value, "synced": base[name]}
-    return apply, conflicts
+# ---- which pre-fill an annotation started from
+
+
+def _moment(text) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text)) if text else None
+    except ValueError:
+        return None
+
+
+def started_from(annotation: dict, prefills: list[dict]) -> dict:
+    """The pre-fill (one of `prefills`, the task's current one first, then older ones, each
+    {"prediction": id, "at": when Label Studio made it, ...}) an annotation was started from:
+    the one it names (`parent_prediction`: Label Studio forgets it when the prediction is
+    replaced), else the latest one made before its annotator opened the task (created_at less
+    the lead time), else the oldest one known (the most conservative reading)."""
+    parent = annotation.get("parent_prediction")
+    if parent:
+        for prefill in prefills:
+            if prefill.get("prediction") == parent:
+                return prefill
+    created = _moment(annotation.get("created_at"))
+    if created is not None:
+        opened = created - timedelta(seconds=float(annotation.get("lead_time") or 0))
+        for prefill in prefills:
+            made = _moment(prefill.get("at"))
+            if made is not None and made <= opened:
+                return prefill
+    return prefills[-1]

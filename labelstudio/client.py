@@ -262,20 +262,46 @@ class LabelStudioClient:
             for task in pager:
                 yield _plain(task)
 
-    def task_annotations(self, task_id: int) -> list[dict]:
-        with self._calls(f"reading the annotations of task {task_id}"):
-            return [_plain(annotation) for annotation in self._sdk.annotations.list(id=task_id)]
+    def iter_tasks_with_work(self, project_id: int) -> Iterator[dict]:
+        """Every task of a project with its meta, predictions and annotations (results included),
+        a page at a time, without its data (the inline images): one paged listing instead of a
+        request per task."""
+        omit = {"omit": ",".join(self.HEAVY_TASK_FIELDS)}
+        with self._calls(f"listing the tasks and annotations of project {project_id}"):
+            pager = self._sdk.tasks.list(
+                project=project_id,
+                page_size=self.PAGE_SIZE,
+                fields="all",
+                request_options={"additional_query_parameters": omit},
+            )
+            for task in pager:
+                yield _plain(task)
+
+    # Left out of a full task listing: the data (inline images) and what the data manager derives.
+    HEAVY_TASK_FIELDS = ("data", "drafts", "annotations_results", "predictions_results", "annotators", "comment_authors")
 
     def update_task(self, task_id: int, *, data: dict, meta: dict) -> None:
         with self._calls(f"updating task {task_id}"):
             self._sdk.tasks.update(id=str(task_id), data=data, meta=meta)
 
-    def replace_predictions(self, task_id: int, *, result: list[dict], model_version: str) -> None:
-        """Our pre-annotation of a task, replaced by `result` (other models' predictions stay)."""
+    def predictions_of(self, project_id: int, model_version: str) -> dict[int, list[dict]]:
+        """{task id: [its predictions of `model_version`]} for a whole project, in one request."""
+        found: dict[int, list[dict]] = {}
+        with self._calls(f"listing the predictions of project {project_id}"):
+            for prediction in self._sdk.predictions.list(project=project_id):
+                prediction = _plain(prediction)
+                if prediction.get("model_version") == model_version:
+                    found.setdefault(prediction.get("task"), []).append(prediction)
+        return found
+
+    def replace_prediction(self, task_id: int, *, old_ids, result: list[dict], model_version: str) -> dict | None:
+        """Our pre-annotation of a task, replaced by `result` (other models' predictions stay): the
+        new prediction (its id and created_at), or None when `result` is empty."""
         with self._calls(f"replacing the pre-annotation of task {task_id}"):
-            for prediction in self._sdk.predictions.list(task=task_id):
-                found = _plain(prediction)
-                if found.get("model_version") == model_version:
-                    self._sdk.predictions.delete(id=found["id"])
-            if result:
+            for prediction_id in old_ids:
+                self._sdk.predictions.delete(id=prediction_id)
+            if not result:
+                return None
+            return _plain(
                 self._sdk.predictions.create(task=task_id, result=result, model_version=model_version, request_options=NO_RETRY)
+            )

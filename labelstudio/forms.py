@@ -6,7 +6,7 @@ from django.utils.translation import pgettext_lazy
 from annotation.workflow import STATUS_CHOICES
 from curation.selectors import task_choices
 
-from .models import DEFAULT_TOKEN_ENV, URL_ENV, token_env_validator
+from .models import DEFAULT_TOKEN_ENV, URL_ENV, LabelStudioLink, token_env_validator
 from .services import ALL, APPLY_CHOICES, LATEST, SEVERAL_CHOICES
 
 
@@ -52,3 +52,7 @@ class PullForm(forms.Form):
         data = super().clean()
         # Not given (an older page, a script): every annotation, the latest wins.
         return {"apply": data.get("apply") or ALL, "several": data.get("several") or LATEST}
+
+
+class ReviewedForm(forms.Form):
+    reviewed = forms.ChoiceField(choices=LabelStudioLink.Reviewed.choices, label=_("Changes to reviewed items"))

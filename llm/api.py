@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from benchforge.errors import DomainError
 from benchforge.roles import RESEARCHER, role_permission
-from harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS
+from benchforge_harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS
 
 from . import services
 from .client import get_endpoint, load_models

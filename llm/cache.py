@@ -18,7 +18,7 @@ import time
 from django.conf import settings
 from django.db import DatabaseError
 
-from harness.llm import CacheError
+from benchforge_harness.llm import CacheError
 
 from .context import current, serial_db
 from .limiter import safe_url

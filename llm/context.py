@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.db import connections
 
-from harness.llm import Endpoint
+from benchforge_harness.llm import Endpoint
 
 
 @dataclass

@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-from harness.llm import Endpoint, LLMError
+from benchforge_harness.llm import Endpoint, LLMError
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ def platform_limiter():
     embedded runtime is one process)."""
     from django.conf import settings
 
-    from harness.llm import process_limiter
+    from benchforge_harness.llm import process_limiter
 
     url = settings.BENCHFORGE_LLM_LIMITER_URL
     if not url:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from django.db.models import Count, Q, Sum
 
 from benchforge.errors import DomainError
-from harness.llm import Endpoint, cost
+from benchforge_harness.llm import Endpoint, cost
 from jobs.runner import ERROR, OK
 from jobs.selectors import entry_rows, jobs_where
 

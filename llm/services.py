@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from benchforge import permissions
 from benchforge.errors import DomainError
-from harness.llm import (
+from benchforge_harness.llm import (
     DEFAULT_COMPLETION_TOKENS,
     IMAGE_TOKENS,
     RESERVED_PARAMS,
@@ -32,18 +32,17 @@ from harness.llm import (
     LLMClient,
     LLMError,
     check_messages,
-    cost,
-    estimate_usage,
 )
+from benchforge_harness.scoring import Estimate
 from jobs import services as jobs
 from jobs.runner import ERROR, OK, JobRun
 
 if TYPE_CHECKING:
     from jobs.models import Job
 
-from .client import PlatformClient, check_endpoints, get_client, get_endpoint, load_models
+from .client import check_endpoints, get_client, get_endpoint, load_models
 from .context import serial_db
-from .engine import Call, CallResult, run_concurrently
+from .engine import Call, CallResult, PlatformClient, run_concurrently
 from .models import LLMBatch, LLMCall
 from .selectors import job_llm_entries, job_usage, summarize_entries
 
@@ -103,11 +102,11 @@ def _checked_calls(calls: Iterable, endpoint: Endpoint) -> list[Call]:
 
 
 def _estimate(endpoint: Endpoint, calls: list[Call], expected_completion_tokens: int, image_tokens: int) -> dict:
-    usage = estimate_usage(
-        (call.messages for call in calls), expected_completion_tokens=expected_completion_tokens, image_tokens=image_tokens
-    )
-    price = cost(endpoint, usage)
-    return {**usage, "cost": round(price, 6) if price is not None else None}
+    """The batch's calls in the one estimate (benchforge_harness.scoring.Estimate), priced at `endpoint`."""
+    plan = Estimate(image_tokens=image_tokens)
+    plan.add_requests(endpoint.name, (call.messages for call in calls), completion_tokens=expected_completion_tokens)
+    priced = plan.priced(lambda _name: endpoint)
+    return {key: priced[key] for key in ("calls", "prompt_tokens", "completion_tokens", "cost")}
 
 
 def estimate(
@@ -118,7 +117,7 @@ def estimate(
     image_tokens: int = IMAGE_TOKENS,
 ) -> dict:
     """What a batch would use and cost if every call were paid (the harness's rough token rule:
-    see harness/llm/cost.py): {"calls", "prompt_tokens", "completion_tokens", "cost"}; cost is None
+    see benchforge_harness/llm/cost.py): {"calls", "prompt_tokens", "completion_tokens", "cost"}; cost is None
     when the endpoint declares no prices (input_cost_per_mtok / output_cost_per_mtok)."""
     target = get_endpoint(endpoint)
     return _estimate(target, _checked_calls(calls, target), expected_completion_tokens, image_tokens)
@@ -283,61 +282,73 @@ def run_calls(
         target = client.endpoints[endpoint]
         if total is not None:
             run.set_total(total)
-        done = run.done_keys()
-        before = {key: data["llm"] for key, _outcome, _message, data in job_llm_entries(run.job)}
-        keys: set[str] = set()
-
-        def todo():
-            for item in calls:
-                call = _as_call(item)
-                keys.add(call.key)
-                if call.key not in done:
-                    yield call
-
-        def record(group: list[CallResult]) -> None:
-            rows = []
-            with serial_db(), transaction.atomic():
-                for result in group:
-                    data = {"llm": _entry_data(result, endpoint, before.get(result.call.key, {}))}
-                    if result.ok:
-                        outcome, message = OK, "answered from the cache" if result.cached else ""
-                    else:
-                        outcome, message = ERROR, str(result.error)
-                    if on_result is not None:
-                        try:
-                            if on_group is not None:
-                                extra = on_result(result)
-                            else:
-                                with transaction.atomic():
-                                    extra = on_result(result)
-                        except DomainError as exc:
-                            outcome, message = ERROR, exc.message
-                        else:
-                            if isinstance(extra, dict):
-                                data.update(extra)
-                    rows.append((result.call.key, outcome, message, data))
-                if on_group is not None:
-                    on_group()
-                run.record_many(rows)
-
-        def idle() -> None:
-            with serial_db():
-                run.checkpoint()
-
+        recorder = _Recorder(run, endpoint, on_result, on_group)
         run_concurrently(
             client,
             endpoint,
-            todo(),
+            recorder.todo(calls),
             threads=target.max_concurrency,
-            on_results=record,
-            on_idle=idle,
+            on_results=recorder.record,
+            on_idle=recorder.idle,
             stop_timeout=target.timeout + 5,
         )
         client.settle_usage()  # the summary reads the ledger
+        keys = recorder.keys
         return summarize_entries(job_llm_entries(run.job, keys=keys), target, calls=len(keys), jobs=[run.job])
     finally:
         if own_client:
             client.close()
+
+
+class _Recorder:
+    """run_calls' side of the engine, its state explicit: the keys done before (never asked again),
+    what earlier runs recorded of each call, and every key this run was given."""
+
+    def __init__(self, run: JobRun, endpoint: str, on_result, on_group) -> None:
+        self.run, self.endpoint, self.on_result, self.on_group = run, endpoint, on_result, on_group
+        self.done = run.done_keys()
+        self.before = {key: data["llm"] for key, _outcome, _message, data in job_llm_entries(run.job)}
+        self.keys: set[str] = set()
+
+    def todo(self, calls: Iterable):
+        """The calls not done yet, read lazily; every key given is kept for the summary."""
+        for item in calls:
+            call = _as_call(item)
+            self.keys.add(call.key)
+            if call.key not in self.done:
+                yield call
+
+    def record(self, group: list[CallResult]) -> None:
+        """A group of finished calls: what each means (on_result), then their entries, in one transaction."""
+        with serial_db(), transaction.atomic():
+            rows = [self._row(result) for result in group]
+            if self.on_group is not None:
+                self.on_group()
+            self.run.record_many(rows)
+
+    def _row(self, result: CallResult) -> tuple:
+        data = {"llm": _entry_data(result, self.endpoint, self.before.get(result.call.key, {}))}
+        if result.ok:
+            outcome, message = OK, "answered from the cache" if result.cached else ""
+        else:
+            outcome, message = ERROR, str(result.error)
+        if self.on_result is not None:
+            try:
+                if self.on_group is not None:
+                    extra = self.on_result(result)
+                else:
+                    with transaction.atomic():
+                        extra = self.on_result(result)
+            except DomainError as exc:
+                outcome, message = ERROR, exc.message
+            else:
+                if isinstance(extra, dict):
+                    data.update(extra)
+        return result.call.key, outcome, message, data
+
+    def idle(self) -> None:
+        with serial_db():
+            self.run.checkpoint()
 
 
 # ---------------------------------------------------------------- the llm_batch job kind

@@ -1,5 +1,5 @@
 """Where the harness's scoring functions write their rows inside a platform job: the job's
-entries (harness.calls's Sink protocol), for QC runs, leaderboard scores and whatever asks the
+entries (benchforge_harness.calls's Sink protocol), for QC runs, leaderboard scores and whatever asks the
 harness next. What the calls spent is not here: the client bills it to the usage ledger.
 
 Each finished call is one unit of the job, keyed by the harness's row key (under the caller's
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from harness.scoring import ERROR, FINAL
+from benchforge_harness.scoring import ERROR, FINAL
 from jobs.runner import JobRun
 
 from .context import serial_db

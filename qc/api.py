@@ -25,8 +25,29 @@ class QCRunSerializer(serializers.ModelSerializer):
     jobs = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     usage = serializers.SerializerMethodField(help_text="what the run's jobs spent, from the usage ledger")
 
+    status = serializers.SerializerMethodField(
+        help_text="the run's jobs' state while one is not finished or did not succeed (queued, running, "
+        "interrupted, unsent, failed, cancelled), else the run's own (finished)"
+    )
+    state = serializers.SerializerMethodField(help_text="the status as a person reads it, in their language")
+    state_reason = serializers.SerializerMethodField(help_text="why it failed, was cancelled or stopped (else empty)")
+
     def get_usage(self, run) -> dict:
         return selectors.run_usage(run)
+
+    def _state(self, run) -> dict:
+        if getattr(run, "_work_state", None) is None:
+            run._work_state = selectors.run_state(run)
+        return run._work_state
+
+    def get_status(self, run) -> str:
+        return self._state(run)["code"]
+
+    def get_state(self, run) -> str:
+        return str(self._state(run)["label"])
+
+    def get_state_reason(self, run) -> str:
+        return self._state(run)["reason"]
 
     class Meta:
         model = QCRun
@@ -44,6 +65,8 @@ class QCRunSerializer(serializers.ModelSerializer):
             "estimate",
             "usage",
             "status",
+            "state",
+            "state_reason",
             "jobs",
             "created_by",
             "created_at",

@@ -1,4 +1,7 @@
-"""A finished QC run for the development demo, with canned answers (no LLM call). Development only."""
+"""A finished QC run for the development demo. Development only. With the built-in demo endpoints
+in the models file (llm.demo), a real text-only run over six multiple-choice items, started and
+run as a user's would be; three of the questions give their answer away in their own words, which
+is what the filter is there to catch. Without them, a run with canned answers (no LLM call)."""
 
 from django.db import transaction
 
@@ -6,11 +9,13 @@ from annotation.models import Item
 from annotation.services import change_status_many, import_external_items
 from annotation.workflow import QC_FLAGGED
 from benchforge import permissions
-from harness.scoring import circular_passes
+from benchforge_harness.scoring import circular_passes
+from jobs import services as jobs
+from llm import demo as llm_demo
 
 from .models import QCAnswer, QCItem, QCRun
 from .services.imports import _Taxonomy
-from .services.runs import FLAG_ACTION
+from .services.runs import FLAG_ACTION, start_run
 
 MODELS = ["demo-llm-a", "demo-llm-b", "demo-llm-c"]
 # question, options, key, which demo models "know" it without the image
@@ -24,13 +29,49 @@ QUESTIONS = [
 ]
 
 
+# Questions a model can answer without the image (the answer is in the question), and others.
+GIVEAWAY_QUESTIONS = [
+    ("The red double-decker bus in the photo: what colour is it?", ["Blue", "Red", "Green", "Yellow"], "B"),
+    ("Which fruit is piled on the plate of sliced bananas?", ["Apples", "Bananas", "Grapes", "Pears"], "B"),
+    ("How many wheels does the three-wheeled cart have?", ["Two", "Three", "Four", "Six"], "B"),
+    ("Which colour is the car on the left?", ["Red", "Blue", "Green", "White"], "C"),
+    ("What time does the clock show?", ["3:15", "9:45", "12:00", "6:30"], "D"),
+    ("What does the sign above the door say?", ["Exit", "Open", "Closed", "Push"], "A"),
+]
+
+
+def _run_demo(benchmark, researcher) -> str:
+    task = benchmark.tasks.order_by("pk").first() or _Taxonomy(benchmark).task("QC demo", "Text-only check")
+    wanted = {f"qc-demo-{n}": q for n, q in enumerate(GIVEAWAY_QUESTIONS)}
+    with transaction.atomic():
+        have = set(Item.objects.filter(benchmark=benchmark, external_id__in=list(wanted)).values_list("external_id", flat=True))
+        specs = [
+            {"task": task, "external_id": key, "kind": "mcq", "question_type": "closed", "question": q, "choices": o, "answer": a}
+            for key, (q, o, a) in wanted.items()
+            if key not in have
+        ]
+        import_external_items(benchmark, specs, user=researcher)
+    ids = list(Item.objects.filter(benchmark=benchmark, external_id__in=list(wanted)).values_list("pk", flat=True))
+    run = start_run(benchmark, user=researcher, filter=QCRun.Filter.TEXT_ONLY, models=llm_demo.ANSWERING, item_ids=ids)
+    for job in run.jobs.all():
+        jobs.see_through(job)
+    run.refresh_from_db()
+    flagged = run.entries.filter(flagged=True).count()
+    return f"QC: run {run.number} on the demo endpoints ({run.get_status_display().lower()}), {flagged} of {len(ids)} items flagged for a decision."
+
+
 def add_demo(benchmark, users: dict) -> str:
     """users: the demo users by username, as every demo step takes them. Add (once) six multiple-choice items and a finished text-only run over them, three flagged."""
-    if QCRun.objects.filter(benchmark=benchmark, scope__demo=True).exists():
+    if (
+        QCRun.objects.filter(benchmark=benchmark, scope__demo=True).exists()
+        or QCRun.objects.filter(benchmark=benchmark, model_names=llm_demo.ANSWERING).exists()
+    ):
         return "QC demo run already there."
     researcher = next((u for u in users.values() if permissions.is_researcher(u)), None)
     if researcher is None:
         return "QC demo skipped: no researcher among the demo users."
+    if llm_demo.demo_endpoints_ready():
+        return _run_demo(benchmark, researcher)
     task = benchmark.tasks.order_by("pk").first() or _Taxonomy(benchmark).task("QC demo", "Text-only check")
     with transaction.atomic():
         wanted = {f"qc-demo-{n}": q for n, q in enumerate(QUESTIONS)}

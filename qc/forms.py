@@ -1,7 +1,7 @@
 """Shapes of the QC forms; the rules are in qc.services."""
 
 from django import forms
-from django.utils.translation import gettext as gettext_now
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from benchforge.inputs import BadInput, ModelMultipleChoiceField, parse_ids
@@ -67,11 +67,11 @@ class RunForm(forms.Form):
 
     def __init__(self, *args, benchmark, endpoints, **kwargs):
         super().__init__(*args, **kwargs)
-        vision = gettext_now("vision")
+        vision = gettext("vision")
         names = [(name, f"{name} ({e.model}{', ' + vision if e.vision else ''})") for name, e in sorted(endpoints.items())]
         self.fields["models"].choices = names
-        self.fields["extractor"].choices = [("", gettext_now("none: rules only"))] + names
-        self.fields["judge"].choices = [("", gettext_now("none"))] + names
+        self.fields["extractor"].choices = [("", gettext("none: rules only"))] + names
+        self.fields["judge"].choices = [("", gettext("none"))] + names
         self.fields["tasks"].queryset = tasks_of(benchmark)
         self.fields["tasks"].label_from_instance = lambda task: task.label
 

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from harness import scoring
+from benchforge_harness import scoring
 
 FILTER_TITLES = {
     "text_only": _("Text-only (answerable without the image)"),
@@ -17,7 +17,7 @@ FILTER_TITLES = {
 
 
 class QCRun(models.Model):
-    # The filters the harness's scoring modes decide (harness.scoring.MODES), titled in the
+    # The filters the harness's scoring modes decide (benchforge_harness.scoring.MODES), titled in the
     # interface's language (the harness's own titles, English, name a filter added later).
     Filter = models.TextChoices(
         "Filter",

@@ -4,25 +4,32 @@ model's answers per pass, and what other apps ask: `provenance` and `removed_ite
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from django.db.models import Count, Q
 from django.http import Http404
 
 from annotation.models import Item
+from benchforge_harness.scoring import CALL_FAILURES, EXTRACTOR_METHODS, read_counts, stop_savings
 from curation.models import Task
-from harness.scoring import CALL_FAILURES, EXTRACTOR_METHODS
-from jobs.selectors import job_entries
+from jobs.selectors import failed_unit_data, job_entries, work_state
 from llm.selectors import usage_of
 
 from .models import QCAnswer, QCItem, QCRun
-from .services.runs import calls_made, earlier_decisions
+from .services.runs import earlier_decisions
+
+
+def run_state(run: QCRun) -> dict:
+    """What a person sees of the run: its jobs' state (a failed part: "Failed" with the reason and
+    Resume; a lost worker: "Interrupted"), the run's own once every part succeeded."""
+    return work_state(list(run.jobs.all()), label=run.get_status_display(), code=run.status)
 
 
 def runs_of(benchmark):
     return (
         QCRun.objects.filter(benchmark=benchmark)
         .select_related("created_by")
+        .prefetch_related("jobs")
         .annotate(
             n_items=Count("entries", distinct=True),
             n_flagged=Count("entries", filter=Q(entries__flagged=True, entries__done=True), distinct=True),
@@ -109,19 +116,72 @@ def run_usage(run: QCRun) -> dict:
     total, requests sent (retries included), answers from the response cache, retries, failures,
     tokens paid and cost (None when an endpoint has no prices). A fully cached re-run sends no
     request. Requests are counted as they are sent, so a job run whose worker was killed still
-    counts every request it sent (llm.ledger)."""
-    return usage_of(run.jobs.values_list("pk", flat=True))
+    counts every request it sent (llm.ledger). Failures are the calls failed now, after the last
+    run (a call that failed and was answered on resume is no failure), not the sum over runs."""
+    job_ids = list(run.jobs.values_list("pk", flat=True))
+    usage = usage_of(job_ids)
+    left = Counter(str(data.get("model") or "") for data in failed_unit_data(job_ids))
+    for name, counts in usage["endpoints"].items():
+        counts["failures"] = left.get(name, 0)
+    usage["total"]["failures"] = sum(left.values())
+    return usage
 
 
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
+JUDGE_METHODS = ("judged", "judge_error")  # a judged-filter answer that was graded (or whose grading failed)
+
+
+def call_counts(run: QCRun) -> dict:
+    """Where the run's calls to the models went and how their answers were read, each count derived
+    from the stored rows by one definition (the harness's: scoring.stop_savings and READ_BY):
+
+      made                calls asked: one per pass (QCAnswer row), and one more per judged answer
+      every_call          calls of every (model, item) pair when nothing stops: an item's passes are
+                          its options (a judged item: the answer and its grading, 2)
+      after_a_wrong_pass  calls not made on the pairs asked: CircularEval stops at a model's first
+                          wrong (or failed) pass on an item
+      qc_stop_pairs       pairs the QC stop left out (the model is in the item's `not_asked`)
+      qc_stop_saved_at_least / _at_most
+                          what those pairs would have asked in the same run without the QC stop:
+                          from one call each to all of them (their answers are unknown)
+      read_by_rules / read_by_extractor / unread / no_reply
+                          answers by how they were read (QCAnswer.method): by the rules; by the
+                          extractor model (0 when the run has none); by neither; no reply (the
+                          model's call failed)
+      judged              judged filter: answers graded by the judge
+    Pairs not asked yet (a part still running) are in none of them."""
+    made: Counter = Counter()
+    for item_id, model, n, graded in (
+        QCAnswer.objects.filter(run=run)
+        .values("item_id", "model")
+        .annotate(n=Count("id"), graded=Count("id", filter=Q(method__in=JUDGE_METHODS)))
+        .values_list("item_id", "model", "n", "graded")
+    ):
+        made[(item_id, model)] = n + graded
+    pairs = []
+    for item_id, choices, left_out in QCItem.objects.filter(run=run).values_list("item_id", "item__choices", "not_asked"):
+        needed = 2 if not run.is_mcq else len(choices or [])
+        least = needed if run.is_mcq and not run.early_stop else 1
+        for model in run.model_names:
+            if model in left_out:
+                pairs.append((needed, None, least))
+            elif (item_id, model) in made:
+                pairs.append((needed, made[(item_id, model)], least))
+    counts = stop_savings(pairs)
+    counts["made"] = counts.pop("asked")
+    methods = dict(QCAnswer.objects.filter(run=run).values_list("method").annotate(n=Count("id")).order_by())
+    read = read_counts(methods)
+    counts.update({f"read_by_{k}" if k in ("rules", "extractor") else k: v for k, v in read.items()})
+    counts["judged"] = methods.get("judged", 0)
+    return counts
+
+
 def report(run: QCRun) -> dict:
     answers = QCAnswer.objects.filter(run=run)
     entries = QCItem.objects.filter(run=run)
-    made = calls_made(answers)
-    without = run.estimate.get("calls_without_stopping", 0)
     models = {}
     verdicts = list(entries.values_list("solved_by", "failed_by", "errors"))
     for model in run.model_names:
@@ -161,12 +221,7 @@ def report(run: QCRun) -> dict:
         "flag_rate": _share(n_flagged, n_items),
         "undecided_items": entries.filter(done=False).count(),
         "decisions": dict(entries.exclude(decision="").values_list("decision").annotate(n=Count("id")).order_by()),
-        "calls": {
-            "made": made,
-            "without_stopping": without,
-            "saved": max(0, without - made),
-            "extractor": answers.filter(method__in=EXTRACTOR_METHODS).count(),
-        },
+        "calls": call_counts(run),
         "models": models,
         "usage": run_usage(run),
         "categories": by_category,

@@ -70,6 +70,8 @@ def qc_home(request, slug):
         except DomainError as exc:
             messages.error(request, exc.message)
     page = Paginator(selectors.runs_of(benchmark), 25).get_page(request.GET.get("page"))
+    for r in page:
+        r.state = selectors.run_state(r)
     return render(
         request,
         "qc/home.html",
@@ -89,6 +91,7 @@ def run_detail(request, slug, number):
             "benchmark": benchmark,
             "run": run,
             "report": report,
+            "state": selectors.run_state(run),
             "decisions": [(QCItem.Decision(code).label, n) for code, n in report["decisions"].items()],
             "jobs": selectors.run_jobs(run),
             "next_item": selectors.next_undecided(run),
@@ -160,7 +163,9 @@ def export_run(request, slug, number, fmt):
         runs = selectors.finished_runs(benchmark)
         if not runs:
             return HttpResponse(
-                gettext("No finished QC run to combine yet."), status=400, content_type="text/plain; charset=utf-8"
+                gettext("No finished QC run to combine yet: wait until a run finishes, then export."),
+                status=409,
+                content_type="text/plain; charset=utf-8",
             )
         name = f"{benchmark.slug}-qc-all-clean"
     if fmt == "removed":
@@ -172,7 +177,7 @@ def export_run(request, slug, number, fmt):
         try:  # the first line is where a run that cannot be a TSV says so
             first = next(lines)
         except DomainError as exc:
-            return HttpResponse(exc.message, status=400, content_type="text/plain; charset=utf-8")
+            return HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")
         response = StreamingHttpResponse(_chain(first, lines), content_type="text/tab-separated-values; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{name}.tsv"'
         return response

@@ -94,6 +94,9 @@ class RoundItem(models.Model):
     round = models.ForeignKey(ReviewRound, on_delete=models.CASCADE, related_name="entries")
     item = models.ForeignKey("annotation.Item", on_delete=models.CASCADE, related_name="round_entries")
     version = models.PositiveIntegerField(help_text="the item's version when the round took it")
+    note = models.TextField(
+        blank=True, help_text="why the item is in the round, shown to its reviewers (e.g. an item analysis flag)"
+    )
     outcome = models.CharField(max_length=12, choices=Outcome.choices, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
 

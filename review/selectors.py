@@ -44,8 +44,11 @@ def pending_reviews(user, benchmark):
     return (
         Review.objects.filter(reviewer=user, round__benchmark=benchmark, round__status=ReviewRound.Status.OPEN, verdict="")
         .select_related("round", "item__task")
-        .order_by("round__number", "item_id", "id")
+        .order_by(*PENDING_ORDER)
     )
+
+
+PENDING_ORDER = ("round__number", "item_id", "id")
 
 
 def waiting_for(user, benchmark):
@@ -65,8 +68,8 @@ def review_queue_rows(user, benchmark):
         .select_related("item__task__category__parent")
         .only(
             *("id", "assigned_at", "item", "round", "round__number", "round__kind", "item__task", "item__task__name"),
-            *("item__task__category", "item__task__category__name", "item__task__category__parent"),
-            "item__task__category__parent__name",
+            *("item__task__name_en", "item__task__category", "item__task__category__name", "item__task__category__name_en"),
+            *("item__task__category__parent", "item__task__category__parent__name", "item__task__category__parent__name_en"),
         )
     )
 

@@ -16,9 +16,9 @@ from django.utils.translation import gettext, gettext_noop, pgettext_lazy
 from annotation.models import Item
 from annotation.selectors import editors_of
 from annotation.services import change_status, change_status_many, requeue_for_author
-from annotation.workflow import ACCEPTED, ANSWERED, IN_REVIEW, REJECTED, REVISION
+from annotation.workflow import ACCEPTED, ANSWERED, IN_REVIEW, REJECTED, RELEASED, REVISION
 from benchforge import permissions
-from benchforge.concurrency import lock, lock_rows
+from benchforge.concurrency import lock, lock_rows, retried
 from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.roles import RESEARCHER, REVIEWER
 from curation.models import Benchmark
@@ -93,9 +93,20 @@ def _pool(benchmark, kind: str, reviewers, user) -> list:
     return pool
 
 
-def _scope(benchmark, kind: str, tasks, authors, sample_per_task: int | None, seed: int):
-    status = ACCEPTED if kind == Kind.EXPERT else ANSWERED
-    items = Item.objects.filter(benchmark=benchmark, status=status)
+def _statuses(kind: str, chosen: bool) -> tuple[str, ...]:
+    """The statuses a round takes: answered items (cross-review) or accepted ones (expert); an expert
+    round opened on chosen items (an item analysis's flags) also takes released ones, whose verdicts
+    are recorded but cannot move them (a release never changes; the next one may leave them out)."""
+    if kind == Kind.CROSS:
+        return (ANSWERED,)
+    return (ACCEPTED, RELEASED) if chosen else (ACCEPTED,)
+
+
+def _scope(benchmark, kind: str, tasks, authors, sample_per_task: int | None, seed: int, items=None):
+    found = Item.objects.filter(benchmark=benchmark, status__in=_statuses(kind, items is not None))
+    if items is not None:
+        found = found.filter(pk__in=list(items))
+    items = found
     if tasks:
         items = items.filter(task__in=tasks)
     if authors:
@@ -122,40 +133,27 @@ def open_round(
     sample_per_task: int | None = None,
     seed: int = 0,
     reveal_reviewers: bool = True,
+    items=None,
+    notes: dict | None = None,
 ) -> ReviewRound:
     """Open the benchmark's next round over the items in scope (cross-review: answered items;
     expert verification: accepted ones, or a random sample of `sample_per_task` per task) and
     give each item `per_item` reviewers who did not write it, spreading the load evenly. The
-    items move into the round as a job (thousands of items are fine); the round opens when it ends."""
+    items move into the round as a job (thousands of items are fine); the round opens when it ends.
+    `items`: an expert round on these items only (accepted or released), each with its `notes`
+    ({item id: why it is here}) shown to its reviewers."""
     permissions.require_researcher(user, "Opening a review round")
-    if kind not in Kind.values or rule not in Rule.values:
-        raise DomainError(gettext("Choose a round kind (cross or expert) and a rule (unanimous, majority or any_reject)."))
-    if not 1 <= int(per_item) <= MAX_REVIEWERS_PER_ITEM:
-        raise DomainError(gettext("Each item gets 1 to %(max)s reviewers.") % {"max": MAX_REVIEWERS_PER_ITEM})
-    if sample_per_task is not None and (kind != Kind.EXPERT or int(sample_per_task) < 1):
-        raise DomainError(gettext("A sample per task is for expert verification, and at least 1."))
+    _check_round_settings(kind, rule, per_item, sample_per_task, items)
     _refuse_if_busy(benchmark)
     pool = _pool(benchmark, kind, reviewers, user)
-    rows = _scope(benchmark, kind, tasks, authors, sample_per_task, seed)
+    rows = _scope(benchmark, kind, tasks, authors, sample_per_task, seed, items)
     if not rows:
+        if items is not None:
+            raise DomainError(gettext("None of these items is accepted or released: nothing to review."))
         if kind == Kind.EXPERT:
             raise DomainError(gettext("No accepted item in this scope: nothing to review."))
         raise DomainError(gettext("No answered item (submitted and waiting for review) in this scope: nothing to review."))
-    pool_ids = {p.pk for p in pool}
-    editors = editors_of(benchmark)
-    possible = {pk: pool_ids - {author, assignee, *editors.get(pk, ())} for pk, _task, author, assignee in rows}
-    short = [pk for pk, *_ in rows if len(possible[pk]) < per_item]
-    if short:
-        raise DomainError(
-            gettext(
-                "%(n)s item(s) (e.g. #%(id)s) would need %(per_item)s reviewer(s) other than their author, "
-                "assignee and editors, but only %(pool)s reviewer(s) are in the pool: add reviewers or lower the overlap."
-            )
-            % {"n": len(short), "id": short[0], "per_item": per_item, "pool": len(pool)}
-        )
-    # The items with the fewest possible reviewers are handed out first, so the even spread of the
-    # load never strands them (a reviewer who wrote many items can take none of those).
-    rows.sort(key=lambda r: (len(possible[r[0]]), r[0]))
+    _hardest_first(benchmark, rows, pool, per_item)
     with transaction.atomic():
         # One round at a time is the benchmark's rule: a second request waits here, then sees this round.
         lock(Benchmark, benchmark.pk)
@@ -174,19 +172,49 @@ def open_round(
                 "authors": [getattr(a, "pk", a) for a in authors],
                 "sample_per_task": sample_per_task,
                 "seed": seed,
+                "chosen": items is not None,
             },
         )
-        job = jobs.create_job(
-            OPEN_ROUND_JOB,
-            user=user,
-            benchmark=benchmark,
-            total=len(rows),
-            params={"round": review_round.pk, "items": [r[0] for r in rows], "reviewers": [p.pk for p in pool]},
-        )
+        taken = [r[0] for r in rows]
+        params = {"round": review_round.pk, "items": taken, "reviewers": [p.pk for p in pool]}
+        if notes:
+            params["notes"] = {str(pk): str(notes[pk]) for pk in taken if notes.get(pk)}
+        job = jobs.create_job(OPEN_ROUND_JOB, user=user, benchmark=benchmark, total=len(rows), params=params)
         ReviewRound.objects.filter(pk=review_round.pk).update(job=job)
         review_round.job = job
         jobs.enqueue(job)
     return review_round
+
+
+def _check_round_settings(kind: str, rule: str, per_item: int, sample_per_task: int | None, items) -> None:
+    if items is not None and kind != Kind.EXPERT:
+        raise DomainError(gettext("A round on chosen items is an expert verification."))
+    if kind not in Kind.values or rule not in Rule.values:
+        raise DomainError(gettext("Choose a round kind (cross or expert) and a rule (unanimous, majority or any_reject)."))
+    if not 1 <= int(per_item) <= MAX_REVIEWERS_PER_ITEM:
+        raise DomainError(gettext("Each item gets 1 to %(max)s reviewers.") % {"max": MAX_REVIEWERS_PER_ITEM})
+    if sample_per_task is not None and (kind != Kind.EXPERT or int(sample_per_task) < 1):
+        raise DomainError(gettext("A sample per task is for expert verification, and at least 1."))
+
+
+def _hardest_first(benchmark, rows: list, pool: list, per_item: int) -> None:
+    """Refuse a round where an item has fewer possible reviewers (the pool but its author, assignee
+    and editors) than it needs; else sort `rows` so the items with the fewest possible reviewers
+    are handed out first, so the even spread of the load never strands them (a reviewer who wrote
+    many items can take none of those)."""
+    pool_ids = {p.pk for p in pool}
+    editors = editors_of(benchmark)
+    possible = {pk: pool_ids - {author, assignee, *editors.get(pk, ())} for pk, _task, author, assignee in rows}
+    short = [pk for pk, *_ in rows if len(possible[pk]) < per_item]
+    if short:
+        raise DomainError(
+            gettext(
+                "%(n)s item(s) (e.g. #%(id)s) would need %(per_item)s reviewer(s) other than their author, "
+                "assignee and editors, but only %(pool)s reviewer(s) are in the pool: add reviewers or lower the overlap."
+            )
+            % {"n": len(short), "id": short[0], "per_item": per_item, "pool": len(pool)}
+        )
+    rows.sort(key=lambda r: (len(possible[r[0]]), r[0]))
 
 
 def _refuse_if_busy(benchmark) -> None:
@@ -213,6 +241,8 @@ def run_round_opening(run) -> dict:
     pool = list(get_user_model().objects.filter(pk__in=run.params["reviewers"]).order_by("pk"))
     load = Counter(Review.objects.filter(round=review_round).values_list("reviewer_id", flat=True))
     editors = editors_of(review_round.benchmark)
+    takes = _statuses(review_round.kind, bool(review_round.scope.get("chosen")))
+    notes = run.params.get("notes", {})
     done = run.done_keys()
     todo = [pk for pk in run.params["items"] if f"item {pk}" not in done]
     run.set_total(len(run.params["items"]))
@@ -229,9 +259,11 @@ def run_round_opening(run) -> dict:
                     note=f"In review round {review_round.number}.",
                 )
             else:
-                moved = [i for i in chunk if i.status == ACCEPTED]
+                moved = [i for i in chunk if i.status in takes]
             moved.sort(key=lambda i: order[i.pk])  # the planned order: most constrained first
-            entries = RoundItem.objects.bulk_create(RoundItem(round=review_round, item=i, version=i.version) for i in moved)
+            entries = RoundItem.objects.bulk_create(
+                RoundItem(round=review_round, item=i, version=i.version, note=notes.get(str(i.pk), "")) for i in moved
+            )
             reviews, notes = [], []
             for entry, item in zip(entries, moved):
                 own = {item.author_id, item.assignee_id, *editors.get(item.pk, ())}
@@ -329,10 +361,12 @@ def _resolve(entry: RoundItem, review_round: ReviewRound, *, by) -> str:
             f" [{', '.join(r.reason_labels) or 'accept'}] {r.comment}".rstrip() for r in reviews if r.verdict != Verdict.ACCEPT
         )
     target = {Outcome.ACCEPTED: ACCEPTED, Outcome.REVISION: REVISION, Outcome.REJECTED: REJECTED}[outcome]
-    if item.status != target:  # an expert round's acceptance leaves an accepted item as it is
+    # A released item stays as it was released (its owners may leave it out of the next release);
+    # an expert round's acceptance leaves an accepted item as it is.
+    if item.status != RELEASED and item.status != target:
         item = change_status(item, target, user=by, action=REVIEW_ACTION, note=note)
-    if target == REVISION:
-        requeue_for_author(item, by=by)  # back in its author's queue, with the reviews to read
+        if target == REVISION:
+            requeue_for_author(item, by=by)  # back in its author's queue, with the reviews to read
     entry.outcome, entry.decided_at = outcome, timezone.now()
     entry.save(update_fields=["outcome", "decided_at"])
     return outcome
@@ -345,18 +379,19 @@ def _close_if_complete(review_round: ReviewRound) -> None:
         )
 
 
+@retried
 def close_round(review_round: ReviewRound, *, user) -> ReviewRound:
     """Close a round now: items with some verdicts are decided from those; items nobody reviewed
     leave it as they came (a cross-review item waits for the next round). Closing a closed round
     changes nothing."""
     permissions.require_researcher(user, "Closing a review round")
     with transaction.atomic():
-        review_round = ReviewRound.objects.select_for_update().get(pk=review_round.pk)
+        review_round = lock(ReviewRound, review_round.pk)
         if review_round.status == ReviewRound.Status.CLOSED:
             return review_round
         if review_round.status == ReviewRound.Status.OPENING:
-            raise DomainError(
-                gettext("Round %(n)s is still being opened (job #%(job)s); wait for it.")
+            raise Conflict(
+                gettext("Round %(n)s is still being opened (job #%(job)s); wait for it, then close it.")
                 % {"n": review_round.number, "job": review_round.job_id}
             )
         # Its undecided entries, locked: a verdict being given now finishes first, and its entry is then decided.

@@ -1,12 +1,14 @@
 """Review pages: rounds (researchers open and close them, and read their numbers), a reviewer's
 queue and the review page (keyboard), and the feedback fragment the item editor loads."""
 
+from functools import partial
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
@@ -15,6 +17,8 @@ from annotation.models import Criterion, Item
 from annotation.selectors import editors_of, get_item_for, with_payload_data
 from benchforge import permissions, spreadsheet
 from benchforge.errors import DomainError
+from benchforge.navigation import kept_for_benchmark
+from benchforge.paging import keyset_page
 from benchforge.roles import ANNOTATOR, RESEARCHER, REVIEWER, role_required
 from curation.selectors import get_benchmark_for
 
@@ -24,6 +28,9 @@ from .models import REASONS
 
 # Keys for the reasons on the review page, in the order REASONS lists them.
 REASON_KEYS = "1234567890qwet"
+
+
+REVIEW_QUEUE_PAGE_SIZE = 50
 
 
 @role_required(REVIEWER)
@@ -106,10 +113,28 @@ def round_csv(request, slug, number):
 @role_required(REVIEWER)
 def review_queue(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
-    page = Paginator(selectors.review_queue_rows(request.user, benchmark), 50).get_page(request.GET.get("page"))
+    # Paged by keyset with a capped count (benchforge.paging): a reviewer's queue may hold thousands.
+    rows = selectors.review_queue_rows(request.user, benchmark)
+    keep = partial(kept_for_benchmark, benchmark.pk, f"review-queue:{request.user.pk}")  # until something changes there
+    page = keyset_page(request, rows, selectors.PENDING_ORDER, REVIEW_QUEUE_PAGE_SIZE, keep_count=keep)
     # + "<id>/": no URL reversing per row
     review_url = reverse("review-item", args=[slug, 0]).removesuffix("0/")
-    return render(request, "review/queue.html", {"benchmark": benchmark, "page": page, "review_url": review_url})
+    # Ready-made cells, each label translated once per page (the page is opened between reviews).
+    kinds, tasks = {}, {}
+    for review in page:
+        round_ = review.round
+        if round_.kind not in kinds:
+            kinds[round_.kind] = str(round_.get_kind_display()).lower()
+        review.round_text = f"{round_.number} ({kinds[round_.kind]})"
+        if review.item.task_id not in tasks:
+            tasks[review.item.task_id] = review.item.task.label
+        review.task_text = tasks[review.item.task_id]
+        review.assigned_on = timezone.localtime(review.assigned_at).date().isoformat() if review.assigned_at else ""
+    return render(
+        request,
+        "review/queue.html",
+        {"benchmark": benchmark, "page": page, "review_url": review_url, "review_text": gettext("review")},
+    )
 
 
 @role_required(REVIEWER)

@@ -1,6 +1,7 @@
-"""Demo rewrites for `make run` (development only): a finished batch of canned, messy replies on
-two seeds, parsed the way a real batch parses them (no job, no request), with one approval and
-one rejection, so the verification page and the numbers have something to show."""
+"""Demo rewrites for `make run` (development only). With the built-in demo endpoints in the models
+file (llm.demo), a real batch: started and run as a user's would be, its demo replies parsed and
+checked, waiting for verification, with one approval and one rejection. Without them, a finished
+batch of canned, messy replies on two seeds, parsed the way a real batch parses them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from annotation.models import Item
 from annotation.services import create_item
 from annotation.workflow import ACCEPTED
 from curation.models import Image
+from jobs import services as jobs
+from llm import demo as llm_demo
 
 from . import services
 from .models import BatchSeed, RawReply, Rewrite, RewriteBatch
@@ -82,10 +85,30 @@ def _demo_seeds(benchmark, users) -> list[Item]:
     return made
 
 
+def _run_demo_batch(benchmark, users) -> str:
+    """A batch through the product's own service and job, on the demo endpoint."""
+    researcher, reviewer = users["researcher"], users["reviewer"]
+    with transaction.atomic():
+        _demo_seeds(benchmark, users)
+    batch = services.start_batch(benchmark, user=researcher, endpoint=llm_demo.ANSWERING[0], n=5)
+    jobs.see_through(batch.job)
+    batch.refresh_from_db()
+    rewrites = list(Rewrite.objects.filter(batch=batch).order_by("seed_id", "position")[:2])
+    if len(rewrites) == 2:
+        services.approve(rewrites[0], user=reviewer)
+        services.reject(rewrites[1], user=reviewer, reason=Rewrite.Reason.FLUENCY)
+    return (
+        f"Rewrite: batch {batch.number} on {batch.endpoint} ({batch.get_status_display().lower()}), "
+        f"{Rewrite.objects.filter(batch=batch).count()} rewrites of {batch.seeds.count()} seeds waiting for verification."
+    )
+
+
 def add_demo(benchmark, users) -> str:
     """Idempotent. `users`: demo users keyed by username (researcher, reviewer, annotator)."""
-    if RewriteBatch.objects.filter(benchmark=benchmark, endpoint=DEMO_ENDPOINT).exists():
+    if RewriteBatch.objects.filter(benchmark=benchmark, endpoint__in=[DEMO_ENDPOINT, *llm_demo.ANSWERING]).exists():
         return "rewrite demo: already there"
+    if llm_demo.demo_endpoints_ready():
+        return _run_demo_batch(benchmark, users)
     researcher, reviewer = users["researcher"], users["reviewer"]
     template = services.ensure_default_templates(benchmark, user=researcher)[0]
     with transaction.atomic():

@@ -10,6 +10,7 @@ from django.http import Http404
 
 from annotation.models import Item
 from annotation.selectors import with_payload_data
+from jobs.selectors import work_state
 from llm.selectors import usage_of
 
 from .models import BatchSeed, PromptTemplate, RawReply, Rewrite, RewriteBatch, TemplateVersion
@@ -92,22 +93,11 @@ def batch_usage(batch: RewriteBatch) -> dict:
 
 
 def batch_state(batch: RewriteBatch) -> dict:
-    """What a person sees, read from the batch's job, which is the one truth about the run: while
-    the job is not finished, or when it failed or was cancelled, the job's state (with its reason);
-    once it succeeded, the batch's. A job that died before the batch recorded its end shows
-    "Failed", never "Running" forever. `resumable`: Resume applies (a researcher's action)."""
-    job = batch.job
-    if job is None:
-        return {"label": batch.get_status_display(), "code": batch.status, "reason": "", "resumable": False}
-    if job.status == job.Status.SUCCEEDED and not job.is_interrupted:
-        return {"label": batch.get_status_display(), "code": batch.status, "reason": "", "resumable": False}
-    failed = job.status == job.Status.FAILED
-    return {
-        "label": job.state_label,
-        "code": job.state,
-        "reason": job.message if (failed or job.is_interrupted or job.status == job.Status.CANCELLED) else "",
-        "resumable": job.can_resume,
-    }
+    """What a person sees, read from the batch's job (jobs.selectors.work_state): while the job is
+    not finished, or when it failed or was cancelled, the job's state (with its reason); once it
+    succeeded, the batch's. A job that died before the batch recorded its end shows "Failed" or
+    "Interrupted", never "Running" forever. `resumable`: Resume applies (a researcher's action)."""
+    return work_state([batch.job], label=batch.get_status_display(), code=batch.status)
 
 
 def batch_seeds(batch: RewriteBatch, *, state: str = ""):

@@ -12,8 +12,78 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+# ../shared/fixtures beside the clone (CI); BENCHFORGE_SHARED_FIXTURES names another place (a worktree elsewhere).
+SHARED_FIXTURES = Path(os.environ.get("BENCHFORGE_SHARED_FIXTURES") or REPO_ROOT.parent / "shared" / "fixtures")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+# Parallel runs (`make test` runs pytest-xdist): each worker process gwN has its own test database
+# (pytest-django appends _gwN), tmp_path, live server and free ports. What is shared across processes
+# is kept apart here: each worker gets its own Redis database (WORKER_REDIS_URL), and tests that use
+# one expensive shared server (Label Studio) all run on one worker (pytest_collection_modifyitems).
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1"... or "" in a plain run
+DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
+
+
+def worker_redis_url(base: str, worker: str, databases: str = "") -> str:
+    """The Redis URL of one test process: `base` in a plain run; under xdist, worker gwN takes the
+    Nth database of `databases` ("8-14" or "8,9,10"), or else database (base's - N): CI's /15 gives
+    gw0 /15, gw1 /14... Keys, queues and broadcasts of one worker never meet another's."""
+    if not worker:
+        return base
+    from urllib.parse import urlsplit, urlunsplit
+
+    # A worker that replaces a crashed one is numbered past the count (gw4 of 4): it takes a slot again.
+    index = int(worker.removeprefix("gw")) % int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1 << 30)
+    parts = urlsplit(base)
+    if databases:
+        choices = [n for chunk in databases.split(",") for n in _number_range(chunk)]
+        if index >= len(choices):
+            raise pytest.UsageError(
+                f"BENCHFORGE_TEST_REDIS_DBS={databases!r} names {len(choices)} databases, too few for {worker}"
+            )
+        number = choices[index]
+    else:
+        number = int(parts.path.strip("/") or 0) - index
+        if number < 0:
+            raise pytest.UsageError(f"{base} leaves no Redis database for {worker}: set BENCHFORGE_TEST_REDIS_DBS (e.g. 8-14)")
+    return urlunsplit(parts._replace(path=f"/{number}"))
+
+
+def _number_range(chunk: str) -> list[int]:
+    first, _, last = chunk.strip().partition("-")
+    return list(range(int(first), int(last or first) + 1))
+
+
+# Set in the environment too, before any test module reads it, so every reader (and every process
+# a test starts) uses this worker's database.
+REDIS_URL = worker_redis_url(
+    os.environ.get("BENCHFORGE_TEST_REDIS_URL") or DEFAULT_TEST_REDIS_URL,
+    XDIST_WORKER,
+    os.environ.get("BENCHFORGE_TEST_REDIS_DBS", ""),
+)
+os.environ["BENCHFORGE_TEST_REDIS_URL"] = REDIS_URL
+
+# Fixtures that stand for one server shared by every test of the session: the tests using them run
+# on one xdist worker (`--dist loadgroup`), so a single server is started, as in a plain run, and
+# tests that change its state (Label Studio allows one personal token at a time) never race.
+SERIAL_GROUPS = {"labelstudio_server": "labelstudio"}
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run with `-p no:xdist` has no such hook
+def pytest_xdist_auto_num_workers(config):
+    # `-n auto`: one process per core, at least 2 (much of the suite waits on servers, browsers and
+    # subprocesses) and at most 4 (each starts its own browser, live server and workers).
+    return min(4, max(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture, group in SERIAL_GROUPS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run
 # "inside" it unless told it is safe (it is: the loop only drives the browser).

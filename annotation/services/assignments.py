@@ -7,12 +7,11 @@ locks them before the items that follow them, then reads them again.
 
 from collections import Counter
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils.translation import gettext
 
 from benchforge import permissions
-from benchforge.concurrency import lock, lock_rows
+from benchforge.concurrency import lock, lock_or_none, lock_rows, retried
 from benchforge.errors import Conflict, DomainError, NotAllowed
 from benchforge.roles import ANNOTATOR, has_role
 from curation.models import Benchmark, Image, Task
@@ -44,7 +43,7 @@ def _taken_image_ids(task: Task) -> set[int]:
     return set(assigned) | set(written)
 
 
-@transaction.atomic
+@retried
 def assign_images(benchmark: Benchmark, *, task, image_ids, assignee, user) -> dict:
     """Hand accepted images to an annotator: one seed item to write per image for `task`.
     Images already assigned (or written) for the task are skipped, never assigned twice."""
@@ -64,7 +63,7 @@ def assign_images(benchmark: Benchmark, *, task, image_ids, assignee, user) -> d
     return {"assigned": len(fresh), "skipped": [i for i in ids if i in taken]}
 
 
-@transaction.atomic
+@retried
 def assign_items(benchmark: Benchmark, *, item_ids, assignee, user) -> dict:
     """Give existing drafts / items to revise to an annotator (moving any open assignment)."""
     permissions.require_researcher(user, "Assigning work")
@@ -91,7 +90,7 @@ def assign_items(benchmark: Benchmark, *, item_ids, assignee, user) -> dict:
     return {"assigned": len(ids) - len(with_open), "moved": moved}
 
 
-@transaction.atomic
+@retried
 def reassign(benchmark: Benchmark, *, assignment_ids, assignee, user) -> int:
     """Move open assignments to another annotator (their drafts follow)."""
     permissions.require_researcher(user, "Assigning work")
@@ -101,7 +100,7 @@ def reassign(benchmark: Benchmark, *, assignment_ids, assignee, user) -> int:
     return Assignment.objects.filter(pk__in=[a.pk for a in locked]).update(assignee=assignee, assigned_by=user)
 
 
-@transaction.atomic
+@retried
 def cancel_assignments(benchmark: Benchmark, *, assignment_ids, user) -> int:
     """Withdraw open assignments; drafts already started stay with their author."""
     permissions.require_researcher(user, "Assigning work")
@@ -130,7 +129,7 @@ def remaining_quota(task: Task) -> int:
     return max(0, task.quota - assigned - unassigned_seeds)
 
 
-@transaction.atomic
+@retried
 def assign_evenly(benchmark: Benchmark, *, tasks, assignees, user) -> dict:
     """Spread each task's remaining quota of seed items over `assignees` as evenly as possible,
     using accepted, uncontaminated images tagged with the task that nobody has for it yet.
@@ -183,17 +182,22 @@ def start_assignment(assignment: Assignment, *, user) -> Item:
         raise NotAllowed("This assignment belongs to someone else.")
     if assignment.item_id:
         return assignment.item
-    with transaction.atomic():
-        # Read again under the lock: a researcher may have moved or withdrawn it since the queue showed it.
-        locked = Assignment.objects.select_for_update().filter(pk=assignment.pk).first()
-        if locked is None:
-            raise Conflict("This assignment was withdrawn by a researcher meanwhile: it is no longer in your queue.")
-        if locked.assignee_id != user.pk:
-            raise NotAllowed("This assignment was given to someone else meanwhile: it is no longer in your queue.")
-        if locked.item_id:
-            return locked.item
-        item = create_item(locked.benchmark, task=locked.task, user=user, assignee=user, images=[locked.image_id])
-        locked.item = item
-        locked.save(update_fields=["item"])
+    return _start(assignment, user=user)
+
+
+@retried
+def _start(assignment: Assignment, *, user) -> Item:
+    # Read again under the lock: a researcher may have moved or withdrawn it since the queue showed it.
+    locked = lock_or_none(Assignment, assignment.pk)
+    if locked is None:
+        raise Conflict("This assignment was withdrawn by a researcher meanwhile: it is no longer in your queue.")
+    if locked.assignee_id != user.pk:
+        raise NotAllowed("This assignment was given to someone else meanwhile: it is no longer in your queue.")
+    if locked.item_id:
+        assignment.item = locked.item
+        return locked.item
+    item = create_item(locked.benchmark, task=locked.task, user=user, assignee=user, images=[locked.image_id])
+    locked.item = item
+    locked.save(update_fields=["item"])
     assignment.item = item
     return item

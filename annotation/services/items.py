@@ -8,12 +8,12 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from benchforge import permissions
-from benchforge.concurrency import lock_rows
-from benchforge.errors import DomainError, NotAllowed, StaleVersion
+from benchforge.concurrency import lock_rows, retried
+from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from curation.models import Benchmark, Image, Task
 
 from ..contract import EDITABLE_FIELDS, SCALAR_FIELDS, item_payload, item_snapshot
-from ..models import Assignment, Criterion, Item, ItemImage, ItemRevision
+from ..models import CHOICE_LETTERS, Assignment, Criterion, Item, ItemImage, ItemRevision
 from ..selectors import last_revision
 from ..workflow import (
     ANSWERED,
@@ -79,12 +79,37 @@ def merged_state(item: Item, base: dict, changes: dict) -> dict:
             code="invalid",
         )
     state = {**base, **changes}
+    _follow_options(state, base, changes)
     if "task" in changes:
         state["task"] = resolve_task(item.benchmark, changes["task"]).pk
     if "images" in changes:
         images = changes["images"]
         state["images"] = [i.pk if isinstance(i, Image) else i for i in images] if isinstance(images, list) else images
     return state
+
+
+def derived_reference(state: dict) -> str:
+    """A multiple-choice item's reference answer from its key: "C. <option C>" ('' without a usable key)."""
+    choices, letter = state.get("choices"), state.get("answer")
+    if not isinstance(choices, list) or not isinstance(letter, str) or letter not in list(CHOICE_LETTERS[: len(choices)]):
+        return ""
+    choice = choices[CHOICE_LETTERS.index(letter)]
+    return f"{letter}. {choice.strip()}" if isinstance(choice, str) and choice.strip() else ""
+
+
+def _follow_options(state: dict, base: dict, changes: dict) -> None:
+    """An edit that makes an item multiple-choice or gives it options makes it closed-ended, unless the
+    edit gives a type itself: its options decide the answer (other edits leave the type as someone
+    set it). Its reference answer, unless someone wrote one, is its key and option ("C. <text>"),
+    kept in step with the key."""
+    if state.get("kind") != Item.Kind.MCQ:
+        return
+    sets_options = "kind" in changes or "choices" in changes
+    if sets_options and "question_type" not in changes and state.get("question_type") == Item.QuestionType.OPEN:
+        state["question_type"] = Item.QuestionType.CLOSED
+    reference = state.get("reference_answer")
+    if isinstance(reference, str) and (not reference.strip() or reference == derived_reference(base)):
+        state["reference_answer"] = derived_reference(state)
 
 
 def _store_children(item: Item, state: dict, before: dict) -> None:
@@ -121,7 +146,7 @@ def create_item(
             raise DomainError("A rewrite's seed must be a seed item (not itself a rewrite) of the same benchmark.")
         task = task or seed.task
     if external_id and Item.objects.filter(benchmark=benchmark, external_id=external_id).exists():
-        raise DomainError(f"An item with external id '{external_id}' already exists in this benchmark.", code="duplicate")
+        raise Conflict(f"An item with external id '{external_id}' already exists in this benchmark.", code="duplicate")
     item = Item(
         benchmark=benchmark,
         task=resolve_task(benchmark, task),
@@ -197,6 +222,7 @@ def _bump(current: Item, expected: int, **fields) -> Item:
     return current
 
 
+@retried
 def update_item(
     item: Item, changes: dict, *, expected_version: int, user, action: str = ItemRevision.Action.EDITED, note: str = ""
 ) -> Item:
@@ -228,6 +254,7 @@ def update_item(
         raise _stale(Item.objects.select_related("benchmark", "task").get(pk=item.pk)) from None
 
 
+@retried
 def change_status(
     item: Item, target: str, *, user, action: str, note: str = "", expected_version: int | None = None, **fields
 ) -> Item:
@@ -241,6 +268,7 @@ def change_status(
     return current
 
 
+@retried
 def change_status_many(items, target: str, *, user, action: str, note: str = "") -> list[Item]:
     """change_status for many items at once (a review round takes thousands): items whose status
     allows the move go to `target`, one version and one history row each, in a few queries.
@@ -269,6 +297,7 @@ def change_status_many(items, target: str, *, user, action: str, note: str = "")
     return moved
 
 
+@retried
 def submit_item(item: Item, *, user, expected_version: int | None = None) -> Item:
     """Send a draft (or an item sent back for revision) to review: only when it is complete.
     Closes the annotator's open assignment for it. The same submission of a version sent twice (a
@@ -304,6 +333,7 @@ def _submitted_by(current: Item, user, expected_version: int | None) -> bool:
     return last is not None and last.action == ItemRevision.Action.SUBMITTED and last.changed_by_id == user.pk
 
 
+@retried
 def return_to_draft(item: Item, *, user, expected_version: int | None = None, note: str = "") -> Item:
     """Take a submitted item back before review starts (its author, its assignee or a researcher);
     it goes back into the assignee's queue."""
@@ -317,20 +347,21 @@ def return_to_draft(item: Item, *, user, expected_version: int | None = None, no
 
 def requeue_for_author(item: Item, *, by) -> Assignment:
     """Put an item in its assignee's (else its author's) queue: reopen its assignment, or give it
-    one (an item written outside any assignment)."""
-    reopened = reopen_assignment(item)
-    if reopened is not None:
-        return reopened
-    current = Assignment.objects.filter(item=item, status=Assignment.Status.OPEN).first()
-    if current is not None:
-        return current
-    return Assignment.objects.create(
-        benchmark_id=item.benchmark_id,
-        assignee_id=item.assignee_id or item.author_id,
-        task_id=item.task_id,
-        item=item,
-        assigned_by=by if getattr(by, "is_authenticated", False) else None,
-    )
+    one (an item written outside any assignment, or whose assignment a researcher cancelled). The
+    item's assignee is then the assignment's: item and assignment always name the same person."""
+    assignment = reopen_assignment(item)
+    if assignment is None:
+        assignment = Assignment.objects.filter(item=item, status=Assignment.Status.OPEN).first()
+    if assignment is None:
+        assignment = Assignment.objects.create(
+            benchmark_id=item.benchmark_id,
+            assignee_id=item.assignee_id or item.author_id,
+            task_id=item.task_id,
+            item=item,
+            assigned_by=by if getattr(by, "is_authenticated", False) else None,
+        )
+    _follow(item, assignment)
+    return assignment
 
 
 def reopen_assignment(item: Item) -> Assignment | None:
@@ -342,7 +373,15 @@ def reopen_assignment(item: Item) -> Assignment | None:
         return None
     assignment.status, assignment.done_at = Assignment.Status.OPEN, None
     assignment.save(update_fields=["status", "done_at"])
+    _follow(item, assignment)
     return assignment
+
+
+def _follow(item: Item, assignment: Assignment) -> None:
+    """The item's assignee becomes its open assignment's (not a new version: its content is the same)."""
+    if item.assignee_id != assignment.assignee_id:
+        Item.objects.filter(pk=item.pk).update(assignee_id=assignment.assignee_id)
+        item.assignee_id = assignment.assignee_id
 
 
 def withhold_in_app(fields_by_item: dict[int, Iterable[str]]) -> None:

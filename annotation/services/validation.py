@@ -80,7 +80,27 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
     if not isinstance(state["incoherent"], bool):
         problems.append("'incoherent' must be true or false.")
 
-    history = state["history"]
+    problems += _history_problems(state["history"], kind)
+    if state["incoherent"] and kind != Item.Kind.MULTI_TURN:
+        problems.append("Only multi-turn items can be marked incoherent.")
+
+    problems += _choice_problems(state, kind)
+    problems += _criteria_problems(state["criteria"])
+    problems += _image_shape_problems(item, state["images"], before_images, image_rows)
+
+    if item.seed_id is not None:
+        seed_only = [f for f in SEED_ONLY_FIELDS if state[f]]
+        if seed_only:
+            problems.append(
+                f"Item #{item.pk or 'new'} is a rewrite of #{item.seed_id}: its images, reference answer and "
+                "criteria are the seed's; edit the seed instead."
+            )
+    return problems
+
+
+def _history_problems(history, kind: str) -> list[str]:
+    """The dialogue history's shape: a list of alternating turns, on multi-turn items only."""
+    problems = []
     if not isinstance(history, list):
         problems.append("The dialogue history must be a list of turns.")
     elif history and kind != Item.Kind.MULTI_TURN:
@@ -101,9 +121,12 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
                 )
         if history and len(history) % 2:
             problems.append("The history must end with an assistant turn: the final user turn is the question itself.")
-    if state["incoherent"] and kind != Item.Kind.MULTI_TURN:
-        problems.append("Only multi-turn items can be marked incoherent.")
+    return problems
 
+
+def _choice_problems(state: dict, kind: str) -> list[str]:
+    """Options, answer key and hint: on multiple-choice items only, the key one of the options."""
+    problems = []
     choices = state["choices"]
     if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
         problems.append("Options must be a list of texts.")
@@ -120,8 +143,12 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
     elif state["answer"] and state["answer"] not in _letters(len(choices)):
         span = f"A-{_letters(len(choices))[-1]}" if choices else "none yet"
         problems.append(f"The answer key '{state['answer']}' is not one of the options ({span}).")
+    return problems
 
-    criteria = state["criteria"]
+
+def _criteria_problems(criteria) -> list[str]:
+    """Criteria: a list of at most MAX_CRITERIA {kind, text}."""
+    problems = []
     if not isinstance(criteria, list):
         problems.append("Criteria must be a list.")
     else:
@@ -137,8 +164,12 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
                     f"Criterion {i} has an unknown kind '{criterion.get('kind')}'; use one of: "
                     f"{', '.join(Criterion.Kind.values)}."
                 )
+    return problems
 
-    images = state["images"]
+
+def _image_shape_problems(item: Item, images, before_images, image_rows: dict | None) -> list[str]:
+    """Image ids: listed once each; the ones added since `before_images` usable."""
+    problems = []
     if not isinstance(images, list) or not all(isinstance(i, int) for i in images):
         problems.append("Images must be a list of image ids.")
     else:
@@ -146,14 +177,6 @@ def shape_problems(item: Item, state: dict, before_images=(), image_rows: dict |
         problems += [f"Image #{i} is listed twice." for i in repeated]
         added = [i for i in dict.fromkeys(images) if i not in set(before_images)]
         problems += _image_problems(item, added, image_rows if image_rows is not None else load_image_rows(added))
-
-    if item.seed_id is not None:
-        seed_only = [f for f in SEED_ONLY_FIELDS if state[f]]
-        if seed_only:
-            problems.append(
-                f"Item #{item.pk or 'new'} is a rewrite of #{item.seed_id}: its images, reference answer and "
-                "criteria are the seed's; edit the seed instead."
-            )
     return problems
 
 
@@ -197,7 +220,8 @@ def completeness_problems(item: Item, state: dict, image_rows: dict | None = Non
                 _("Write the reference answer: complete enough that a judge who cannot see the image can grade an answer.")
             )
         criteria = state["criteria"]
-        if not item.is_external and not criteria:
+        # A multiple-choice item is graded by its key: options and key make it complete.
+        if not item.is_external and not criteria and kind != Item.Kind.MCQ:
             problems.append(_("Add 1 to %(max)s grading criteria.") % {"max": MAX_CRITERIA})
         for i, criterion in enumerate(criteria, 1):
             if not criterion["text"].strip():

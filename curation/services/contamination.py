@@ -9,7 +9,7 @@ from django.utils.translation import gettext
 
 from benchforge.bulk import bulk_insert, update_rows
 from benchforge.errors import DomainError
-from harness.tabular import CSV, LINES, TSV, FileProblem, Record, TableReader, format_for
+from benchforge_harness.tabular import CSV, LINES, TSV, FileProblem, Record, TableReader, format_for
 
 from ..imaging import ImageLimits, ImageRejected, analyse_image, hamming, hex_to_hash
 from ..models import Benchmark, ContaminationMatch, Image, KnownHash, KnownImageSet
@@ -96,7 +96,7 @@ def parse_hash_list(data: bytes, filename: str) -> list[dict]:
         for record in reader:
             if fmt == CSV and not {"md5", "phash"} & set(reader.header or []):
                 raise DomainError(gettext("The CSV needs a header row with an 'md5' and/or a 'phash' column."))
-            if not record.problem:
+            if not record.problem and not record.blank:  # a row of empty cells carries no hash
                 records.append((record, record.value))
         if fmt == CSV and not {"md5", "phash"} & set(reader.header or []):
             raise DomainError(gettext("The CSV needs a header row with an 'md5' and/or a 'phash' column."))

@@ -4,7 +4,7 @@ from django.db import transaction
 from django.utils.translation import gettext
 
 from benchforge.bulk import update_rows
-from benchforge.errors import DomainError
+from benchforge.errors import Conflict, DomainError
 
 from ..imaging import hamming
 from ..models import Benchmark, Image
@@ -74,7 +74,9 @@ def flag_near_duplicates_of_batch(benchmark: Benchmark, images: list[Image]) -> 
 def resolve_near_duplicate(image: Image, *, keep: bool, user) -> Image:
     """After a person compared the pair: keep both, or drop this one as similar content."""
     if image.near_duplicate_of_id is None:
-        raise DomainError(gettext("Image #%(id)s is not flagged as a near duplicate.") % {"id": image.pk})
+        raise Conflict(
+            gettext("Image #%(id)s is not flagged as a near duplicate (any more): reload the page.") % {"id": image.pk}
+        )
     if keep:
         image.near_duplicate_resolved = True
         image.save(update_fields=["near_duplicate_resolved"])

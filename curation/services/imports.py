@@ -12,7 +12,7 @@ from django.utils.translation import gettext
 
 from benchforge import outbound
 from benchforge.errors import DomainError
-from harness.tabular import CSV, LINES, FileProblem, TableReader
+from benchforge_harness.tabular import CSV, LINES, FileProblem, TableReader
 from jobs import services as jobs
 from jobs.staging import open_staged, stage_upload
 
@@ -320,6 +320,8 @@ def run_url_list_import(run):
     for task in run.benchmark.tasks.all():
         by_key[task.name.lower()] = task
         by_key[task.slug.lower()] = task
+        if task.name_en:
+            by_key[task.name_en.lower()] = task
     max_bytes = settings.BENCHFORGE_MAX_UPLOAD_BYTES
     with outbound.download_client() as client:  # shared by the download threads
 

@@ -1,10 +1,11 @@
 """Taxonomy: benchmarks, presets, tasks, members; loading a preset as a job."""
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils.text import slugify
 from django.utils.translation import gettext, gettext_noop, pgettext_lazy
 
-from benchforge.concurrency import create_unique
+from benchforge.concurrency import create_unique, lock_or_none
 from benchforge.errors import AlreadyExists, DomainError
 from jobs import reports
 from jobs import services as jobs
@@ -12,6 +13,9 @@ from jobs.selectors import jobs_of
 
 from ..models import Benchmark, Category, Task
 from ..presets import PRESETS, CategorySpec
+
+# The English texts beside a task's own (Task.name_en and the rest).
+TASK_ALIASES = ("name_en", "description_en", "guideline_en", "judge_rules_en")
 
 
 def unique_task_slug(name: str) -> str:
@@ -59,7 +63,7 @@ def discard_created_benchmark(job) -> str:
     if job.benchmark_id is None or not job.params.get(CREATED_BENCHMARK):
         return ""
     with transaction.atomic():
-        locked = Benchmark.objects.select_for_update().filter(pk=job.benchmark_id).first()
+        locked = lock_or_none(Benchmark, job.benchmark_id, for_delete=True)
         if locked is None:
             return ""
         if locked.items.exists() or locked.images.exists() or jobs_of(locked).exclude(pk=job.pk).exists():
@@ -90,23 +94,38 @@ def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "",
     if not benchmark.preset:
         benchmark.preset = preset.key
         benchmark.save(update_fields=["preset"])
+    # A benchmark in English made from a Chinese preset takes the preset's English texts as its own.
+    english = benchmark.language == "en" and preset.language != "en"
 
     def add(spec: CategorySpec, parent: Category | None, order: int):
-        category, _ = Category.objects.get_or_create(
-            benchmark=benchmark,
-            name=spec.name,
-            defaults={"parent": parent, "description": spec.description, "order": order},
-        )
+        spec = spec.in_english() if english else spec
+        # A category made before it had an English name went by that name: matched either way.
+        names = Q(name=spec.name) | (Q(name=spec.name_en) | Q(name_en=spec.name_en) if spec.name_en else Q())
+        category = Category.objects.filter(names, benchmark=benchmark).first()
+        if category is None:
+            category = Category.objects.create(
+                benchmark=benchmark,
+                name=spec.name,
+                name_en=spec.name_en,
+                parent=parent,
+                description=spec.description,
+                order=order,
+            )
         for i, task in enumerate(spec.tasks):
+            task = task.in_english() if english else task
             texts = {
                 "description": task.description,
                 "collection_keywords": list(task.keywords),
                 "guideline": task.guideline,
                 "judge_rules": task.judge_rules,
+                "name_en": task.name_en,
+                "description_en": task.description_en,
+                "guideline_en": task.guideline_en,
+                "judge_rules_en": task.judge_rules_en,
             }
             row, created = Task.objects.get_or_create(
                 benchmark=benchmark,
-                slug=unique_task_slug(task.name),
+                slug=unique_task_slug(task.name_en or task.name),  # a Chinese name has no slug of its own
                 defaults={
                     "category": category,
                     "name": task.name,
@@ -129,7 +148,7 @@ def load_preset(key: str, *, benchmark: Benchmark | None = None, slug: str = "",
 
 
 def update_task(task: Task, **fields) -> Task:
-    allowed = {"name", "description", "collection_keywords", "guideline", "judge_rules", "quota"}
+    allowed = {"name", "description", "collection_keywords", "guideline", "judge_rules", "quota", *TASK_ALIASES}
     unknown = set(fields) - allowed
     if unknown:
         raise DomainError(f"These task fields cannot be edited: {', '.join(sorted(unknown))}.")

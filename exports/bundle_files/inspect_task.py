@@ -7,19 +7,19 @@
 Responses API. An `openai/` grader named with `-T grader=` is always asked through Chat Completions.
 
 Reads only this bundle's own files (items.jsonl, images/, taxonomy.json and the prompt texts in
-harness/prompts/), with the standard library and inspect_ai. Two tasks:
+benchforge_harness/prompts/), with the standard library and inspect_ai. Two tasks:
 
 * `mcq` - the multiple-choice items under CircularEval. An item with N options becomes N samples
   (ids `<item>#1` ... `<item>#N`), the options rotated one place each, asked with the release's own
-  question prompt (harness/prompts/mcq_question.txt). Metric `circular`: share of items whose every
+  question prompt (benchforge_harness/prompts/mcq_question.txt). Metric `circular`: share of items whose every
   rotation is right, grouped by the `item` metadata; `first_pass`: share right on the unrotated pass.
 * `open_ended` - the open items that have a reference answer: the model answers (earlier turns as
   history, images on the first user turn), then a grader model (`-T grader=openai/<judge>`, default
   the model under test) grades the answer 1-10 with the release's rubric
-  (harness/prompts/pointwise.txt) and the task's rule (its `judge_rule` in taxonomy.json, else the
-  built-in rule in harness/prompts/rules/). Metric `rating`: mean grade of the readable replies.
+  (benchforge_harness/prompts/pointwise.txt) and the task's rule (its `judge_rule` in taxonomy.json, else the
+  built-in rule in benchforge_harness/prompts/rules/). Metric `rating`: mean grade of the readable replies.
 
-Where this differs from the bundled harness (`python -m harness mcq` / `judge`), because Inspect
+Where this differs from the bundled harness (`python -m benchforge_harness mcq` / `judge`), because Inspect
 runs samples independently:
 * every rotation is always asked (the harness stops at an item's first wrong pass; the outcome
   is the same, only more calls are made);
@@ -30,6 +30,11 @@ runs samples independently:
   re-asks it): it is left out of the mean and counted in `unreadable`;
 * a model call that fails for good fails its sample (the harness leaves the item undecided).
 On clean replies both give the same numbers.
+
+A public bundle withholds some answer keys and reference answers (its README says which): the
+items without one are left out of `mcq` and `open_ended`, and each task says on the console how
+many it left out, of which split and why (the task's metadata `skipped` holds the same). Score
+them with the private bundle, or on the benchmark's leaderboard.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ import base64
 import json
 import mimetypes
 import re
-from collections import defaultdict
+import sys
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from inspect_ai import Task, task
@@ -48,11 +54,12 @@ from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import TaskState, generate
 
 BUNDLE = Path(__file__).resolve().parent
-PROMPTS = BUNDLE / "harness" / "prompts"
+PROMPTS = BUNDLE / "benchforge_harness" / "prompts"
 # The release's language (manifest.json); an item may name its own. English prompts sit in
 # PROMPTS, each other language's in a subfolder named by its code, as the harness keeps them.
 MANIFEST = BUNDLE / "manifest.json"
-RELEASE_LANGUAGE = (json.loads(MANIFEST.read_text(encoding="utf-8")) if MANIFEST.is_file() else {}).get("language") or "en"
+MANIFEST_FIELDS = json.loads(MANIFEST.read_text(encoding="utf-8")) if MANIFEST.is_file() else {}
+RELEASE_LANGUAGE = MANIFEST_FIELDS.get("language") or "en"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -65,6 +72,22 @@ def _items(split: str | None) -> list[dict]:
                 if split is None or row.get("split") == split:
                     rows.append(row)
     return rows
+
+
+def _skipped(task_name: str, rows: list[dict], lacking: str) -> list[str]:
+    """Say on the console (stderr, before Inspect's display starts) how many items the task leaves
+    out for lack of `lacking`, per split, and why; returns the same lines for the task's metadata."""
+    per_split = Counter(row.get("split") or "unsplit" for row in rows)
+    withheld = MANIFEST_FIELDS.get("variant") == "public" and MANIFEST_FIELDS.get("withheld")
+    why = (
+        f"this public bundle withholds their {lacking}s; score them with the private bundle or on the benchmark's leaderboard"
+        if withheld
+        else f"they have no {lacking}"
+    )
+    lines = [f"{task_name}: {n} item(s) of the {split} split left out: {why}" for split, n in sorted(per_split.items())]
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
+    return lines
 
 
 def _prompts(row: dict):
@@ -170,9 +193,13 @@ def circular_choice():
 
 @task
 def mcq(split: str | None = None, images: bool = True) -> Task:
-    """Multiple-choice items, one sample per rotation (CircularEval)."""
-    samples = [s for row in _items(split) if row.get("choices") for s in _rotations(row, images)]
-    return Task(dataset=MemoryDataset(samples, name="mcq"), solver=generate(), scorer=circular_choice())
+    """Multiple-choice items with an answer key, one sample per rotation (CircularEval)."""
+    rows = [row for row in _items(split) if row.get("choices")]
+    skipped = _skipped("mcq", [row for row in rows if not row.get("answer")], "answer key")
+    samples = [s for row in rows if row.get("answer") for s in _rotations(row, images)]
+    return Task(
+        dataset=MemoryDataset(samples, name="mcq"), solver=generate(), scorer=circular_choice(), metadata={"skipped": skipped}
+    )
 
 
 # ---- open items, graded 1-10 against the reference answer
@@ -254,6 +281,7 @@ def open_ended(split: str | None = None, grader: str | None = None, images: bool
     """Open items with a reference answer, graded by `grader` with the release's rubric and rules."""
     taxonomy = json.loads((BUNDLE / "taxonomy.json").read_text(encoding="utf-8"))
     rules = {t["name"]: t["judge_rule"] for t in taxonomy.get("tasks", []) if isinstance(t, dict) and t.get("judge_rule")}
+    rows = [row for row in _items(split) if not row.get("choices")]
     samples = [
         Sample(
             id=row["id"],
@@ -267,7 +295,13 @@ def open_ended(split: str | None = None, grader: str | None = None, images: bool
                 "prompts": str(_prompts(row)),
             },
         )
-        for row in _items(split)
-        if not row.get("choices") and row.get("reference_answer")
+        for row in rows
+        if row.get("reference_answer")
     ]
-    return Task(dataset=MemoryDataset(samples, name="open"), solver=generate(), scorer=rubric_grade(grader, rules))
+    skipped = _skipped("open_ended", [row for row in rows if not row.get("reference_answer")], "reference answer")
+    return Task(
+        dataset=MemoryDataset(samples, name="open"),
+        solver=generate(),
+        scorer=rubric_grade(grader, rules),
+        metadata={"skipped": skipped},
+    )

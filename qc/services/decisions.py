@@ -13,8 +13,8 @@ from annotation.models import Item
 from annotation.services import change_status, lock_item
 from annotation.workflow import QC_FLAGGED, QC_PASSED
 from benchforge import permissions
-from benchforge.concurrency import lock
-from benchforge.errors import DomainError
+from benchforge.concurrency import lock, retried
+from benchforge.errors import Conflict, DomainError
 
 from ..models import QCItem, QCRun
 
@@ -22,6 +22,7 @@ Decision = QCItem.Decision
 DECISION_ACTION = "qc_decided"
 
 
+@retried
 def decide(entry: QCItem, *, user, decision: str, note: str = "") -> QCItem:
     """Record a decision on a flagged item of a run and move the item's status to match."""
     permissions.require_researcher(user, "Deciding on a QC flag")
@@ -40,7 +41,7 @@ def decide(entry: QCItem, *, user, decision: str, note: str = "") -> QCItem:
         entry = lock(QCItem, entry.pk)
         entry.run = QCRun.objects.get(pk=entry.run_id)
         if item.status not in (QC_FLAGGED, QC_PASSED):
-            raise DomainError(
+            raise Conflict(
                 _("Item #%(item)s is '%(status)s' now: only items in QC (flagged or passed) can be decided here.")
                 % {"item": item.pk, "status": item.status_label}
             )

@@ -2,7 +2,7 @@
 treat them like our own. One job kind, `qc_import`, per file:
 
   mmbench_tsv   MMBench-style TSV (METHODS section 6): index, question, hint, A-D, answer,
-                category, l2-category, split, image. Streamed by harness.tabular's reader, one row
+                category, l2-category, split, image. Streamed by benchforge_harness.tabular's reader, one row
                 at a time (a 1 GB file is never held in memory). The image is base64, or a short number: the
                 index of another row whose image it shares, or a list of either for several images.
                 Rows with index i + k*1,000,000 are circular copies of row i: collapsed into it.
@@ -41,6 +41,7 @@ from benchforge import permissions
 from benchforge.bulk import insert_rows, update_rows
 from benchforge.errors import DomainError
 from benchforge.inputs import is_digits
+from benchforge_harness.tabular import JSON, TSV, FileProblem, Limits, TableReader, json_depth_exceeds, loads_bounded
 from curation.models import Benchmark, Category, Image, Task
 from curation.services import (
     CREATED_BENCHMARK,
@@ -54,7 +55,6 @@ from curation.services import (
     screen_images,
     unique_task_slug,
 )
-from harness.tabular import JSON, TSV, FileProblem, Limits, TableReader, json_depth_exceeds, loads_bounded
 from jobs import services as jobs
 from jobs.runner import OK, SKIPPED, JobRun
 from jobs.staging import open_staged, stage_upload
@@ -170,8 +170,11 @@ class _Taxonomy:
 
     def __init__(self, benchmark: Benchmark):
         self.benchmark = benchmark
-        self.categories = {c.name.lower(): c for c in Category.objects.filter(benchmark=benchmark)}
-        self.tasks = {t.name.lower(): t for t in Task.objects.filter(benchmark=benchmark).select_related("category")}
+        categories = Category.objects.filter(benchmark=benchmark)
+        tasks = Task.objects.filter(benchmark=benchmark).select_related("category")
+        # English names too: a Chinese preset's tasks are named in English in the released files.
+        self.categories = {n.lower(): c for c in categories for n in (c.name_en, c.name) if n}
+        self.tasks = {n.lower(): t for t in tasks for n in (t.name_en, t.name) if n}
         self.slugs = set(Task.objects.filter(benchmark=benchmark).values_list("slug", flat=True))
 
     def task(self, category_name: str, task_name: str) -> Task:
@@ -432,14 +435,30 @@ def _check_file(run: JobRun, fmt: str, check_row) -> None:
         reader = _reader(handle, name, fmt)
         for record in reader:
             progress.tick(reader.rows)
-            if record.problem:
+            if record.problem or record.blank:
                 continue
             try:
+                _check_cells(record)
                 check_row(record.value)
             except RowProblem as exc:
                 reader.problem(record, str(exc))
         if fmt == TSV and reader.header is None:
             raise FileProblem(f"{name} is empty. Nothing was imported.")
+
+
+def _check_cells(record) -> None:
+    """A TSV row short of a required column (pandas would read NaN there) is a row problem; other
+    columns a short row lacks are read as empty, as pandas reads them."""
+    missing = [c for c in record.missing if c in REQUIRED_COLUMNS]
+    if missing:
+        raise RowProblem(
+            _("missing columns: %(columns)s (the row has %(cells)s of %(all)s)")
+            % {
+                "columns": ", ".join(missing),
+                "cells": len(record.value) - len(record.missing),
+                "all": len(record.value),
+            }
+        )
 
 
 def _check_tsv_row(row: dict) -> None:
@@ -472,25 +491,113 @@ def _question_type(obj: dict) -> str:
 
 
 def _run_tsv(run: JobRun) -> dict:
-    job = run.job
-    benchmark, user = run.benchmark, job.created_by
-    name = job.params.get("filename") or "file.tsv"
-    done = run.done_keys()
-    first_line: dict[int, int] = {}  # index -> the line it was first seen on
-    images_of: dict[int, list[int]] = {}  # index -> image ids of an imported (or skipped) row
-    for data in run.recorded(outcomes=(OK, SKIPPED)).values():
-        if data.get("index") is not None and data.get("line"):
-            first_line.setdefault(int(data["index"]), int(data["line"]))
-            if data.get("images"):
-                images_of[int(data["index"])] = data["images"]
-    existing = set(Item.objects.filter(benchmark=benchmark).exclude(external_id="").values_list("external_id", flat=True))
-    taxonomy = _Taxonomy(benchmark)
-    batch = _Batch(run, MMBENCH_TSV)
-    waiting: list[tuple[int, dict, list[str], Task]] = []  # rows sharing an image of a row not read yet
-    copies: list[tuple[int, int]] = []  # (line, index) of circular copies
-    rows_read = 0
+    """The second pass over an MMBench TSV: rows stored as items (their images ingested), rows that
+    share another row's image once that row is stored, circular copies collapsed into their item."""
+    tsv = _TsvImport(run)
+    tsv.read_rows()
+    tsv.finish_waiting()  # their rows are all read now
+    tsv.batch.flush()
+    tsv.collapse_copies()
+    return _summary(run, tsv.name)
 
-    def finish_row(line: int, index: int, row: dict, task: Task, image_ids: list[int]) -> None:
+
+class _TsvImport:
+    """One run of a TSV import, its state explicit: what earlier runs stored (first line of each
+    index, the images of each stored row), the rows waiting for a row not read yet, and the
+    circular copies, settled once every row is read."""
+
+    def __init__(self, run: JobRun) -> None:
+        self.run, self.job, self.benchmark = run, run.job, run.benchmark
+        self.name = self.job.params.get("filename") or "file.tsv"
+        self.done = run.done_keys()
+        self.first_line: dict[int, int] = {}  # index -> the line it was first seen on
+        self.images_of: dict[int, list[int]] = {}  # index -> image ids of an imported (or skipped) row
+        for data in run.recorded(outcomes=(OK, SKIPPED)).values():
+            if data.get("index") is not None and data.get("line"):
+                self.first_line.setdefault(int(data["index"]), int(data["line"]))
+                if data.get("images"):
+                    self.images_of[int(data["index"])] = data["images"]
+        existing = Item.objects.filter(benchmark=self.benchmark).exclude(external_id="").values_list("external_id", flat=True)
+        self.existing = set(existing)
+        self.taxonomy = _Taxonomy(self.benchmark)
+        self.batch = _Batch(run, MMBENCH_TSV)
+        self.waiting: list[tuple[int, dict, list[str], Task]] = []  # rows sharing an image of a row not read yet
+        self.copies: list[tuple[int, int]] = []  # (line, index) of circular copies
+
+    # ------------------------------------------------------------ reading the file
+
+    def read_rows(self) -> None:
+        rows_read = 0
+        ingesting = Ingester(self.benchmark, collected_by=self.job.created_by, job=self.job)
+        with ingesting as ingester, _open(self.job) as (handle, size):
+            pending = _RowsWithImages(self.run, ingester, self.finish_queued, self.name)
+            progress = _Progress(self.run, handle, size, self.name)
+            reader = _reader(handle, self.name, TSV, counting=False)
+            for record in reader:
+                rows_read += 1
+                progress.tick(rows_read)
+                if f"line {record.line}" in self.done or record.blank:
+                    continue
+                try:
+                    self._read_row(record, pending)
+                except RowProblem as exc:
+                    self.run.record(f"line {record.line}", "error", at_line(record.line, exc), {"row": True})
+            progress.tick(rows_read, force=True)
+            pending.flush()
+
+    def _read_row(self, record, pending: _RowsWithImages) -> None:
+        """One row: checked, then skipped, kept as a circular copy, queued with its images, or left
+        waiting for the row whose image it shares. Raises RowProblem for a row refused."""
+        line = record.line
+        if record.problem:
+            raise RowProblem(record.problem)
+        _check_cells(record)
+        row = record.value
+        raw_index = row["index"].strip()
+        if not re.fullmatch(r"[0-9]+", raw_index):
+            raise RowProblem(_("index '%(index)s' is not a whole number") % {"index": raw_index[:20]})
+        index = int(raw_index)
+        if index >= CIRCULAR_STEP:
+            self.copies.append((line, index))
+            return
+        if index in self.first_line:
+            raise RowProblem(
+                _("duplicate index %(index)s (first on line %(line)s)") % {"index": index, "line": self.first_line[index]}
+            )
+        self.first_line[index] = line
+        if not row["question"].strip():
+            raise RowProblem(_("missing columns: the question is empty"))
+        mcq = _mcq_fields(row)
+        if str(index) in self.existing:
+            self.run.record(
+                f"line {line}",
+                "skipped",
+                at_line(line, _("index %(index)s is already in the benchmark") % {"index": index}),
+                {"row": True, "index": index, "line": line, "already": True},
+            )
+            return
+        task = self.taxonomy.task(row.get("l2-category", ""), row.get("category", ""))
+        values = _image_values(row["image"])
+        if not values or not all(values):
+            raise RowProblem(_("missing columns: the image is empty"))
+        # The row waits without its base64 text (it can be megabytes): the decoded bytes are enough.
+        queued = {**row, "image": "", PARSED: mcq}
+        if not any(_is_reference(v) for v in values):
+            pending.add(line, index, queued, task, images=[_decode(value) for value in values])
+            return
+        if not all(_is_reference(v) for v in values):
+            raise RowProblem(_("the image list mixes base64 images and row indexes"))
+        shared = [int(v) for v in values]
+        # Rows it points to that are read already are done, or still being stored (then it waits
+        # in line behind them); rows not read yet are waited for to the end.
+        if all(i in self.images_of or pending.waits_for([i]) for i in shared):
+            pending.add(line, index, queued, task, shares=shared)
+        else:
+            self.waiting.append((line, queued, values, task))
+
+    # ------------------------------------------------------------ storing a row
+
+    def finish_row(self, line: int, index: int, row: dict, task: Task, image_ids: list[int]) -> None:
         options, answer, split = row[PARSED]
         spec = {
             "task": task,
@@ -503,156 +610,66 @@ def _run_tsv(run: JobRun) -> dict:
             "answer": answer,
             "images": image_ids,
         }
-        images_of[index] = image_ids
-        batch.add(f"line {line}", line, spec, {"index": str(index), "split": split})
+        self.images_of[index] = image_ids
+        self.batch.add(f"line {line}", line, spec, {"index": str(index), "split": split})
 
-    def finish_queued(line: int, index: int, row: dict, task: Task, shares: list[int], image_ids: list[int]) -> None:
+    def finish_queued(self, line: int, index: int, row: dict, task: Task, shares: list[int], image_ids: list[int]) -> None:
+        """A queued row whose images are stored (or whose shared rows are settled)."""
         if not shares:
-            finish_row(line, index, row, task, image_ids)
-        elif all(i in images_of for i in shares):
-            finish_row(line, index, row, task, [i for v in shares for i in images_of[v]])
+            self.finish_row(line, index, row, task, image_ids)
+        elif all(i in self.images_of for i in shares):
+            self.finish_row(line, index, row, task, [i for v in shares for i in self.images_of[v]])
         else:  # a row it shares with was refused: said at the end, as for any row it waited for
-            waiting.append((line, row, [str(i) for i in shares], task))
+            self.waiting.append((line, row, [str(i) for i in shares], task))
 
-    with Ingester(benchmark, collected_by=user, job=job) as ingester, _open(job) as (handle, size):
-        pending = _RowsWithImages(run, ingester, finish_queued, name)
-        progress = _Progress(run, handle, size, name)
-        reader = _reader(handle, name, TSV, counting=False)
-        for record in reader:
-            line = record.line
-            rows_read += 1
-            progress.tick(rows_read)
+    def finish_waiting(self) -> None:
+        """The rows that waited for a row read after them: stored, or refused naming that row."""
+        for line, row, values, task in self.waiting:
             key = f"line {line}"
-            if key in done:
-                continue
-            try:
-                if record.problem:
-                    raise RowProblem(record.problem)
-                row = record.value
-                raw_index = row["index"].strip()
-                if not re.fullmatch(r"[0-9]+", raw_index):
-                    raise RowProblem(_("index '%(index)s' is not a whole number") % {"index": raw_index[:20]})
-                index = int(raw_index)
-                if index >= CIRCULAR_STEP:
-                    copies.append((line, index))
-                    continue
-                if index in first_line:
-                    raise RowProblem(
-                        _("duplicate index %(index)s (first on line %(line)s)") % {"index": index, "line": first_line[index]}
-                    )
-                first_line[index] = line
-                if not row["question"].strip():
-                    raise RowProblem(_("missing columns: the question is empty"))
-                mcq = _mcq_fields(row)
-                if str(index) in existing:
-                    run.record(
-                        key,
-                        "skipped",
-                        at_line(line, _("index %(index)s is already in the benchmark") % {"index": index}),
-                        {"row": True, "index": index, "line": line, "already": True},
-                    )
-                    continue
-                task = taxonomy.task(row.get("l2-category", ""), row.get("category", ""))
-                values = _image_values(row["image"])
-                if not values or not all(values):
-                    raise RowProblem(_("missing columns: the image is empty"))
-                # The row waits without its base64 text (it can be megabytes): the decoded bytes are enough.
-                queued = {**row, "image": "", PARSED: mcq}
-                if any(_is_reference(v) for v in values):
-                    if not all(_is_reference(v) for v in values):
-                        raise RowProblem(_("the image list mixes base64 images and row indexes"))
-                    shared = [int(v) for v in values]
-                    # Rows it points to that are read already are done, or still being stored (then
-                    # it waits in line behind them); rows not read yet are waited for to the end.
-                    if all(i in images_of or pending.waits_for([i]) for i in shared):
-                        pending.add(line, index, queued, task, shares=shared)
-                    else:
-                        waiting.append((line, queued, values, task))
-                    continue
-                pending.add(line, index, queued, task, images=[_decode(value) for value in values])
-            except RowProblem as exc:
-                run.record(key, "error", at_line(line, exc), {"row": True})
-        progress.tick(rows_read, force=True)
-        pending.flush()
+            absent = [v for v in values if int(v) not in self.first_line]
+            failed = [v for v in values if int(v) in self.first_line and int(v) not in self.images_of]
+            if absent:
+                problem = _("the image refers to index %(index)s, which no row of the file has") % {"index": absent[0]}
+                self.run.record(key, "error", at_line(line, problem), {"row": True})
+            elif failed:
+                problem = _("the image is that of index %(index)s, which was not imported (see its line)") % {"index": failed[0]}
+                self.run.record(key, "error", at_line(line, problem), {"row": True})
+            else:
+                try:
+                    self.finish_row(line, int(row["index"]), row, task, [i for v in values for i in self.images_of[int(v)]])
+                except RowProblem as exc:
+                    self.run.record(key, "error", at_line(line, exc), {"row": True})
 
-    for line, row, values, task in waiting:  # their rows are all read now
-        key = f"line {line}"
-        index = int(row["index"])
-        absent = [v for v in values if int(v) not in first_line]
-        failed = [v for v in values if int(v) in first_line and int(v) not in images_of]
-        if absent:
-            run.record(
-                key,
-                "error",
-                at_line(line, _("the image refers to index %(index)s, which no row of the file has") % {"index": absent[0]}),
-                {"row": True},
-            )
-        elif failed:
-            run.record(
-                key,
-                "error",
-                at_line(
-                    line, _("the image is that of index %(index)s, which was not imported (see its line)") % {"index": failed[0]}
-                ),
-                {"row": True},
-            )
-        else:
-            try:
-                finish_row(line, index, row, task, [i for v in values for i in images_of[int(v)]])
-            except RowProblem as exc:
-                run.record(key, "error", at_line(line, exc), {"row": True})
-    batch.flush()
+    # ------------------------------------------------------------ circular copies
 
-    collapsed: dict[str, list[str]] = {}
-    entries = []
-    for line, index in copies:
+    def _copy_entry(self, line: int, index: int, collapsed: dict[str, list[str]]) -> tuple:
         key = f"line {line}"
-        if key in done:
-            continue
         base, k = index % CIRCULAR_STEP, index // CIRCULAR_STEP
-        if base not in first_line:
-            entries.append(
-                (
-                    key,
-                    "error",
-                    at_line(
-                        line,
-                        _("circular copy %(k)s of index %(base)s, whose own row is not in the file") % {"k": k, "base": base},
-                    ),
-                    {"row": True},
-                )
-            )
-        elif str(base) in batch.imported or str(base) in existing or base in images_of:
+        if base not in self.first_line:
+            problem = _("circular copy %(k)s of index %(base)s, whose own row is not in the file") % {"k": k, "base": base}
+            return key, "error", at_line(line, problem), {"row": True}
+        if str(base) in self.batch.imported or str(base) in self.existing or base in self.images_of:
             collapsed.setdefault(str(base), []).append(str(index))
-            entries.append(
-                (
-                    key,
-                    "skipped",
-                    at_line(line, _("circular copy %(k)s of index %(base)s, collapsed into it") % {"k": k, "base": base}),
-                    {"row": True, "copy_of": base},
-                )
-            )
+            said = _("circular copy %(k)s of index %(base)s, collapsed into it") % {"k": k, "base": base}
         else:
-            entries.append(
-                (
-                    key,
-                    "skipped",
-                    at_line(line, _("circular copy %(k)s of index %(base)s, which was not imported") % {"k": k, "base": base}),
-                    {"row": True, "copy_of": base},
-                )
-            )
-    for start in range(0, len(entries), 500):
-        run.record_many(entries[start : start + 500])
-    sources = ExternalSource.objects.filter(item__benchmark=benchmark, item__external_id__in=list(collapsed))
-    update_rows(
-        ExternalSource,
-        ("copies",),
-        [
-            (pk, sorted(set(copies) | set(collapsed[external_id]), key=int))
-            for pk, copies, external_id in sources.values_list("pk", "copies", "item__external_id")
-        ],
-    )
-    return _summary(run, name)
+            said = _("circular copy %(k)s of index %(base)s, which was not imported") % {"k": k, "base": base}
+        return key, "skipped", at_line(line, said), {"row": True, "copy_of": base}
+
+    def collapse_copies(self) -> None:
+        """Each circular copy recorded (collapsed into its item, or why not); the items keep their copies' indexes."""
+        collapsed: dict[str, list[str]] = {}
+        entries = [self._copy_entry(line, index, collapsed) for line, index in self.copies if f"line {line}" not in self.done]
+        for start in range(0, len(entries), 500):
+            self.run.record_many(entries[start : start + 500])
+        sources = ExternalSource.objects.filter(item__benchmark=self.benchmark, item__external_id__in=list(collapsed))
+        update_rows(
+            ExternalSource,
+            ("copies",),
+            [
+                (pk, sorted(set(copies) | set(collapsed[external_id]), key=int))
+                for pk, copies, external_id in sources.values_list("pk", "copies", "item__external_id")
+            ],
+        )
 
 
 def _import_outcome(outcome: str, data: dict) -> str | None:

@@ -1,7 +1,7 @@
 """QC runs: which items (scope), what a run would cost (estimate), starting one (start_run) and the
 `qc_run` job that asks the models (run_qc_part), one job per part of the items.
 
-Each filter is decided by the harness's scoring mode registered for it (harness.scoring.MODES):
+Each filter is decided by the harness's scoring mode registered for it (benchforge_harness.scoring.MODES):
 multiple choice (text-only, all-fail) by CircularEval, open items (judged text-only) by answers
 without the image that the pointwise judge grades. The models are asked in turn; with early
 stopping, a model's remaining passes on an item are skipped once one fails, and further models
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -30,17 +30,17 @@ from annotation.workflow import ACCEPTED, QC_FLAGGED, QC_PASSED, REWRITTEN
 from benchforge import permissions
 from benchforge.concurrency import lock
 from benchforge.errors import DomainError
-from curation.models import Benchmark
-from harness import Prompts
-from harness.llm import DEFAULT_COMPLETION_TOKENS, IMAGE_TOKENS, cost, estimate_prompt_tokens, text_message
-from harness.scoring import (
-    DEFAULT_THRESHOLD,
+from benchforge_harness import InputError
+from benchforge_harness.scoring import (
     EXTRACTOR_METHODS,
     FILTER_TITLES,
     SOLVED,
-    format_options,
+    Estimate,
+    calls_per_item,
+    check_filter,
     mode_for_filter,
 )
+from curation.models import Benchmark
 from jobs import services as jobs
 from jobs.runner import JobRun
 from llm.client import check_endpoints, get_client, get_endpoint
@@ -54,8 +54,6 @@ MAX_PARTS = 8
 QC_STATUSES = (ACCEPTED, REWRITTEN, QC_PASSED, QC_FLAGGED)
 FLAGGABLE = (ACCEPTED, REWRITTEN, QC_PASSED)
 FLAG_ACTION = "qc_flagged"
-JUDGE_COMPLETION_TOKENS = 200
-MCQ_COMPLETION_TOKENS = 8
 
 Filter = QCRun.Filter
 
@@ -63,15 +61,29 @@ Filter = QCRun.Filter
 # ---------------------------------------------------------------- scope
 
 
-def scope(benchmark, *, filter: str, tasks: Iterable = (), item_ids: Iterable[int] | None = None) -> list[Item]:
-    """The items a run of `filter` would ask about: past review, in the tasks (all when none) and
-    the selection (all when None); multiple choice with 2-4 options and an answer key for the
-    circular filters, open items with a reference answer for the judged one."""
+def _check_filter(filter: str) -> None:
     if filter not in Filter.values:
         raise DomainError(
             _("Unknown QC filter '%(filter)s'; use one of: %(filters)s.")
             % {"filter": filter, "filters": ", ".join(Filter.values)}
         )
+
+
+def _threshold(filter: str, threshold) -> float:
+    """The run's threshold: the filter's default (the harness's) when None; the harness decides
+    what a threshold may be, said here in the interface's words."""
+    _check_filter(filter)
+    try:
+        return check_filter(filter, threshold)
+    except InputError:
+        raise DomainError(_("The threshold is a share of the models, from 0 up to (not including) 1.")) from None
+
+
+def scope(benchmark, *, filter: str, tasks: Iterable = (), item_ids: Iterable[int] | None = None) -> list[Item]:
+    """The items a run of `filter` would ask about: past review, in the tasks (all when none) and
+    the selection (all when None); multiple choice with 2-4 options and an answer key for the
+    circular filters, open items with a reference answer for the judged one."""
+    _check_filter(filter)
     queryset = Item.objects.filter(benchmark=benchmark, status__in=QC_STATUSES)
     tasks = list(tasks)
     if tasks:
@@ -107,11 +119,6 @@ def load_image(name: str) -> bytes:
         return handle.read()
 
 
-def passes_of(item: Item, filter: str) -> int:
-    """Model calls per model without any stopping: one per circular pass, or answer + judge."""
-    return 2 if filter == Filter.JUDGED_TEXT_ONLY else len(item.choices)
-
-
 # ---------------------------------------------------------------- estimate
 
 
@@ -141,52 +148,25 @@ def estimate(
     benchmark, *, filter: str, models: list[str], tasks=(), item_ids=None, extractor: str = "", judge: str = "", items=None
 ) -> dict:
     """What a run would ask if nothing stopped early: {"items", "calls_without_stopping",
-    "prompt_tokens", "completion_tokens", "cost" (None when a model has no prices), "per_model"}.
-    Early stopping only ever asks fewer; extractor calls (when the rules cannot read a letter)
-    come on top and are not counted."""
+    "prompt_tokens", "completion_tokens", "cost" (None when a model has no prices), "per_model"}:
+    the filter's scoring mode as the registry says it asks (benchforge_harness.scoring.Estimate),
+    every model in turn and, for the judged filter, the judge. Early stopping only ever asks
+    fewer; extractor calls (when the rules cannot read a letter) come on top and are not counted."""
     _check_models(filter, models, extractor, judge)
     items = scope(benchmark, filter=filter, tasks=tasks, item_ids=item_ids) if items is None else items
-    prompts = Prompts()
-    template = prompts.get("mcq_question", benchmark.language)
-    prompt_tokens = calls = 0
-    judge_tokens = 0
-    for item in items:
-        n = len(item.choices) if filter != Filter.JUDGED_TEXT_ONLY else 1
-        if filter == Filter.JUDGED_TEXT_ONLY:
-            text = item.question
-            judge_tokens += estimate_prompt_tokens([text_message("user", item.question)]) + 400
-        else:
-            options = dict(zip("ABCD", item.choices))
-            text = template.render(hint=item.hint or "", question=item.question, options=format_options(options))
-        history = [text_message(t["role"], t["content"]) for t in item.history]
-        tokens = estimate_prompt_tokens([*history, text_message("user", text)])
-        if filter == Filter.ALL_FAIL:
-            tokens += IMAGE_TOKENS * len(_image_names(item))
-        prompt_tokens += tokens * n
-        calls += n
-    completion = JUDGE_COMPLETION_TOKENS if filter == Filter.JUDGED_TEXT_ONLY else MCQ_COMPLETION_TOKENS
-    per_model, total_cost = {}, 0.0
+    rows = [harness_item(item, with_images=filter == Filter.ALL_FAIL, language=benchmark.language) for item in items]
+    plan = Estimate()
+    mode = mode_for_filter(filter)
     for name in models:
-        usage = {"calls": calls, "prompt_tokens": prompt_tokens, "completion_tokens": calls * completion}
-        price = cost(get_endpoint(name), usage)
-        per_model[name] = {**usage, "cost": round(price, 6) if price is not None else None}
-        total_cost = None if price is None or total_cost is None else total_cost + price
-    if filter == Filter.JUDGED_TEXT_ONLY:
-        usage = {
-            "calls": len(items) * len(models),
-            "prompt_tokens": judge_tokens * len(models),
-            "completion_tokens": len(items) * len(models) * DEFAULT_COMPLETION_TOKENS,
-        }
-        price = cost(get_endpoint(judge), usage)
-        per_model[f"{judge} (judge)"] = {**usage, "cost": round(price, 6) if price is not None else None}
-        total_cost = None if price is None or total_cost is None else total_cost + price
+        plan.add_mode(mode, rows, model=name, judge=judge, judge_line=f"{judge} (judge)")
+    priced = plan.priced(get_endpoint)
     return {
         "items": len(items),
-        "calls_without_stopping": sum(m["calls"] for m in per_model.values()),
-        "prompt_tokens": sum(m["prompt_tokens"] for m in per_model.values()),
-        "completion_tokens": sum(m["completion_tokens"] for m in per_model.values()),
-        "cost": round(total_cost, 6) if total_cost is not None else None,
-        "per_model": per_model,
+        "calls_without_stopping": priced["calls"],
+        "prompt_tokens": priced["prompt_tokens"],
+        "completion_tokens": priced["completion_tokens"],
+        "cost": priced["cost"],
+        "per_model": priced["lines"],
     }
 
 
@@ -212,19 +192,12 @@ def start_run(
     the items that several workers ask at once). Returns the run."""
     permissions.require_researcher(user, "Starting a QC run")
     models = [m.strip() for m in models if m and m.strip()]
-    threshold = DEFAULT_THRESHOLD.get(filter, 0.5) if threshold is None else float(threshold)
-    if not 0 <= threshold < 1:
-        raise DomainError(_("The threshold is a share of the models, from 0 up to (not including) 1."))
+    threshold = _threshold(filter, threshold)
     if not 1 <= min_score <= 10:
         raise DomainError(_("The minimum score is a grade from 1 to 10."))
     if not 1 <= parts <= MAX_PARTS:
         raise DomainError(_("A run is split into 1 to %(max)s parts.") % {"max": MAX_PARTS})
     tasks = list(tasks)
-    if filter not in Filter.values:
-        raise DomainError(
-            _("Unknown QC filter '%(filter)s'; use one of: %(filters)s.")
-            % {"filter": filter, "filters": ", ".join(Filter.values)}
-        )
     _check_models(filter, models, extractor, judge)
     items = scope(benchmark, filter=filter, tasks=tasks, item_ids=item_ids)
     if not items:
@@ -256,9 +229,9 @@ def start_run(
             created_by=user,
         )
         QCItem.objects.bulk_create([QCItem(run=run, item=item, part=n % parts) for n, item in enumerate(items)])
-        totals = [0] * parts
+        mode, totals = mode_for_filter(filter), [0] * parts
         for n, item in enumerate(items):
-            totals[n % parts] += passes_of(item, filter) * len(models)
+            totals[n % parts] += calls_per_item(mode, item) * len(models)
         for part in range(parts):
             job = jobs.create_job(
                 QC_RUN_JOB, user=user, benchmark=benchmark, total=totals[part], params={"run": run.pk, "part": part}
@@ -343,7 +316,9 @@ def run_qc_part(run: JobRun) -> dict:
     item's verdict and flag what the filter flags (status qc_flagged)."""
     qc = QCRun.objects.select_related("benchmark", "created_by").get(pk=run.params["run"])
     part = run.params.get("part", 0)
-    entries = {e.item_id: e for e in QCItem.objects.filter(run=qc, part=part, done=False)}
+    # Items not settled, and settled ones with a call that failed (early stop off: their verdict was
+    # settled by other models): every failed call is asked again, whatever the verdict.
+    entries = {e.item_id: e for e in QCItem.objects.filter(run=qc, part=part).filter(Q(done=False) | ~Q(errors=[]))}
     items = [
         harness_item(item, with_images=qc.with_images, language=qc.benchmark.language)
         for item in with_payload_data(Item.objects.filter(pk__in=list(entries)))
@@ -361,7 +336,9 @@ def run_qc_part(run: JobRun) -> dict:
     finally:
         sink.close()
         client.close()
-    without = sum(passes_of(e.item, qc.filter) for e in QCItem.objects.filter(run=qc, part=part).select_related("item"))
+    mode = mode_for_filter(qc.filter)
+    part_items = QCItem.objects.filter(run=qc, part=part).select_related("item")
+    without = sum(calls_per_item(mode, e.item) for e in part_items)
     return _finish_part(qc, run, entries, flags, without * len(qc.model_names))
 
 
@@ -419,9 +396,9 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], flags: dict
             # the item's history says it in the harness's words, in no one's language
             note=f"QC run {qc.number}: {FILTER_TITLES[qc.filter]}",
         )
-        if not QCItem.objects.filter(run=qc, done=False).exists():
+        if not QCItem.objects.filter(run=qc).filter(Q(done=False) | ~Q(errors=[])).exists():
             QCRun.objects.filter(pk=qc.pk).update(status=QCRun.Status.FINISHED, finished_at=timezone.now())
-    open_items = [e for e in changed if not e.done]
+    open_items = [e for e in changed if not e.done or e.errors]
     part_items = QCItem.objects.filter(run=qc, part=run.params.get("part", 0)).values("item_id")
     asked = calls_made(QCAnswer.objects.filter(run=qc, item_id__in=part_items))
     result = {
@@ -433,7 +410,7 @@ def _finish_part(qc: QCRun, run: JobRun, entries: dict[int, QCItem], flags: dict
     }
     if open_items:
         raise DomainError(
-            _("%(n)s item(s) still undecided because model calls failed (%(models)s); resume the job to ask them again.")
+            _("%(n)s item(s) still undecided, or with model calls that failed (%(models)s); resume the job to ask them again.")
             % {"n": len(open_items), "models": ", ".join(sorted({m for e in open_items for m in e.errors}))}
         )
     run.say(

@@ -19,8 +19,8 @@ from annotation.workflow import ACCEPTED
 from benchforge import permissions
 from benchforge.concurrency import lock
 from benchforge.errors import Conflict, DomainError
+from benchforge_harness.llm import estimate_text_tokens
 from curation.models import Benchmark
-from harness.llm import estimate_text_tokens
 from jobs import services as jobs
 from llm import services as llm
 from llm.client import check_endpoints, get_client, get_endpoint
@@ -245,108 +245,130 @@ def run_batch(run) -> dict:
     """Runner of "rewrite_batch": first requests, then corrective retries; usage and cost on the batch."""
     batch = RewriteBatch.objects.select_related("template_version__template").get(pk=run.params["batch"])
     RewriteBatch.objects.filter(pk=batch.pk).update(status=RewriteBatch.Status.RUNNING, finished_at=None)
-    version, n = batch.template_version, batch.n
-    language = version.template.language
-    rows = {
-        seed.pk: seed
-        for seed in BatchSeed.objects.filter(batch=batch)
-        .select_related("item")
-        .only("id", "state", "valid", "item_id", "item__question", "item__kind", "item__choices")
-    }
-    by_key = {seed_key(seed.item_id): seed for seed in rows.values()}
-    by_key.update({seed_key(seed.item_id) + RETRY_SUFFIX: seed for seed in rows.values()})
-    # What each seed already has (another batch, by hand, an earlier run of this job): a reply that
-    # repeats one of them is not stored again, and similarity hints compare with all of them.
-    existing: dict[int, list[str]] = {}
-    for seed_id, text in Rewrite.objects.filter(seed_id__in=[seed.item_id for seed in rows.values()]).values_list(
-        "seed_id", "text"
-    ):
-        existing.setdefault(seed_id, []).append(text)
-    done = run.done_keys()
-    retries_done = sum(1 for key in done if key.endswith(RETRY_SUFFIX))
+    asking = _BatchRun(run, batch)
     run.say(
         _("Asking '%(endpoint)s' for %(n)s rewrites of each of %(seeds)s seeds.")
-        % {"endpoint": batch.endpoint, "n": n, "seeds": len(rows)}
+        % {"endpoint": batch.endpoint, "n": batch.n, "seeds": len(asking.rows)}
     )
+    asking.ask_first()
+    short = asking.short_seeds()
+    if short:
+        run.say(_("%(n)s seed(s) had too few usable rewrites: asking each once more.") % {"n": len(short)})
+        asking.ask_again(short)
+    return _finish_batch(run, batch, calls=len(asking.rows) + asking.retries_done + len(short))
 
-    def first_calls():
-        for seed in rows.values():
-            item = seed.item
-            yield llm.Call(seed_key(item.pk), _first_messages(version, item.question, item.kind, item.choices, n), batch.params)
 
-    writer = _GroupWriter()
+class _BatchRun:
+    """A rewrite batch's job run, its state explicit: the seeds (by id and by call key), what each
+    seed already has, and the writer that stores a group of first replies with its entries."""
 
-    def on_first(result):
-        # Parsing only: the writer stores the group's replies with its entries.
+    def __init__(self, run, batch: RewriteBatch) -> None:
+        self.run, self.batch, self.n = run, batch, batch.n
+        self.version = batch.template_version
+        self.rows = {
+            seed.pk: seed
+            for seed in BatchSeed.objects.filter(batch=batch)
+            .select_related("item")
+            .only("id", "state", "valid", "item_id", "item__question", "item__kind", "item__choices")
+        }
+        self.by_key = {seed_key(seed.item_id): seed for seed in self.rows.values()}
+        self.by_key.update({seed_key(seed.item_id) + RETRY_SUFFIX: seed for seed in self.rows.values()})
+        # What each seed already has (another batch, by hand, an earlier run of this job): a reply that
+        # repeats one of them is not stored again, and similarity hints compare with all of them.
+        self.existing: dict[int, list[str]] = {}
+        seed_ids = [seed.item_id for seed in self.rows.values()]
+        for seed_id, text in Rewrite.objects.filter(seed_id__in=seed_ids).values_list("seed_id", "text"):
+            self.existing.setdefault(seed_id, []).append(text)
+        self.retries_done = sum(1 for key in run.done_keys() if key.endswith(RETRY_SUFFIX))
+        self.writer = _GroupWriter()
+
+    def _messages(self, item) -> list[dict]:
+        return _first_messages(self.version, item.question, item.kind, item.choices, self.n)
+
+    # ------------------------------------------------------------ first requests
+
+    def ask_first(self) -> None:
+        calls = (llm.Call(seed_key(s.item.pk), self._messages(s.item), self.batch.params) for s in self.rows.values())
+        total = len(self.rows) + self.retries_done
+        llm.run_calls(
+            self.run, calls, endpoint=self.batch.endpoint, on_result=self.on_first, on_group=self.writer.flush, total=total
+        )
+        # The rewrites the seeds had before gained new siblings: their own hints are brought up to date.
+        for seed_id in sorted(self.existing):
+            refresh_similarities(seed_id)
+
+    def on_first(self, result):
+        """Parsing only: the writer stores the group's replies with its entries."""
         if not result.ok:
             return None
-        seed = by_key[result.call.key]
-        reply, rewrites, kept = _parsed(batch, seed, RawReply.Attempt.FIRST, result, n=n, existing=existing.get(seed.item_id, []))
-        state = BatchSeed.State.DONE if len(kept) >= n else BatchSeed.State.PENDING
-        writer.pending.append((reply, rewrites, BatchSeed(pk=seed.pk, valid=len(kept), state=state)))
+        seed = self.by_key[result.call.key]
+        existing = self.existing.get(seed.item_id, [])
+        reply, rewrites, kept = _parsed(self.batch, seed, RawReply.Attempt.FIRST, result, n=self.n, existing=existing)
+        state = BatchSeed.State.DONE if len(kept) >= self.n else BatchSeed.State.PENDING
+        self.writer.pending.append((reply, rewrites, BatchSeed(pk=seed.pk, valid=len(kept), state=state)))
         return {"rewrite": {"kept": len(kept)}}
 
-    llm.run_calls(
-        run, first_calls(), endpoint=batch.endpoint, on_result=on_first, on_group=writer.flush, total=len(rows) + retries_done
-    )
-    # The rewrites the seeds had before gained new siblings: their own hints are brought up to date.
-    for seed_id in sorted(existing):
-        refresh_similarities(seed_id)
+    # ------------------------------------------------------------ corrective retries
 
-    short = list(
-        BatchSeed.objects.filter(batch=batch, state=BatchSeed.State.PENDING, replies__attempt=RawReply.Attempt.FIRST)
-        .exclude(replies__attempt=RawReply.Attempt.RETRY)
-        .select_related("item")
-        .order_by("pk")
-    )
-    first_replies = {r.batch_seed_id: r for r in RawReply.objects.filter(batch_seed__in=short, attempt=RawReply.Attempt.FIRST)}
+    def short_seeds(self) -> list[BatchSeed]:
+        """Seeds whose first reply gave too few rewrites and that were not asked again yet."""
+        return list(
+            BatchSeed.objects.filter(batch=self.batch, state=BatchSeed.State.PENDING, replies__attempt=RawReply.Attempt.FIRST)
+            .exclude(replies__attempt=RawReply.Attempt.RETRY)
+            .select_related("item")
+            .order_by("pk")
+        )
 
-    def retry_calls():
-        for seed in short:
-            item, first = seed.item, first_replies[seed.pk]
-            messages = prompts.retry_messages(
-                _first_messages(version, item.question, item.kind, item.choices, n),
-                first.text,
-                question=item.question,
-                kept=seed.valid,
-                missing=n - seed.valid,
-                language=language,
-                refusal=first.refusal,
-            )
-            yield llm.Call(seed_key(item.pk) + RETRY_SUFFIX, messages, batch.params)
+    def ask_again(self, short: list[BatchSeed]) -> None:
+        first = {r.batch_seed_id: r for r in RawReply.objects.filter(batch_seed__in=short, attempt=RawReply.Attempt.FIRST)}
+        calls = (self._retry_call(seed, first[seed.pk]) for seed in short)
+        total = len(self.rows) + self.retries_done + len(short)
+        llm.run_calls(self.run, calls, endpoint=self.batch.endpoint, on_result=self.on_retry, total=total)
 
-    def on_retry(result):
+    def _retry_call(self, seed: BatchSeed, first: RawReply) -> llm.Call:
+        item = seed.item
+        messages = prompts.retry_messages(
+            self._messages(item),
+            first.text,
+            question=item.question,
+            kept=seed.valid,
+            missing=self.n - seed.valid,
+            language=self.version.template.language,
+            refusal=first.refusal,
+        )
+        return llm.Call(seed_key(item.pk) + RETRY_SUFFIX, messages, self.batch.params)
+
+    def on_retry(self, result):
         if not result.ok:
             return None
-        seed = by_key[result.call.key]
+        seed = self.by_key[result.call.key]
         mine = Rewrite.objects.filter(reply__batch_seed_id=seed.pk).count()
         before = list(Rewrite.objects.filter(seed_id=seed.item_id).values_list("text", flat=True))
-        reply, rewrites, kept = _parsed(batch, seed, RawReply.Attempt.RETRY, result, n=max(0, n - mine), existing=before)
+        reply, rewrites, kept = _parsed(
+            self.batch, seed, RawReply.Attempt.RETRY, result, n=max(0, self.n - mine), existing=before
+        )
         reply.save()
         for row in rewrites:
             row.reply = reply
         Rewrite.objects.bulk_create(rewrites)
         refresh_similarities(seed.item_id)
         valid = mine + len(kept)
-        state = BatchSeed.State.DONE if valid >= n else BatchSeed.State.MANUAL
+        state = BatchSeed.State.DONE if valid >= self.n else BatchSeed.State.MANUAL
         BatchSeed.objects.filter(pk=seed.pk).update(valid=valid, state=state)
         return {"rewrite": {"kept": len(kept)}}
 
-    if short:
-        run.say(_("%(n)s seed(s) had too few usable rewrites: asking each once more.") % {"n": len(short)})
-        llm.run_calls(
-            run, retry_calls(), endpoint=batch.endpoint, on_result=on_retry, total=len(rows) + retries_done + len(short)
-        )
 
-    target = get_endpoint(batch.endpoint)
-    summary = job_usage([run.job], target, calls=len(rows) + retries_done + len(short))
+def _finish_batch(run, batch: RewriteBatch, *, calls: int) -> dict:
+    """The batch's usage, cost and seed states stored and said; the job fails when calls failed."""
+    summary = job_usage([run.job], get_endpoint(batch.endpoint), calls=calls)
     usage = {k: summary[k] for k in ("requests", "prompt_tokens", "completion_tokens", "cost", "answered_from_cache")}
     states = dict.fromkeys(BatchSeed.State.values, 0)
     for state in BatchSeed.objects.filter(batch=batch).values_list("state", flat=True):
         states[state] += 1
+    seeds = sum(states.values())
     rewrites = Rewrite.objects.filter(batch=batch).count()
     result = {
-        "seeds": len(rows),
+        "seeds": seeds,
         "rewritten": states[BatchSeed.State.DONE],
         "needs_manual": states[BatchSeed.State.MANUAL],
         "pending": states[BatchSeed.State.PENDING],
@@ -370,7 +392,7 @@ def run_batch(run) -> dict:
         )
         % {
             "done": states[BatchSeed.State.DONE],
-            "seeds": len(rows),
+            "seeds": seeds,
             "manual": states[BatchSeed.State.MANUAL],
             "rewrites": rewrites,
             "requests": f"{summary['requests']:,}",

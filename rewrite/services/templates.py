@@ -6,7 +6,8 @@ from django.db.models import Max
 from django.utils.translation import gettext as _
 
 from benchforge import permissions
-from benchforge.errors import DomainError
+from benchforge.concurrency import lock
+from benchforge.errors import Conflict, DomainError
 
 from .. import prompts
 from ..models import PromptTemplate, TemplateVersion
@@ -52,9 +53,7 @@ def create_template(benchmark, *, user, name: str, language: str, text: str) -> 
             template = PromptTemplate.objects.create(benchmark=benchmark, name=name, language=language, created_by=user)
             TemplateVersion.objects.create(template=template, number=1, text=text, created_by=user)
     except IntegrityError:
-        raise DomainError(
-            _("This benchmark already has a template named '%(name)s'.") % {"name": name}, code="duplicate"
-        ) from None
+        raise Conflict(_("This benchmark already has a template named '%(name)s'.") % {"name": name}, code="duplicate") from None
     return template
 
 
@@ -63,7 +62,7 @@ def add_version(template: PromptTemplate, *, user, text: str, note: str = "") ->
     permissions.require_researcher(user, "Editing rewrite prompt templates")
     text = _check_text(text)
     with transaction.atomic():
-        PromptTemplate.objects.select_for_update().get(pk=template.pk)
+        lock(PromptTemplate, template.pk)
         latest = template.versions.order_by("-number").first()
         if latest is not None and latest.text == text:
             return latest

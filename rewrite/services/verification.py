@@ -86,7 +86,7 @@ def _clean_text(text: str) -> str:
 
 def _check_seed(seed: Item) -> None:
     if seed.status not in VERIFIABLE_SEED_STATUSES:
-        raise DomainError(
+        raise Conflict(
             _(
                 "Seed item #%(item)s is '%(status)s' now: its rewrites can be verified only while it is accepted "
                 "(or already rewritten)."
@@ -203,7 +203,7 @@ def add_manual(seed: Item, *, user, text: str) -> Rewrite:
         if key == normalized(seed.question):
             raise DomainError(_("That is the seed question itself, not a rewrite."))
         if any(normalized(t) == key for t in Rewrite.objects.filter(seed=seed).values_list("text", flat=True)):
-            raise DomainError(_("This seed already has that rewrite."), code="duplicate")
+            raise Conflict(_("This seed already has that rewrite."), code="duplicate")
         rewrite = Rewrite.objects.create(
             seed=seed,
             source=Rewrite.Source.MANUAL,

@@ -69,7 +69,7 @@ def test_the_real_fixture_imports_every_row_with_histories_and_seed_groups(bench
             for t in ({"role": "user", "content": ex["user"]}, {"role": "assistant", "content": ex["assistant"]})
         ]
         assert item.history == expected
-        assert item.question == record["prompt"] and item.task.name == record["task"]
+        assert item.question == record["prompt"] and item.task.name_en == record["task"]
         group, k = record["question_id"].split("-")
         if k == "0":
             assert item.seed is None and item.reference_answer == record["ref_answer"]

@@ -45,7 +45,9 @@ def test_annotator_writes_a_multi_turn_and_an_mcq_item_with_the_keyboard(login_a
     page.wait_for_url(re.compile(r"/b/demo/items/\d+/$"))
     first = Item.objects.get(item_images__image=world["images"][0])
     assert page.url.endswith(f"/items/{first.pk}/")
-    assert page.locator(".guideline:not([hidden]) h2").inner_text() == "Coherence"
+    assert (
+        page.locator(".guideline:not([hidden]) h2").inner_text() == "Coherence · 对话连贯性"
+    )  # the English interface: the English name beside the Chinese
 
     # The viewer zooms on click.
     before = page.locator("#viewer-img").evaluate("el => el.style.transform")

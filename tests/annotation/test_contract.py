@@ -13,8 +13,8 @@ from annotation import contract
 from annotation.models import Item
 from annotation.selectors import with_payload_data
 from annotation.services import create_item, update_item
+from benchforge_harness.release import load_release
 from curation import services as curation
-from harness.release import load_release
 from labelstudio.adapter import task_for_item
 from tests.factories import jpeg
 
@@ -104,13 +104,13 @@ def test_a_release_written_from_the_contract_loads_in_the_harness(items, tmp_pat
     seed, rewrite, dialogue, mcq = (got[contract.release_id(items[n])] for n in ("seed", "rewrite", "dialogue", "mcq"))
     assert seed.question == "How many apples?" and seed.reference_answer == "Three red apples."
     assert seed.criteria == ("three", "mentions colour") and seed.description == "A table with fruit."
-    assert seed.category == "Perception & Understanding" and seed.task == "Counting" and seed.question_type == "open-ended"
+    assert seed.category == "感知与理解" and seed.task == "计数" and seed.question_type == "open-ended"
     assert len(seed.images) == 2 and all(release.image_path(p).is_file() for p in seed.images)
     # The rewrite forms one alignment group with its seed and shares its answer, criteria and images.
     assert rewrite.seed_id == seed.id and rewrite.group == seed.group
     assert (rewrite.reference_answer, rewrite.criteria, rewrite.images) == (seed.reference_answer, seed.criteria, seed.images)
     assert dialogue.history == ({"role": "user", "content": "What is first?"}, {"role": "assistant", "content": "A cat."})
-    assert dialogue.meta["incoherent"] is True and dialogue.task == "Coherence"
+    assert dialogue.meta["incoherent"] is True and dialogue.task == "对话连贯性"
     assert mcq.is_mcq and mcq.choices == {"A": "Apple", "B": "Pear", "C": "Plum"} and mcq.answer == "B"
     assert mcq.hint == "Look at the colour." and mcq.question_type == "multiple-choice" and mcq.split == "test"
     assert seed.meta["criteria_kinds"] == ["exact", "guideline"]
@@ -143,7 +143,7 @@ def test_mmbench_rows_round_trip_through_a_tsv(items):
         "",
         "B",
     ]
-    assert (back[0]["category"], back[0]["l2-category"], back[0]["split"]) == ("Counting", "Perception & Understanding", "dev")
+    assert (back[0]["category"], back[0]["l2-category"], back[0]["split"]) == ("计数", "感知与理解", "dev")
     assert base64.b64decode(back[0]["image"]) == b"fake image bytes" and back[1]["image"] == "0" and back[1]["answer"] == ""
     with pytest.raises(ValueError, match="not multiple-choice"):
         contract.mmbench_row(items["seed"], index=2, image=image)

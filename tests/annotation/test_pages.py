@@ -252,10 +252,11 @@ def test_item_list_filters_and_paginates(client_for, annotator, researcher, benc
         )
     c = client_for(annotator)
     first = c.get("/b/demo/items/")
-    assert len(first.context["page"].object_list) == 50 and first.context["page"].paginator.num_pages == 2
-    assert c.get("/b/demo/items/?author=otto").context["page"].paginator.count == 5
-    assert c.get("/b/demo/items/?task=ocr&kind=mcq").context["page"].paginator.count == 6
-    assert c.get("/b/demo/items/?status=accepted").context["page"].paginator.count == 0
+    assert len(first.context["page"].object_list) == 50 and first.context["page"].has_next
+    assert len(c.get("/b/demo/items/" + first.context["page"].next_query).context["page"].object_list) == 5
+    assert c.get("/b/demo/items/?author=otto").context["page"].count == 5
+    assert c.get("/b/demo/items/?task=ocr&kind=mcq").context["page"].count == 6
+    assert c.get("/b/demo/items/?status=accepted").context["page"].count == 0
 
 
 def test_only_researchers_assign_work(client_for, annotator, benchmark):
@@ -298,7 +299,7 @@ def test_queue_page_lists_open_work_with_a_next_shortcut(client_for, annotator, 
     images = [make_image(benchmark, tasks=[counting]) for _ in range(3)]
     services.assign_images(benchmark, task=counting, image_ids=[i.pk for i in images], assignee=annotator, user=researcher)
     page = client_for(annotator).get("/b/demo/queue/")
-    assert page.context["page"].paginator.count == 3 and 'data-key="n"' in page.content.decode()
+    assert page.context["page"].count == 3 and 'data-key="n"' in page.content.decode()
 
 
 def test_import_page_runs_an_alignmmbench_import_job(client_for, researcher, benchmark, django_capture_on_commit_callbacks):

@@ -21,6 +21,20 @@ def test_the_chinese_catalog_has_no_untranslated_or_fuzzy_entry():
     assert catalogs.problems(CHINESE) == []
 
 
+def test_no_interface_text_hides_behind_a_translation_alias_makemessages_cannot_see():
+    # qc/forms.py imported gettext as gettext_now: "vision" and "none: rules only" never reached
+    # the catalog and stayed English in the Chinese interface, while the catalog looked complete.
+    assert catalogs.hidden_translations() == []
+
+
+def test_the_alias_check_finds_an_import_alias_and_an_assignment(tmp_path):
+    (tmp_path / "forms.py").write_text(
+        "from django.utils.translation import gettext as gettext_now, gettext_lazy as _\nt = gettext_now\n"
+    )
+    found = catalogs.hidden_translations(tmp_path)
+    assert found == ["forms.py:1: gettext imported as gettext_now"]
+
+
 def test_the_compiled_catalog_is_not_older_than_its_source():
     compiled = CHINESE.with_suffix(".mo")
     assert compiled.is_file() and compiled.stat().st_mtime >= CHINESE.stat().st_mtime, (
@@ -29,7 +43,7 @@ def test_the_compiled_catalog_is_not_older_than_its_source():
 
 
 # Only what holds interface text is copied: makemessages reads .py, .html and .txt files.
-_SKIPPED = {".git", ".venv", "var", "staticfiles", "media", "node_modules", "__pycache__", "tests", "harness", "bench"}
+_SKIPPED = {".git", ".venv", "var", "staticfiles", "media", "node_modules", "__pycache__", "tests", "benchforge_harness", "bench"}
 
 
 def _copy_sources(target):

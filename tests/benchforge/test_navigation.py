@@ -13,7 +13,7 @@ from django.urls import resolve
 
 from annotation.models import Assignment, Item
 from benchforge import navigation
-from benchforge.roles import user_role
+from benchforge.roles import has_role, user_role
 from curation.models import Benchmark, Image
 from demo.management.commands.seed_demo import DEMO_SLUG
 from qc.models import QCItem
@@ -110,7 +110,7 @@ def test_adding_a_stage_is_one_entry(demo, monkeypatch):
         "human-eval",
         "Human evaluation",
         links=(navigation.Link("Studies", "release-list"),),
-        waiting="tests.benchforge.test_navigation.everything_released",
+        waiting=everything_released,
         waiting_text=("%(n)s rating waits", "%(n)s ratings wait"),
         pages=("human-eval-",),
     )
@@ -134,9 +134,102 @@ def test_the_counts_do_not_grow_with_the_benchmark(demo, client_for, django_asse
     benchmark, users = demo
     client = client_for(users["researcher"])
     client.get(f"/b/{DEMO_SLUG}/releases/")
+    navigation.changed()  # counted afresh, not read from the cache
     with django_assert_max_num_queries(50) as before:
         client.get(f"/b/{DEMO_SLUG}/releases/")
     for _ in range(30):
         make_image(benchmark, status="pending")
     with django_assert_max_num_queries(len(before.captured_queries)):
         client.get(f"/b/{DEMO_SLUG}/releases/")
+
+
+def _collect_count(client) -> int:
+    page = client.get(f"/b/{DEMO_SLUG}/releases/").content.decode()
+    found = re.search(r'data-stage="collect">Collect(?:<span class="count"[^>]*><span aria-hidden="true">(\d+)</span>)?', page)
+    return int(found[1] or 0)
+
+
+def test_the_counts_are_kept_per_member_until_something_changes(demo, client_for, django_assert_max_num_queries):
+    """A member's counts are read from the cache (one query fewer per page) and are never stale after
+    a change: a saved row of a watched model, a request that writes, a bulk update through a job."""
+    benchmark, users = demo
+    client = client_for(users["researcher"])
+    navigation.changed()
+    with django_assert_max_num_queries(50) as counted:
+        shown = _collect_count(client)
+    with django_assert_max_num_queries(len(counted.captured_queries) - 1):
+        assert _collect_count(client) == shown
+    make_image(benchmark, status="pending")  # a save: the signal drops the counts
+    assert _collect_count(client) == shown + 1
+    # A bulk update sends no signal: the POST that made it drops the counts once answered.
+    Image.objects.filter(benchmark=benchmark, status="pending").update(status="accepted")
+    assert _collect_count(client) == shown + 1  # (kept: no request wrote yet)
+    client.post(f"/b/{DEMO_SLUG}/releases/")  # any write request (here refused or not, it may have written)
+    assert _collect_count(client) == 0
+
+
+def _bulk_accept_pending_images(run):
+    """A job that writes in bulk (no signals), as imports and rounds do."""
+    Image.objects.filter(benchmark_id=run.job.benchmark_id, status="pending").update(status="accepted")
+
+
+def test_a_change_in_one_benchmark_refreshes_its_counts_and_leaves_the_others_kept(
+    benchmark, private_benchmark, make_user, client_for, django_assert_num_queries
+):
+    """Each benchmark keeps its own version of the counts: a save, a delete, a write request or a
+    job's end in benchmark A counts A afresh (right numbers after each) while B's kept counts stay
+    valid (read from the cache, no query); a write whose benchmark is not known drops both."""
+    from jobs import registry
+    from jobs import services as jobs
+    from review.models import ReviewRound, RoundItem
+
+    a, b = benchmark, private_benchmark
+    lead = make_user("researcher", "lead", benchmarks=[a, b])
+    rita = make_user("reviewer", "rita", benchmarks=[a, b])
+    for bench in (a, b):
+        make_image(bench, status="pending")
+    item = Item.objects.create(benchmark=a, task=a.tasks.first(), kind="single_turn", author=lead)
+    open_round = ReviewRound.objects.create(benchmark=a, number=1, created_by=lead, status="open")
+    entry = RoundItem.objects.create(round=open_round, item=item, version=1)
+
+    def counts_of(user, bench) -> dict:
+        user_role(user)
+        visible = [s for s in navigation.STAGES if has_role(user, s.role)]
+        return navigation.cached_waiting_counts(user, bench, visible)
+
+    def b_is_kept() -> None:
+        for user in (lead, rita):
+            with django_assert_num_queries(0):  # read from the cache: not counted again
+                assert counts_of(user, b) == kept_b[user.pk]
+
+    kept_b = {user.pk: counts_of(user, b) for user in (lead, rita)}
+    assert kept_b[lead.pk]["collect"] == 1 and counts_of(lead, a)["collect"] == 1
+
+    image = make_image(a, status="pending")  # a save in A
+    assert counts_of(lead, a)["collect"] == 2
+    b_is_kept()
+
+    image.delete()  # a delete in A
+    assert counts_of(lead, a)["collect"] == 1
+    b_is_kept()
+
+    assert counts_of(rita, a)["review"] == 0
+    Review.objects.create(round_id=open_round.pk, entry_id=entry.pk, item_id=item.pk, reviewer=rita)  # found through its round
+    assert counts_of(rita, a)["review"] == 1
+    b_is_kept()
+
+    Image.objects.filter(benchmark=a, status="pending").update(status="accepted")  # bulk: no signal
+    client_for(lead).post(f"/b/{a.slug}/releases/")  # a request that may have written in A
+    assert counts_of(lead, a)["collect"] == 0
+    b_is_kept()
+
+    make_image(a, status="pending")
+    assert counts_of(lead, a)["collect"] == 1
+    registry.register("nav-test-bulk-accept", _bulk_accept_pending_images, label="accept pending images")
+    jobs.run_now(jobs.create_job("nav-test-bulk-accept", benchmark=a))  # a job's end in A
+    assert counts_of(lead, a)["collect"] == 0
+    b_is_kept()
+
+    Image.objects.filter(benchmark=b, status="pending").update(status="accepted")
+    client_for(lead).post("/accounts/logout/")  # a write outside any benchmark: every benchmark's counts go
+    assert counts_of(lead, b)["collect"] == 0

@@ -65,3 +65,45 @@ def test_runserver_warns_once_and_logs_each_line_once(tmp_path):
     text = log.read_text()
     assert text.count(DEV_KEY_WARNING.strip()) == 1, text
     assert text.count("Not Found: /api/v1/no-such-page/") == 1, text
+
+
+def test_the_demo_server_prints_one_open_line_with_the_port_it_really_listens_on(tmp_path):
+    # PORT=0: the system picks the port; the line must name that port, not the one asked for.
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "--verbosity", "0"],
+        cwd=REPO_ROOT,
+        env=_dev_env(tmp_path),
+        check=True,
+    )
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--skip-checks", "--noreload", "127.0.0.1:0"],
+            cwd=REPO_ROOT,
+            env=_dev_env(tmp_path),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "open http://" not in log.read_text():
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        time.sleep(0.5)
+        lines = [line for line in log.read_text().splitlines() if line.strip()]
+        (line,) = [line for line in lines if "http://" in line]
+        port = int(line.split("http://127.0.0.1:")[1].split("/")[0])
+        assert port != 0
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/no-such-page/", timeout=10)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+        # It serves the static files, as runserver does in development.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/benchforge/app.css", timeout=10) as css:
+            assert css.status == 200 and css.headers["Content-Type"].startswith("text/css")
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=10)
+    # Nothing but the key warning and that line: no Django banner, no reloader chatter.
+    assert [line for line in lines if line.strip() != DEV_KEY_WARNING.strip()] == [line], lines

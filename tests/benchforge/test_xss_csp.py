@@ -70,6 +70,7 @@ def filled_routes(benchmark, draft, researcher, annotator):
         "task_slug": "counting",
         "version": "1.0.0",
         "kind": "public.zip",
+        "sub": 1,
     }
     routes = []
     for route in _routes():

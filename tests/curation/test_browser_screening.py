@@ -213,3 +213,17 @@ def test_near_duplicate_review_with_keys(login_as, world):
     copy.refresh_from_db()
     assert (copy.status, copy.reject_reason, copy.near_duplicate_resolved) == ("rejected", "similar", True)
     assert page.locator(".pair").count() == 0
+
+
+def test_on_a_phone_the_first_screen_shows_images_not_the_legend_and_bulk_bar(login_as, world):
+    page = login_as(world["annotator"])
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/b/demo/images/")
+    assert not page.locator("#shortcut-legend").is_visible()  # no keyboard to use it with
+    first = page.locator(".tile").first.bounding_box()
+    assert first["y"] + first["height"] / 2 < 844, f"the first image starts at {first['y']:.0f} px"
+    # Scrolling down, the bulk bar does not stay over the grid.
+    page.mouse.wheel(0, 1500)
+    page.wait_for_timeout(200)
+    bar = page.locator("#bulk-bar").bounding_box()
+    assert bar is None or bar["y"] + bar["height"] <= 0

@@ -240,6 +240,8 @@ def test_keep_and_drop_near_duplicates(client_for, annotator, outsider, benchmar
         annotator,
     )
     assert f"pair-{copy.pk}" not in html(c.get(NEARDUP))
+    unflagged = c.post(f"/b/demo/images/{original.pk}/near-duplicate/", {"decision": "keep"}, HTTP_HX_REQUEST="true")
+    assert unflagged.status_code == 409 and "is not flagged as a near duplicate (any more): reload the page" in unflagged.text
 
     other_copy = services.ingest_image(benchmark, jpeg(2200, quality=40)).image
     c.post(f"/b/demo/images/{other_copy.pk}/near-duplicate/", {"decision": "keep"})

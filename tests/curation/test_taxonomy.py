@@ -36,10 +36,11 @@ def test_mmbench_tasks_hang_under_l2_under_l1():
 
 def test_alignmmbench_preset_carries_keywords_and_judge_rules():
     benchmark = load_preset("alignmmbench")
-    counting = benchmark.tasks.get(name="Counting")
-    assert "crowds" in counting.collection_keywords
-    assert "count" in counting.judge_rules.lower()
-    assert benchmark.tasks.get(name="Incoherence").category.name == "Dialogue Context"
+    counting = benchmark.tasks.get(name_en="Counting")
+    assert counting.name == "计数" and "人群" in counting.collection_keywords
+    assert "数量" in counting.judge_rules and "count" in counting.judge_rules_en.lower()
+    incoherence = benchmark.tasks.get(name_en="Incoherence")
+    assert (incoherence.category.name, incoherence.category.name_en) == ("对话上下文", "Dialogue Context")
 
 
 def test_mllm_bench_preset_matches_the_released_question_file():
@@ -60,7 +61,7 @@ def test_mllm_bench_preset_matches_the_released_question_file():
 
 def test_reloading_a_preset_adds_nothing_and_keeps_edits():
     benchmark = load_preset("alignmmbench", slug="b1")
-    task = benchmark.tasks.get(name="OCR")
+    task = benchmark.tasks.get(slug="ocr")
     task.quota = 7
     task.guideline = "ours"
     task.save()
@@ -90,7 +91,7 @@ def test_every_preset_task_slug_is_unique_within_its_preset():
     from curation.services import unique_task_slug
 
     for preset in PRESETS.values():
-        slugs = [unique_task_slug(t.name) for t in preset.iter_tasks()]
+        slugs = [unique_task_slug(t.name_en or t.name) for t in preset.iter_tasks()]
         assert len(slugs) == len(set(slugs)), preset.key
 
 

@@ -24,16 +24,19 @@ PER_KIND = {"desktop": 2, "phone": 1}
 # Not pages: downloads, fragments htmx loads into a page, media, the admin and the API (its docs
 # are vendor UIs, checked by tests/demo/test_browser_walk.py), logging out.
 NOT_PAGES = re.compile(
-    r"^/(accounts/logout|admin/|api/|media/|static/)|/download/|\.(svg|csv|tsv|jsonl|json)$"
+    r"^/(accounts/logout|admin/|api/|media/|static/)|/download/|\.(svg|csv|tsv|jsonl|json|parquet|zip)$"
     r"|/progress/$|/image-chip/|/image-picker/|/feedback/$|/rewrites/$"
 )
 SERIOUS = ("serious", "critical")
 
 
 @pytest.fixture
-def demo(settings, fresh_image_indexes):
+def demo(settings, fresh_image_indexes, tmp_path):
+    # The fuller demo `make run` seeds with no models file: two releases (one frozen and scored,
+    # so the Compare select shows), a QC run with flagged items, a rewrite batch, a rated study.
     settings.DEBUG = True  # the demo only seeds in development
-    call_command("seed_demo", stdout=io.StringIO())
+    settings.BENCHFORGE_MODELS = tmp_path / "models.toml"
+    call_command("seed_demo", "--demo-models", stdout=io.StringIO())
     settings.DEBUG = False
     from django.contrib.auth import get_user_model
 
@@ -134,6 +137,7 @@ def check_navigation(page, name: str, width: int) -> list[str]:
 
 
 @pytest.mark.parametrize("role", ["researcher", "reviewer", "annotator"])
+@pytest.mark.timeout(1200)  # the fuller demo has more kinds of page to sweep
 def test_every_demo_page_fits_both_screens_passes_axe_and_every_navigation_target_is_reachable(browser, live_server, demo, role):
     axe = Axe()
     for name, viewport in VIEWPORTS.items():

@@ -132,3 +132,61 @@ def test_the_api_root_swagger_ui_and_redoc_load_cleanly(browser_page, login_as, 
     page.goto("/api/v1/")
     assert '"endpoints"' in page.content()
     assert watch.clean(), watch.report()
+
+
+@pytest.fixture
+def full_demo(settings, fresh_image_indexes, tmp_path):
+    """The demo as `make run` seeds it on a fresh clone: no models file, so the demo endpoints."""
+    settings.DEBUG = True
+    settings.BENCHFORGE_MODELS = tmp_path / "models.toml"
+    call_command("seed_demo", "--demo-models", stdout=io.StringIO())
+    settings.DEBUG = False
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.get(username="researcher")
+
+
+def follow_header(page, href: str) -> None:
+    """Go where a header link points (the menus fold on narrow screens; the link must be there)."""
+    assert page.locator(f"header a[href='{href}']").count() >= 1, f"no header link to {href}"
+    page.goto(href)
+
+
+def test_a_fresh_demo_reaches_a_rewrite_batch_a_qc_run_a_leaderboard_score_and_a_studys_figures(
+    browser_page, login_as, live_server, full_demo
+):
+    page = browser_page
+    watch = Watch(page, live_server.url)
+    login_as(full_demo, PASSWORDS["researcher"])
+    base = f"/b/{DEMO_SLUG}"
+    page.goto("/")
+    page.click(f"#benchmarks a[href='{base}/']")
+    page.wait_for_url(f"**{base}/")
+
+    follow_header(page, f"{base}/rewrite/")
+    page.click(f"main a[href='{base}/rewrite/batches/1/']")
+    page.wait_for_url(f"**{base}/rewrite/batches/1/")
+    expect(page.locator("#demo-output-notice")).to_contain_text("demo-strong")
+
+    follow_header(page, f"{base}/qc/")
+    page.click(f"main a[href='{base}/qc/runs/1/']")
+    page.wait_for_url(f"**{base}/qc/runs/1/")
+    expect(page.locator("#demo-output-notice")).to_contain_text("demo-fair")
+    page.click(f"main a[href='{base}/qc/runs/1/flagged/']")
+    expect(page.locator("main")).to_contain_text("qc-demo")
+
+    follow_header(page, f"{base}/releases/")
+    page.click(f"main a[href='{base}/releases/1.0.0/']")
+    page.click("#leaderboard-link")
+    page.wait_for_url(f"**{base}/releases/1.0.0/leaderboard/")
+    expect(page.locator("#leaderboard tbody tr")).to_have_count(8)
+    page.locator("#leaderboard tr[data-label='demo-strong'] a").first.click()
+    page.wait_for_url(f"**{base}/releases/1.0.0/leaderboard/*/")
+    expect(page.locator("#demo-output-notice")).to_be_visible()
+
+    follow_header(page, f"{base}/human-eval/")
+    page.click(f"main a[href='{base}/human-eval/1/']")
+    page.wait_for_url(f"**{base}/human-eval/1/")
+    expect(page.locator(".figures").first).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    assert watch.clean(), watch.report()

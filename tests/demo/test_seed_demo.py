@@ -45,14 +45,11 @@ def test_seed_demo_ingests_tagged_generated_images_once(settings, fresh_image_in
     # Two thirds of the clean pictures come accepted, so the annotators' queues have work.
     accepted = [i for i in images if i.status == Image.Status.ACCEPTED]
     assert len(accepted) == 22 and not any(i.low_resolution or i.near_duplicate_of_id or i.contaminated for i in accepted)
-    queued = dict(Assignment.objects.filter(benchmark=benchmark).values_list("assignee__username").annotate(n=Count("id")))
+    images_queued = Assignment.objects.filter(benchmark=benchmark, image__isnull=False)
+    queued = dict(images_queued.values_list("assignee__username").annotate(n=Count("id")))
     assert queued == {"annotator": 3, "annotator2": 3}
     assert "6 new image assignment(s)" in out.getvalue()
-    assert (
-        out.getvalue()
-        .rstrip()
-        .endswith("Ready: open http://127.0.0.1:8000 and log in as researcher (password bf-demo-researcher-2026).")
-    )
+    assert out.getvalue().rstrip().endswith("Demo ready: log in as researcher (password bf-demo-researcher-2026).")
 
     files = sorted(p for p in settings.MEDIA_ROOT.rglob("*") if p.is_file())
     Image.objects.filter(pk=accepted[0].pk).update(status=Image.Status.REJECTED, reject_reason="other", reject_note="mine")
@@ -142,3 +139,82 @@ def test_later_stages_append_a_step_with_the_same_signature(fresh_image_indexes,
     call_command("seed_demo", stdout=out)
     assert seen == [(DEMO_SLUG, ["annotator", "annotator2", "researcher", "reviewer"])]
     assert "  Later stage: done." in out.getvalue()
+
+
+@pytest.mark.usefixtures("postgres")
+def test_a_fresh_demo_keeps_every_invariant_of_the_race_kit(fresh_image_indexes, django_capture_on_commit_callbacks):
+    """Issue 45: its draft was assigned to `annotator` with no assignment behind it."""
+    from tests.races import broken
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo", stdout=io.StringIO())
+    assert broken() == {}
+
+
+def test_with_no_models_file_the_demo_writes_the_demo_endpoints_and_seeds_every_stage_through_real_jobs(
+    settings, tmp_path, fresh_image_indexes
+):
+    from django.contrib.auth import get_user_model
+
+    from benchforge_harness import scoring
+    from exports.models import Release, Score
+    from humaneval.models import Study
+    from humaneval.selectors import study_agreement
+    from qc.models import QCRun
+    from rewrite.models import Rewrite, RewriteBatch
+
+    settings.BENCHFORGE_MODELS = tmp_path / "models.toml"
+    out = io.StringIO()
+    call_command("seed_demo", "--demo-models", stdout=out)
+    text = out.getvalue()
+    assert settings.BENCHFORGE_MODELS.exists() and "declares the built-in demo endpoints" in text
+    assert 'provider = "demo"' in settings.BENCHFORGE_MODELS.read_text()
+    # No address but the server's own (printed by `manage.py serve` with the port it listens on).
+    assert "http://" not in text
+
+    batch = RewriteBatch.objects.get()
+    assert batch.endpoint == "demo-strong" and batch.status == RewriteBatch.Status.FINISHED and batch.job.is_finished
+    assert Rewrite.objects.filter(batch=batch, state=Rewrite.State.PENDING).count() >= 5
+
+    run = QCRun.objects.get()
+    assert run.status == QCRun.Status.FINISHED and run.model_names == ["demo-strong", "demo-fair", "demo-weak"]
+    assert run.answers.exists() and run.entries.filter(flagged=True, decision="").exists()
+
+    first, second = Release.objects.order_by("created_at")
+    assert (first.version, first.status, second.version, second.status) == ("1.0.0", "frozen", "1.1.0", "built")
+    scores = {(s.label, s.method): s for s in Score.objects.filter(release=first)}
+    for model in ("demo-strong", "demo-fair", "demo-weak"):
+        assert scores[(model, "mcq")].status == scores[(model, "pointwise")].status == Score.Status.DONE
+    assert scores[("demo-weak", "pairwise")].status == Score.Status.DONE
+    pointwise = {
+        m: scoring.MODES["pointwise"].headline_value(scores[(m, "pointwise")].results)
+        for m in ("demo-strong", "demo-fair", "demo-weak")
+    }
+    assert pointwise["demo-strong"] > pointwise["demo-fair"] > pointwise["demo-weak"]
+
+    study = Study.objects.get()
+    assert study.ratings.exclude(saved_at=None).exists() and study.ratings.filter(saved_at=None).exists()
+    assert study_agreement(study)["overall"]["ratings"] > 0
+
+    # The leaderboard links the study for those who may open it, and only for them.
+    from django.test import Client
+
+    study_link = f'href="/b/{DEMO_SLUG}/human-eval/{study.number}/"'
+    pages = {}
+    for name in ("researcher", "reviewer"):
+        client = Client()
+        client.force_login(get_user_model().objects.get(username=name))
+        pages[name] = client.get(f"/b/{DEMO_SLUG}/releases/1.0.0/leaderboard/").content.decode()
+    assert study_link in pages["researcher"] and study_link not in pages["reviewer"]
+    assert "study 1" in pages["reviewer"]
+
+    # Re-running adds nothing.
+    call_command("seed_demo", "--demo-models", stdout=io.StringIO())
+    assert (RewriteBatch.objects.count(), QCRun.objects.count(), Release.objects.count(), Study.objects.count()) == (1, 1, 2, 1)
+    assert Score.objects.count() == len(scores)
+
+
+def test_without_the_option_the_demo_writes_no_models_file(settings, tmp_path, fresh_image_indexes):
+    settings.BENCHFORGE_MODELS = tmp_path / "models.toml"
+    call_command("seed_demo", stdout=io.StringIO())
+    assert not settings.BENCHFORGE_MODELS.exists()

@@ -1,5 +1,8 @@
 """Fixtures for releases: accepted items (seed groups and MCQ items) and a release built from them."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +61,37 @@ def built(benchmark, researcher, accepted, django_capture_on_commit_callbacks):
 
 def stored(release, kind) -> Path:
     return Path(default_storage.path(release.files.get(kind=kind).storage_name))
+
+
+# The wheels of the harness's openai extra that `make setup` saves: a clean virtualenv installs from them offline.
+WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
+
+
+def code_block(markdown: str, after: str) -> list[str]:
+    """The command lines of the first ``` block after the heading or text `after`, comments dropped."""
+    text = markdown[markdown.index(after) :]
+    block = text.split("```", 2)[1]
+    lines = [line.split("  #")[0].rstrip() for line in block.splitlines()[1:]]
+    return [line for line in lines if line]
+
+
+def clean_machine(tmp_path: Path) -> dict:
+    """The environment of a machine with only Python: `python` on the PATH is a bare interpreter (no
+    site packages of this one), pip never goes online (the wheelhouse stands in for the index)."""
+    bare = tmp_path / "bare-python"
+    bare.mkdir(exist_ok=True)
+    if not (bare / "python").exists():
+        (bare / "python").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    return {
+        "PATH": f"{bare}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(WHEELHOUSE),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+
+
+def run_as_shown(lines: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-e", "-c", "\n".join(lines)], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)

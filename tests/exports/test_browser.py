@@ -6,8 +6,8 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Item
+from benchforge_harness.bundle import verify
 from exports.models import Release
-from harness.bundle import verify
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_image_indexes")]
 

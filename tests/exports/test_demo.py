@@ -26,8 +26,8 @@ def test_the_demo_release_follows_the_default_and_leaks_no_test_reference(benchm
     import json
 
     from annotation.withholding import DEFAULT_PRIVATE
+    from benchforge_harness.bundle import iter_bytes
     from exports.services import bundle_rows
-    from harness.bundle import iter_bytes
     from tests.exports.conftest import stored
 
     add_demo(benchmark, {"researcher": researcher, "annotator": annotator})

@@ -10,18 +10,17 @@ platform's environment is visible inside."""
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
 
-import harness
-from harness import distribution
+import benchforge_harness
+from benchforge_harness import distribution
 from tests.conftest import require
 
-from .conftest import stored
-
-WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
+from .conftest import WHEELHOUSE, clean_machine, code_block, run_as_shown, stored
 
 
 def test_a_clean_virtualenv_with_only_the_bundled_wheel_scores_the_dev_split(built, tmp_path, fake_llm):
@@ -55,7 +54,7 @@ def test_a_clean_virtualenv_with_only_the_bundled_wheel_scores_the_dev_split(bui
     assert {"benchforge-harness", "openai"} <= installed
     assert not installed & {"django", "celery", "pyarrow", "numpy", "benchforge-platform"}, installed
     where = subprocess.run(
-        [python, "-I", "-c", "import harness; print(harness.__file__)"],
+        [python, "-I", "-c", "import benchforge_harness; print(benchforge_harness.__file__)"],
         cwd=root,
         env=clean,
         capture_output=True,
@@ -100,5 +99,60 @@ def test_a_clean_virtualenv_with_only_the_bundled_wheel_scores_the_dev_split(bui
     assert len(fake_llm.requests("judge")) == len(dev)
     # One semantic version: the wheel's, the release manifest's and the scores'.
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["harness_version"] == results["harness_version"] == harness.__version__
-    assert wheel.name == f"benchforge_harness-{harness.__version__}-py3-none-any.whl"
+    assert manifest["harness_version"] == results["harness_version"] == benchforge_harness.__version__
+    assert wheel.name == f"benchforge_harness-{benchforge_harness.__version__}-py3-none-any.whl"
+
+
+def test_the_cards_commands_run_as_shown_on_a_machine_with_only_python(built, tmp_path, fake_llm):
+    require(
+        WHEELHOUSE.is_dir() and any(WHEELHOUSE.glob("openai-*.whl")),
+        f"the wheels of the openai extra in {WHEELHOUSE} (make setup)",
+    )
+    release = built()
+    with tarfile.open(stored(release, "public.tar.gz")) as archive:
+        archive.extractall(tmp_path, filter="data")
+    root = tmp_path / release.top
+    card = (root / "README.md").read_text(encoding="utf-8")
+    lines = code_block(card, "## Scoring")
+    assert lines[0].startswith("python -m venv ") and lines[1].startswith("pip install ")
+    # What the card asks for in words: models.toml here, declaring my-vlm and my-judge, and their key.
+    (root / "models.toml").write_text(
+        f'[models.my-vlm]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "vlm"\n'
+        'api_key_env = "FAKE_KEY"\nvision = true\n\n'
+        f'[models.my-judge]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "judge"\n'
+        'api_key_env = "FAKE_KEY"\n',
+        encoding="utf-8",
+    )
+
+    def vlm(body) -> str:
+        shown = dict(re.findall(r"^([A-Z])\. (.+)$", json.dumps(body).replace("\\n", "\n"), flags=re.M))
+        return next((letter for letter, text in shown.items() if text.startswith("three")), "There are three apples.")
+
+    fake_llm.script("vlm", vlm)
+    fake_llm.script("judge", '{"rating": 7, "reason": "correct"}')
+    env = {**clean_machine(tmp_path), "FAKE_KEY": "test-key"}
+
+    ran = run_as_shown(lines, root, env)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    items = [json.loads(line) for line in (root / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    judged = json.loads((root / "results" / "judge" / "results.json").read_text(encoding="utf-8"))["models"]["my-vlm"]
+    dev_open = [i for i in items if not i["choices"] and i["split"] == "dev"]
+    assert judged["judged"] == len(dev_open) and judged["mean"] == 7
+    mcq = json.loads((root / "results" / "mcq" / "results.json").read_text(encoding="utf-8"))["models"]["my-vlm"]
+    assert mcq["n"] == sum(1 for i in items if i["choices"] and i["split"] == "dev") and mcq["circular"] == 1.0
+    unkeyed = sum(1 for i in items if i["choices"] and not i["answer"])
+    assert (
+        f"mcq: {unkeyed} multiple-choice item(s) cannot be scored: this public bundle withholds their answer keys" in ran.stderr
+    )
+    assert not (root / "harness-env").exists() and (tmp_path / "harness-env" / "bin" / "benchforge-harness").is_file()
+
+    # The harness README's first commands, in a bundle folder of the name it uses, on a machine as clean.
+    shutil.rmtree(tmp_path / "harness-env")
+    (root / "models.toml").unlink()
+    readme = (root / "benchforge_harness" / "README.md").read_text(encoding="utf-8")
+    lines = code_block(readme, "Run every command from the release folder")
+    assert lines[0] == "cd my-benchmark-1.0/"
+    root.rename(tmp_path / "my-benchmark-1.0")
+    ran = run_as_shown(lines, tmp_path, env)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "usage: python -m benchforge_harness" in ran.stdout + ran.stderr and "is intact" in ran.stderr

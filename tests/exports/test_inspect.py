@@ -78,7 +78,9 @@ def test_inspect_eval_of_a_bundle_scores_what_the_harness_scores(built, benchmar
     env = {**os.environ, "FAKE_KEY": "test-key", "BENCHFORGE_MODELS": str(models)}
 
     def harness(*args):
-        done = subprocess.run([sys.executable, "-m", "harness", *args], cwd=root, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "benchforge_harness", *args], cwd=root, env=env, capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stdout + done.stderr
 
     harness("infer", "--model", "vlm", "--no-cache")
@@ -133,3 +135,44 @@ def test_inspect_eval_of_a_bundle_scores_what_the_harness_scores(built, benchmar
     )
     # Inspect's logs are working files: the bundle still verifies.
     harness("verify", ".")
+
+
+def test_inspect_eval_of_the_public_bundle_scores_the_dev_split_and_says_what_the_test_split_lacks(built, tmp_path, fake_llm):
+    """The card's command on the public bundle, whose test split has no answer keys nor reference
+    answers: both tasks run on what they can score and say what they left out."""
+    require(INSPECT.is_file(), "inspect-ai (the `inspect` extra, installed by make test)")
+    release = built()  # the default withholds the test split's answer keys, references and criteria
+    with tarfile.open(stored(release, "public.tar.gz")) as archive:
+        archive.extractall(tmp_path, filter="data")
+    root = tmp_path / release.top
+    fake_llm.script("vlm", answer)
+    fake_llm.script("judge", grade)
+    inspect_env = {
+        key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "INSPECT_", "ANTHROPIC_", "HF_"))
+    }
+    inspect_env.update(OPENAI_BASE_URL=fake_llm.base_url("openai"), OPENAI_API_KEY="test-key", HOME=str(tmp_path), NO_COLOR="1")
+    command = [INSPECT, "eval", "inspect_task.py", "--model", "openai/vlm", "-M", "responses_api=false"]
+    command += ["-T", "grader=openai/judge", "--log-format", "json", "--display", "plain", "--no-score-display"]
+    ran = subprocess.run(command, cwd=root, env=inspect_env, capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    items = [json.loads(line) for line in (root / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    keyed = [i for i in items if i["choices"] and i["answer"]]
+    unkeyed = [i for i in items if i["choices"] and not i["answer"]]
+    referenced = [i for i in items if not i["choices"] and i["reference_answer"]]
+    unreferenced = [i for i in items if not i["choices"] and not i["reference_answer"]]
+    assert keyed and unkeyed and referenced and unreferenced
+    assert {i["split"] for i in keyed + referenced} == {"dev"} and {i["split"] for i in unkeyed + unreferenced} == {"test"}
+    said = ran.stdout + ran.stderr
+    assert f"mcq: {len(unkeyed)} item(s) of the test split left out: this public bundle withholds their answer keys" in said
+    assert (
+        f"open_ended: {len(unreferenced)} item(s) of the test split left out: this public bundle withholds their reference answers"
+        in said
+    )
+    logs = {}
+    for path in (root / "logs").glob("*.json"):
+        log = json.loads(path.read_text(encoding="utf-8"))
+        assert log["status"] == "success", log.get("error")
+        logs[log["eval"]["task"].split("/")[-1]] = log
+    assert logs["mcq"]["results"]["total_samples"] == sum(len(i["choices"]) for i in keyed)
+    assert logs["open_ended"]["results"]["total_samples"] == len(referenced)
+    assert logs["mcq"]["eval"]["metadata"]["skipped"][0].startswith(f"mcq: {len(unkeyed)} item(s) of the test split")

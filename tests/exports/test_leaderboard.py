@@ -48,7 +48,7 @@ def test_uploaded_predictions_are_judged_and_the_score_card_names_release_and_ju
     score = Score.objects.get(pk=response.json()["id"])
     assert score.status == Score.Status.DONE, score.job.message
     assert score.results["judged"] == 18 and score.results["mean"] == 7 and score.results["errors"] == 0
-    assert score.results["by_task"]["Counting"] == {"mean": 7, "n": 18}
+    assert score.results["by_task"]["计数"] == {"mean": 7, "n": 18}
     assert score.scored_with["release"] == "1.0.0" and len(score.scored_with["bundle_sha256"]) == 64
     assert score.scored_with["endpoints"]["judge"]["model"] == "judge-model"
     assert score.scored_with["endpoints"]["judge"]["params"] == {"temperature": 0}
@@ -61,7 +61,7 @@ def test_uploaded_predictions_are_judged_and_the_score_card_names_release_and_ju
     card = client_for(annotator).get(f"/b/demo/releases/1.0.0/leaderboard/{score.pk}/").content.decode()
     assert "/b/demo/releases/1.0.0/" in card and "judge-model" in card and "temperature=0" in card
     chart = client_for(annotator).get(f"/b/demo/releases/1.0.0/leaderboard/{score.pk}/chart.svg")
-    assert chart["Content-Type"] == "image/svg+xml" and b"Counting" in chart.content and b"70%" in chart.content
+    assert chart["Content-Type"] == "image/svg+xml" and "计数".encode() in chart.content and b"70%" in chart.content
     refused = post(
         api_for(annotator),
         {"label": "x", "method": "pointwise", "judge": "judge", "predictions": predictions([])},
@@ -188,7 +188,7 @@ def test_uploads_follow_the_harness_format_and_hostile_files_get_a_message_not_a
     open_id = open_ids(frozen)[0]
     mcq_id = next(r["id"] for r in frozen.items.order_by("order").values_list("row", flat=True) if r["choices"])
     cases = {
-        # What the CLI refuses, the platform refuses: one format, read by harness.release.read_predictions.
+        # What the CLI refuses, the platform refuses: one format, read by benchforge_harness.release.read_predictions.
         json.dumps({open_id: "three"}).encode(): "one JSON object mapping ids to answers",
         (json.dumps({"id": open_id, "response": "three"}) + "\n").encode(): 'under "response": name it "answer"',
         (json.dumps({"id": mcq_id, "answer": "C"}) + "\n").encode(): f"item '{mcq_id}' is a multiple-choice question",
@@ -218,9 +218,9 @@ def test_uploads_follow_the_harness_format_and_hostile_files_get_a_message_not_a
 
 
 def test_the_cli_reads_the_same_format_and_refuses_the_same_files(frozen, tmp_path):
+    from benchforge_harness.io import InputError
+    from benchforge_harness.release import load_predictions
     from exports import leaderboard
-    from harness.io import InputError
-    from harness.release import load_predictions
 
     release = leaderboard.scoring_release(frozen)
     open_id = open_ids(frozen)[0]

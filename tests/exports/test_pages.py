@@ -44,7 +44,7 @@ def test_the_diff_page_shows_each_change_with_question_task_link_and_values(
     assert re.search(rf'id="changed-count">{changed}</p><p class="stat-label">changed', page) and changed == 3
     entry = re.search(rf'<article class="card diff-entry" data-id="{seed.pk}">(.*?)</article>', page, re.S)[1]
     assert f'href="/b/demo/items/{seed.pk}/"' in entry
-    assert "Counting (Perception &amp; Understanding)" in entry and "How many apples, exactly?" in entry
+    assert "计数 (感知与理解)" in entry and "How many apples, exactly?" in entry
     assert '<th scope="row">Question</th>' in entry and '<th scope="row">Reference answer</th>' in entry
     assert "Now SECRET-NEW." in entry and "SECRET-REFERENCE-0" in entry  # old and new values, researcher
 
@@ -78,7 +78,7 @@ def test_release_numbers_stand_apart_from_their_labels_and_tasks_follow_the_taxo
     assert re.search(r'<p class="stat-value">22</p><p class="stat-label">questions</p>', page)
     form = client_for(researcher).get("/b/demo/releases/").content.decode()
     options = re.findall(r'<option value="\d+"[^>]*>([^<]+)</option>', form.split('name="tasks"')[1].split("</select>")[0])
-    assert options[:4] == ["Description", "Recognition", "Counting", "OCR"]  # AlignMMBench's order, not A-Z
+    assert options[:4] == ["Description · 描述", "Recognition · 识别", "Counting · 计数", "OCR"]  # AlignMMBench's order, not A-Z
     assert '<optgroup label="Perception &amp; Understanding">' in form
     # A group of checkboxes is named by a legend: its first box is named "Draft", not the group's label.
     group = re.search(r'<fieldset class="field-group"><legend>Item stages</legend>(.*?)</fieldset>', form, re.S)[1]

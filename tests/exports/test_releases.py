@@ -13,9 +13,9 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Item
+from benchforge_harness.bundle import iter_bytes, verify, write_tar_gz
 from exports import services
 from exports.models import FrozenRelease, Release, ReleaseFile, ReleaseImage, ReleaseItem
-from harness.bundle import iter_bytes, verify, write_tar_gz
 from tests.exports.conftest import stored
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
@@ -37,12 +37,12 @@ def test_a_build_snapshots_the_items_and_writes_every_file(built):
         "LICENSE",
         "manifest.json",
         "charts/items_per_task.svg",
-        "harness/__main__.py",
-        "harness/release.py",
+        "benchforge_harness/__main__.py",
+        "benchforge_harness/release.py",
     } <= names
     assert sum(n.startswith("images/") for n in names) == 10
     card = dict(iter_bytes(stored(release, "public.zip")))["README.md"].decode()
-    assert "| Counting |" in card and "Seed questions: 10; approved rewrites: 12 (1.2 per seed)" in card
+    assert "| 计数 |" in card and "Seed questions: 10; approved rewrites: 12 (1.2 per seed)" in card
 
 
 def test_the_split_is_reproducible_and_keeps_seed_groups_together(built, accepted):
@@ -61,7 +61,7 @@ def test_the_split_is_reproducible_and_keeps_seed_groups_together(built, accepte
     assert any(other != splits for other in others)
     per_task = release.counts["tasks"]
     # Whole groups: 0.4 * 18 = 7.2 is reached as closely as groups of 3 allow (6, not 9).
-    assert per_task["Counting"]["dev"] == 6 and per_task["Counting"]["test"] == 12
+    assert per_task["计数"]["dev"] == 6 and per_task["计数"]["test"] == 12
     assert per_task["OCR"] == {"dev": 2, "test": 2}
 
 
@@ -100,7 +100,7 @@ def test_verification_catches_a_flipped_byte(built, tmp_path):
     assert "extra.txt: not listed in the manifest" in verify(folder)
     write_tar_gz(folder, tmp_path / "b.tar.gz", top="b")
     assert any("sha256 differs" in p for p in verify(tmp_path / "b.tar.gz"))
-    result = subprocess.run([sys.executable, "-m", "harness", "verify", str(folder)], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "benchforge_harness", "verify", str(folder)], capture_output=True, text=True)
     assert result.returncode == 1 and "does NOT match" in result.stderr
 
 
@@ -114,6 +114,47 @@ def test_two_builds_of_the_same_release_are_byte_identical(built, researcher, dj
     release.refresh_from_db()
     assert release.built_at == later.replace(microsecond=0)
     assert dict(release.files.values_list("kind", "sha256")) == first
+
+
+@pytest.fixture
+def builder_settings(monkeypatch):
+    """Set the umask, time zone and locale of the process that builds, as a build server might have them."""
+    import time
+
+    saved = os.umask(0o022)
+    os.umask(saved)
+
+    def use(umask: int, zone: str, locale: str) -> None:
+        os.umask(umask)
+        monkeypatch.setenv("TZ", zone)
+        monkeypatch.setenv("LC_ALL", locale)
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(time.time())))  # a build tool's own setting, ignored
+        time.tzset()
+        monkeypatch.setattr(services, "_HARNESS_WHEELS", {})  # the wheel is built again, under these settings
+
+    yield use
+    os.umask(saved)
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_build_is_byte_identical_whatever_the_umask_zone_and_locale_of_the_builder(
+    built, researcher, django_capture_on_commit_callbacks, builder_settings, tmp_path
+):
+    builder_settings(0o022, "UTC", "C.UTF-8")
+    release = built()
+    first = dict(release.files.values_list("kind", "sha256"))  # the sha256 of the bytes each build stored
+    builder_settings(0o077, "Pacific/Chatham", "C")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.start_build(release, user=researcher)
+    release.refresh_from_db()
+    second = dict(release.files.values_list("kind", "sha256"))
+    assert set(first) == set(second) == {"public.tar.gz", "public.zip", "private.tar.gz", "private.zip", "parquet"}
+    assert [kind for kind in first if first[kind] != second[kind]] == []
+    # The wheel a bundle carries records the same modes whoever built it: files 0644.
+    services.write_bundle(release, "public", tmp_path / "bundle")
+    with zipfile.ZipFile(next((tmp_path / "bundle").glob("*.whl"))) as wheel:
+        assert {oct(i.external_attr >> 16) for i in wheel.infolist()} == {"0o100644"}
 
 
 def test_freezing_is_irreversible_from_every_entry_point(built, researcher, api_for, client_for, benchmark):
@@ -245,7 +286,7 @@ def test_a_bundle_scores_end_to_end_with_the_harness_it_carries(built, tmp_path,
 
     def run(*args):
         return subprocess.run(
-            [sys.executable, "-m", "harness", *args],
+            [sys.executable, "-m", "benchforge_harness", *args],
             cwd=root,
             env=env,
             capture_output=True,
@@ -333,8 +374,75 @@ def test_a_release_keeps_the_language_of_its_benchmark_and_its_harness_asks_in_i
         archive.extractall(tmp_path, filter="data")
     root = tmp_path / release.top
     assert json.loads((root / "manifest.json").read_text())["language"] == "zh"
-    from harness import Prompts, load_release
+    from benchforge_harness import Prompts, load_release
 
     bundle = load_release(root)
     assert {item.language for item in bundle.items} == {"zh"}
     assert "从 1 到 10 中选一个分数" in Prompts().get("pointwise", bundle.items[0].language).text
+
+
+def test_freezing_a_release_while_it_builds_or_before_it_was_built_is_a_409_saying_what_to_do(
+    benchmark, researcher, accepted, api_for
+):
+    """Issue 45: a state conflict answered 400 ("is building: build it before freezing")."""
+    release = services.create_release(benchmark, user=researcher, version="4.5.0")
+    url = f"/api/v1/benchmarks/{benchmark.slug}/releases/4.5.0/freeze/"
+    draft = api_for(researcher).post(url)
+    assert draft.status_code == 409 and "build it before freezing" in draft.json()["detail"]
+    services.start_build(release, user=researcher)  # the job is queued, not run: the release is building
+    release.refresh_from_db()
+    assert release.status == Release.Status.BUILDING
+    building = api_for(researcher).post(url)
+    assert building.status_code == 409
+    assert "wait until its build finishes, then freeze it" in building.json()["detail"]
+
+
+def test_what_needs_a_frozen_release_is_a_409_saying_to_freeze_it_first(benchmark, researcher, accepted):
+    """Issue 45: state conflicts answered 400. Scoring, analysing or studying a release that is not
+    frozen yet is refused with 409; nothing is saved."""
+    from analysis.services import request_analysis
+    from benchforge.errors import Conflict
+    from exports.leaderboard import submit
+    from humaneval.services import plan_study
+
+    release = services.create_release(benchmark, user=researcher, version="4.5.1")
+    attempts = {
+        "score": lambda: submit(release, user=researcher, label="m", method="pointwise", predictions=b"{}"),
+        "analyse": lambda: request_analysis(release, "pointwise", user=researcher),
+        "study": lambda: plan_study(release, user=researcher, mode="pointwise", scores=[], raters=[], per_task=1),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(Conflict, match="is not frozen") as refused:
+            attempt()
+        assert refused.value.status == 409, what
+
+
+def test_a_release_reads_its_state_from_its_build_job(benchmark, researcher, accepted, api_for, client_for):
+    """Issue 45: a build whose worker was lost, or that failed for good, showed "Building" forever.
+    Like QC runs and rewrite batches, the release shows its build job's state with the reason."""
+    from jobs.models import Job
+
+    release = services.create_release(benchmark, user=researcher, version="4.5.2")
+    services.start_build(release, user=researcher)  # queued, not run: the release is building
+    release.refresh_from_db()
+    api = api_for(researcher)
+    url = f"/api/v1/benchmarks/{benchmark.slug}/releases/4.5.2/"
+    assert (api.get(url).json()["status"], api.get(url).json()["state"]) == ("queued", "Queued")
+
+    lost = timezone.now() - timedelta(seconds=3600)
+    Job.objects.filter(pk=release.job_id).update(status=Job.Status.RUNNING, heartbeat_at=lost, worker="gone (pid 1)")
+    assert api.get(url).json()["status"] == "interrupted"
+
+    gave_up = "Its worker gone (pid 1) was lost: re-queued automatically 3 time(s); resume it once the cause is fixed."
+    Job.objects.filter(pk=release.job_id).update(status=Job.Status.FAILED, message=gave_up)
+    row = api.get(url).json()
+    assert (row["status"], row["state"], row["state_reason"]) == ("failed", "Failed", gave_up)
+    page = client_for(researcher).get(f"/b/{benchmark.slug}/releases/4.5.2/").content.decode()
+    assert '<span class="release-failed" id="release-status">Failed</span>' in page
+    listed = client_for(researcher).get(f"/b/{benchmark.slug}/releases/").content.decode()
+    assert '<td class="release-failed">Failed</td>' in listed
+    refused = api.post(f"{url}freeze/")  # its build is not under way: build it again, no waiting
+    assert refused.status_code == 409 and refused.json()["detail"] == "Release 4.5.2 is failed: build it before freezing."
+
+    built = services.start_build(release, user=researcher, here=True)
+    assert api.get(url).json()["status"] == built.status == Release.Status.BUILT

@@ -3,8 +3,11 @@ carries read the same predictions format, judge with the same rules (taxonomy.js
 answer reading, and give equal numbers, item by item and overall."""
 
 import hashlib
+import html
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -33,7 +36,7 @@ def test_a_platform_score_and_the_bundled_harness_give_equal_numbers(
     counting.judge_rules = RULE  # the release's own rule for Counting, in its taxonomy.json
     counting.save()
     release = services.freeze(built(), user=researcher)
-    assert {t["name"]: t["judge_rule"] for t in release.taxonomy["tasks"]}["Counting"] == RULE
+    assert {t["name"]: t["judge_rule"] for t in release.taxonomy["tasks"]}[counting.name] == RULE
     models = declare("judge", model="judge-model")
     fake_llm.script("judge-model", judge_reply)
     ids = [r["id"] for r in release.items.order_by("order").values_list("row", flat=True) if not r["choices"]]
@@ -59,7 +62,7 @@ def test_a_platform_score_and_the_bundled_harness_give_equal_numbers(
     (tmp_path / leaderboard.predictions_file_name(score)).write_text(leaderboard.predictions_jsonl(score), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE")}
     command = leaderboard.reproduce_commands(score)[-1].split()
-    assert command[:4] == ["python", "-m", "harness", "judge"]
+    assert command[:4] == ["python", "-m", "benchforge_harness", "judge"]
     result = subprocess.run(
         [sys.executable, *command[1:], "--workers", "1", "--no-cache", "--models", str(models)],
         cwd=tmp_path,
@@ -82,7 +85,7 @@ def test_a_platform_score_and_the_bundled_harness_give_equal_numbers(
     print(f"platform mean {score.results['mean']}, bundled harness mean {harness_results['mean']}, 18 items equal")
     # The score card shows the whole bundle sha256 and the commands.
     card = client_for(researcher).get(f"/b/demo/releases/1.0.0/leaderboard/{score.pk}/").content.decode()
-    assert score.scored_with["bundle_sha256"] in card and "python -m harness judge --release demo-1.0.0" in card
+    assert score.scored_with["bundle_sha256"] in card and "python -m benchforge_harness judge --release demo-1.0.0" in card
     download = client_for(researcher).get(f"/b/demo/releases/1.0.0/leaderboard/{score.pk}/predictions.jsonl")
     assert download.content.decode() == leaderboard.predictions_jsonl(score)
 
@@ -91,3 +94,42 @@ def leaderboard_bundle(release):
     from tests.exports.conftest import stored
 
     return stored(release, "private.tar.gz")
+
+
+def test_the_score_cards_commands_reproduce_the_score_on_a_machine_with_only_python(
+    built, researcher, api_for, client_for, declare, fake_llm, tmp_path, django_capture_on_commit_callbacks
+):
+    """What the score card shows, copied from the page and run as it stands in a folder holding the
+    download, the predictions file and models.toml: nothing installed but Python."""
+    from tests.conftest import require
+    from tests.exports.conftest import WHEELHOUSE, clean_machine, run_as_shown, stored
+    from tests.llm.conftest import KEY_ENV
+
+    require(any(WHEELHOUSE.glob("openai-*.whl")), f"the wheels of the openai extra in {WHEELHOUSE} (make setup)")
+    release = services.freeze(built(), user=researcher)
+    models = declare("judge", model="judge-model")
+    fake_llm.script("judge-model", judge_reply)
+    ids = [r["id"] for r in release.items.order_by("order").values_list("row", flat=True) if not r["choices"]]
+    lines = [{"id": i, "model": "my-vlm", "answer": f"I count {n % 4 + 2} apples."} for n, i in enumerate(ids)]
+    upload = SimpleUploadedFile("p.jsonl", "".join(json.dumps(x) + "\n" for x in lines).encode())
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_for(researcher).post(
+            URL, {"label": "my-vlm", "method": "pointwise", "judge": "judge", "predictions": upload}, format="multipart"
+        )
+    score = Score.objects.get(pk=response.json()["id"])
+    assert score.status == Score.Status.DONE, score.job.message
+    page = client_for(researcher).get(f"/b/demo/releases/1.0.0/leaderboard/{score.pk}/").content.decode()
+    shown = html.unescape(re.search(r'<pre class="copyable" id="reproduce">(.*?)</pre>', page, flags=re.S).group(1))
+    commands = [line for line in shown.splitlines() if line.strip()]
+    assert any(line.startswith("pip install ") for line in commands)
+
+    download = tmp_path / "download"
+    download.mkdir()
+    shutil.copyfile(stored(release, "private.tar.gz"), download / f"{release.top}-private.tar.gz")
+    (download / leaderboard.predictions_file_name(score)).write_text(leaderboard.predictions_jsonl(score), encoding="utf-8")
+    shutil.copyfile(models, download / "models.toml")
+    ran = run_as_shown(commands, download, {**clean_machine(tmp_path), KEY_ENV: "id.secret"})
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    out = download / commands[-1].split("--out ")[1].split()[0]
+    reproduced = json.loads((out / "results.json").read_text(encoding="utf-8"))["models"]["my-vlm"]
+    assert reproduced["mean"] == score.results["mean"] and reproduced["by_task"] == score.results["by_task"]

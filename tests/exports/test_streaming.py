@@ -85,7 +85,7 @@ def test_a_build_holds_a_few_images_in_memory_not_all_of_them(
     release = services.create_release(benchmark, user=researcher, version="1.0.0")
     # pyarrow imports pandas on first use (about 25 MB of modules): not the build's to count.
     warm = parquet._SplitWriter(tmp_path / "warm.parquet")
-    warm.add(parquet._record({"images": []}, bytes))
+    warm.add(parquet._record({"images": []}, bytes, lambda name: ("", "")))
     warm.close()
     tracemalloc.start()
     try:

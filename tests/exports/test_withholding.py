@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from annotation import withholding
+from benchforge_harness.bundle import iter_bytes
 from exports import parquet, services
 from exports.models import Release, ReleaseFile
-from harness.bundle import iter_bytes
 from tests.exports.conftest import stored
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_image_indexes")]
@@ -261,13 +261,13 @@ def test_following_the_readme_in_a_public_bundle_scores_dev_says_what_it_skipped
 
     def run(*args):
         return subprocess.run(
-            [sys.executable, "-m", "harness", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300
+            [sys.executable, "-m", "benchforge_harness", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300
         )
 
     assert run("infer", "--model", "vlm", "--workers", "1").returncode == 0  # predictions/, .harness-cache/
     judged = run("judge", "--judge", "judge", "--predictions", "predictions/vlm.jsonl", "--workers", "1")
     assert judged.returncode == 0, judged.stderr
-    counts = release.counts["tasks"]["Counting"]
+    counts = release.counts["tasks"]["计数"]
     assert (
         f"judge: {counts['test']} open question(s) cannot be scored: this public bundle withholds their reference answers (test split)"
         in judged.stderr
@@ -278,8 +278,8 @@ def test_following_the_readme_in_a_public_bundle_scores_dev_says_what_it_skipped
     assert "`judge` scores the dev split and `mcq` scores the dev split" in card
     verified = run("verify", ".")
     assert verified.returncode == 0, verified.stderr  # the README's working files are not additions
-    (root / "harness" / "evil.py").write_text("print('smuggled')")
-    assert "harness/evil.py: not listed in the manifest" in run("verify", ".").stderr
+    (root / "benchforge_harness" / "evil.py").write_text("print('smuggled')")
+    assert "benchforge_harness/evil.py: not listed in the manifest" in run("verify", ".").stderr
 
     # A bundle that withholds every split's references has nothing to judge: it says so and fails.
     Release.objects.filter(pk=release.pk).update(private=["reference_answers"])
@@ -289,7 +289,7 @@ def test_following_the_readme_in_a_public_bundle_scores_dev_says_what_it_skipped
     (bare / "p.jsonl").write_text((root / "predictions/vlm.jsonl").read_text())
     env["BENCHFORGE_MODELS"] = str(root / "models.toml")
     nothing = subprocess.run(
-        [sys.executable, "-m", "harness", "judge", "--judge", "judge", "--predictions", "p.jsonl"],
+        [sys.executable, "-m", "benchforge_harness", "judge", "--judge", "judge", "--predictions", "p.jsonl"],
         cwd=bare,
         env=env,
         capture_output=True,

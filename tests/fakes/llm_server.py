@@ -230,6 +230,11 @@ class FakeLLMServer:
         with self._lock:
             return self._max_in_flight.get(model, 0)
 
+    def in_flight(self, model: str | None = None) -> int:
+        """Requests being answered now (a dead client's stay until their reply is written)."""
+        with self._lock:
+            return self._in_flight.get(model, 0)
+
     def connections_opened(self) -> int:
         """TCP connections accepted so far (a client that pools connections opens few)."""
         with self._lock:

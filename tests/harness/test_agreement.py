@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.metrics import FUZZY_RANGES, RANGE_RULE, STRICT_RANGES, agreement, score_range
+from benchforge_harness.cli import main
+from benchforge_harness.metrics import FUZZY_RANGES, RANGE_RULE, STRICT_RANGES, agreement, score_range
 
 
 def write_jsonl(path, rows):
@@ -79,3 +79,26 @@ def test_the_half_point_rule_is_in_the_help_and_the_report(tmp_path, capsys):
     code, results = run(tmp_path, [{"id": r["id"], "rating": r["score"] + 0.5} for r in HUMAN], HUMAN)
     assert results["range_rule"] == RANGE_RULE
     assert "2.5 is in fuzzy 3-5" in (tmp_path / "a" / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_file_naming_the_model_in_some_rows_only_is_refused_never_paired_across_models(tmp_path, capsys):
+    # The judge scored vlm-a's answer to o1; the only human score of o1 rates vlm-b's answer.
+    judge = [{"id": "o1", "model": "vlm-a", "rating": 3}, {"id": "o2", "model": "vlm-a", "rating": 6}]
+    human = [{"id": "o1", "model": "vlm-b", "score": 9}, {"id": "o2", "score": 6}]
+    code, results = run(tmp_path, judge, human)
+    assert code == 2 and results is None
+    message = capsys.readouterr().err
+    assert "human.jsonl names the model in some rows (e.g. id 'o1') but not in others (e.g. id 'o2')" in message
+    assert "Add a 'model' field to every row, or to none" in message
+    # The judge's side mixed is refused the same way.
+    code, _ = run(tmp_path, [{"id": "o1", "model": "vlm-a", "rating": 3}, {"id": "o2", "rating": 6}], HUMAN)
+    assert code == 2 and "judge.jsonl names the model in some rows" in capsys.readouterr().err
+
+
+def test_scores_of_different_models_for_one_item_never_pair(tmp_path, capsys):
+    judge = [{"id": "o1", "model": "vlm-a", "rating": 3}]
+    human = [{"id": "o1", "model": "vlm-b", "score": 9}]
+    code, _ = run(tmp_path, judge, human)
+    assert code == 2 and "no row of" in capsys.readouterr().err
+    code, results = run(tmp_path, judge + [{"id": "o1", "model": "vlm-b", "rating": 8}], human)
+    assert code == 0 and results["paired"] == 1 and results["overall"]["mae"] == 1.0

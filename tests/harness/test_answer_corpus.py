@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from harness.mcq import NONE_OF_THEM, heuristic_choice
+from benchforge_harness.mcq import NONE_OF_THEM, heuristic_choice
 from tests.harness.answer_corpus import CASES, OPTION_SETS, UNSURE
 
 

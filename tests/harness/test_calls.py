@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.calls import Call, SampleLog, auto_workers, send_calls
-from harness.parsing import ParseError
+from benchforge_harness.calls import Call, SampleLog, auto_workers, send_calls
+from benchforge_harness.parsing import ParseError
 
 
 class ScriptedClient:
@@ -87,7 +87,7 @@ def test_auto_workers_only_for_long_runs_against_wide_endpoints():
 def test_without_fork_auto_stays_in_one_process_and_an_explicit_count_is_refused(tmp_path, monkeypatch):
     import multiprocessing
 
-    from harness.io import InputError
+    from benchforge_harness.io import InputError
 
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])  # as on Windows
     assert auto_workers(10_000, 64, cpus=8) == 1

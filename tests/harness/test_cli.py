@@ -1,4 +1,4 @@
-"""`python -m harness` commands end to end against the loopback LLM server."""
+"""`python -m benchforge_harness` commands end to end against the loopback LLM server."""
 
 import json
 import math
@@ -7,141 +7,11 @@ import sys
 
 import pytest
 
-from harness import metrics
-from harness.cli import main
+from benchforge_harness import metrics
+from benchforge_harness.cli import main
 from tests.conftest import REPO_ROOT
 from tests.fakes.llm_server import Completion, Fault
-
-PNG_1PX = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
-)
-
-ITEMS = [
-    {
-        "id": "c1",
-        "question": "How many apples?",
-        "task": "Counting",
-        "category": "Perception",
-        "reference_answer": "Three apples.",
-        "images": ["images/a.png"],
-    },
-    {
-        "id": "c1-r1",
-        "seed_id": "c1",
-        "question": "Count the apples.",
-        "task": "Counting",
-        "category": "Perception",
-        "reference_answer": "Three apples.",
-        "images": ["images/a.png"],
-    },
-    {
-        "id": "c1-r2",
-        "seed_id": "c1",
-        "question": "Apples: how many?",
-        "task": "Counting",
-        "category": "Perception",
-        "reference_answer": "Three apples.",
-        "images": ["images/a.png"],
-    },
-    {
-        "id": "w1",
-        "question": "Write a poem about it.",
-        "task": "Writing",
-        "category": "Reasoning",
-        "reference_answer": "A short poem.",
-        "images": ["images/a.png"],
-        "description": "Three red apples on a table.",
-        "criteria": ["mentions apples", "is a poem"],
-        "question_type": "open-ended",
-    },
-    {
-        "id": "w1-r1",
-        "seed_id": "w1",
-        "question": "Compose verse about the picture.",
-        "task": "Writing",
-        "category": "Reasoning",
-        "reference_answer": "A short poem.",
-        "images": ["images/a.png"],
-        "description": "Three red apples on a table.",
-    },
-    {
-        "id": "t1",
-        "question": "What did I ask before?",
-        "task": "Coherence",
-        "category": "Dialogue",
-        "reference_answer": "You asked about apples.",
-        "images": ["images/a.png"],
-        "history": [{"role": "user", "content": "Describe the fruit."}, {"role": "assistant", "content": "Red apples."}],
-    },
-    {
-        "id": "m1",
-        "question": "Which fruit?",
-        "choices": {"A": "pear", "B": "apple", "C": "plum", "D": "fig"},
-        "answer": "B",
-        "category": "Perception",
-        "subcategory": "Coarse",
-        "task": "fruit",
-        "images": ["images/a.png"],
-    },
-    {
-        "id": "m2",
-        "question": "What colour?",
-        "choices": {"A": "red", "B": "blue"},
-        "answer": "A",
-        "category": "Perception",
-        "subcategory": "Fine",
-        "task": "colour",
-        "images": ["images/a.png"],
-    },
-    {"id": "m3", "question": "Hidden key?", "choices": {"A": "x", "B": "y"}, "category": "Perception"},
-]
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return str(path)
-
-
-@pytest.fixture
-def env(tmp_path, fake_llm, monkeypatch):
-    """A release folder, a models file for the fake server, and a runner for CLI calls."""
-    release = tmp_path / "release"
-    (release / "images").mkdir(parents=True)
-    (release / "images" / "a.png").write_bytes(PNG_1PX)
-    write_jsonl(release / "items.jsonl", ITEMS)
-    monkeypatch.setenv("HARNESS_TEST_KEY", "x")
-    models = tmp_path / "models.toml"
-    models.write_text(
-        "".join(
-            f'[models.{name}]\nprovider = "openai"\nbase_url = "{fake_llm.base_url("openai")}"\nmodel = "{name}"\n'
-            f'api_key_env = "HARNESS_TEST_KEY"\nmax_concurrency = 4\nmax_retries = 0\nvision = {vision}\n'
-            for name, vision in (("judge", "false"), ("vlm", "true"), ("textlm", "false"), ("extractor", "false"))
-        ),
-        encoding="utf-8",
-    )
-
-    class Env:
-        root = tmp_path
-        server = fake_llm
-
-        def run(self, *argv, cache=True):
-            command, *rest = argv
-            common = ["--release", str(release), "--models", str(models)]
-            if command not in ("agreement", "report"):
-                rest = common + (["--cache", str(tmp_path / "cache.sqlite")] if cache else ["--no-cache"]) + rest
-            return main([command, *rest])
-
-        def predictions(self, model, answers):
-            return write_jsonl(tmp_path / f"{model}.jsonl", [{"id": i, "model": model, "answer": a} for i, a in answers.items()])
-
-        def results(self, out):
-            return json.loads((tmp_path / out / "results.json").read_text(encoding="utf-8"))
-
-        def samples(self, out, name="samples.jsonl"):
-            return [json.loads(line) for line in (tmp_path / out / name).read_text(encoding="utf-8").splitlines()]
-
-    return Env()
+from tests.harness.conftest import ITEMS, write_jsonl
 
 
 def rating_from_answer(body):
@@ -533,11 +403,15 @@ def test_report_command_rebuilds_from_results(env, capsys):
 def test_every_command_has_help_and_the_module_runs_from_a_release_folder(tmp_path):
     for command in ("infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement", "report"):
         done = subprocess.run(
-            [sys.executable, "-m", "harness", command, "--help"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+            [sys.executable, "-m", "benchforge_harness", command, "--help"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         )
-        assert "usage: python -m harness " + command in done.stdout
+        assert "usage: python -m benchforge_harness " + command in done.stdout
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "judge", "--judge", "j", "--predictions", "p.jsonl"],
+        [sys.executable, "-m", "benchforge_harness", "judge", "--judge", "j", "--predictions", "p.jsonl"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -548,11 +422,13 @@ def test_every_command_has_help_and_the_module_runs_from_a_release_folder(tmp_pa
 
 
 def test_a_copy_of_the_harness_runs_inside_a_release_folder(tmp_path, fake_llm):
-    """What a researcher does: cd into the release and `python -m harness ...`, nothing installed."""
+    """What a researcher does: cd into the release and `python -m benchforge_harness ...`, nothing installed."""
     import shutil
 
     release = tmp_path / "bench-1.0"
-    shutil.copytree(REPO_ROOT / "harness", release / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO_ROOT / "benchforge_harness", release / "benchforge_harness", ignore=shutil.ignore_patterns("__pycache__")
+    )
     write_jsonl(
         release / "items.jsonl",
         [i for i in ITEMS if not i.get("images")]
@@ -566,14 +442,14 @@ def test_a_copy_of_the_harness_runs_inside_a_release_folder(tmp_path, fake_llm):
     )
     fake_llm.script("judge", '{"rating": 9, "reason": "right"}')
     check = (
-        "import sys, harness.cli, harness.commands.report; "
+        "import sys, benchforge_harness.cli, benchforge_harness.commands.report; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('django', 'benchforge', 'jobs', 'curation', 'annotation', 'labelstudio', 'rewrite', 'qc', 'exports')]; "
-        "assert not bad, bad; assert harness.cli.__file__.startswith(sys.argv[1]), harness.cli.__file__"
+        "assert not bad, bad; assert benchforge_harness.cli.__file__.startswith(sys.argv[1]), benchforge_harness.cli.__file__"
     )
     env = {"PATH": "/usr/bin:/bin", "HARNESS_TEST_KEY": "x"}
     subprocess.run([sys.executable, "-c", check, str(release)], cwd=release, env=env, check=True)
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "judge", "--judge", "judge", "--predictions", "p.jsonl"],
+        [sys.executable, "-m", "benchforge_harness", "judge", "--judge", "judge", "--predictions", "p.jsonl"],
         cwd=release,
         env=env,
         capture_output=True,
@@ -607,7 +483,7 @@ def test_worker_processes_split_the_calls_and_merge_their_samples(env):
 
 
 def test_rows_left_by_an_interrupted_worker_are_kept(env):
-    from harness.calls import SampleLog
+    from benchforge_harness.calls import SampleLog
 
     out = env.root / "j"
     out.mkdir()
@@ -803,9 +679,24 @@ def test_mcq_qc_filter_from_the_command_line(env):
     assert result["qc"]["filter"] == "text_only" and result["qc"]["flagged"] == []
     # m1 and m2 both failed by the first model: with 2 models, no item can reach "more than half" any more
     assert result["models"]["judge"]["not_asked"] == 2 and len(env.server.requests("judge")) == 0
-    assert result["qc"]["calls"] == {"passes_asked": 3, "passes_without_stopping": (4 + 2) * 2, "saved": 9, "extractions": 0}
+    # textlm: fruit right on pass 1, wrong on pass 2; colour wrong on pass 1. judge: left out of both.
+    assert result["qc"]["calls"] == {
+        "passes_asked": 3,
+        "every_pass": (4 + 2) * 2,
+        "after_a_wrong_pass": (4 - 2) + (2 - 1),
+        "qc_stop_pairs": 2,
+        "qc_stop_saved_at_least": 2,
+        "qc_stop_saved_at_most": 4 + 2,
+        "extractions": 0,
+        "read": {"rules": 3, "extractor": 0, "unread": 0, "no_reply": 0},
+    }
     report = (env.root / "q" / "report.md").read_text(encoding="utf-8")
     assert "Quality control: text_only filter" in report
+    assert "The QC stop left out 2 (model, item) pair(s)" in report and "at least 2 and at most 6 passes" in report
+    # The same run without the QC stop asks what the stop saved: within the bounds the report gives.
+    assert env.run("mcq", "--model", "textlm", "--model", "judge", "--text-only", "--out", str(env.root / "all")) == 0
+    without = env.results("all")["run"]["calls"]["passes_asked"]
+    assert 2 <= without - 3 <= 6 and without == 6  # judge, answering B too, fails both items on pass 1
 
 
 def knows_colour(body):
@@ -851,14 +742,32 @@ def test_mcq_threshold_without_a_qc_filter_is_refused(env, capsys):
 
 
 def test_one_registry_feeds_the_cli_and_the_report_command():
-    from harness.cli import build_parser
-    from harness.commands import COMMANDS, report_builders
+    from benchforge_harness.cli import build_parser
+    from benchforge_harness.commands import COMMANDS, report_builders
 
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # the registered sub-commands
     assert (
         set(commands)
         == set(COMMANDS)
-        == {"infer", "mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement", "report", "verify"}
+        == {
+            "infer",
+            "mcq",
+            "judge",
+            "pairwise",
+            "touchstone",
+            "hallucination",
+            "agreement",
+            "report",
+            "estimate",
+            "verify",
+            "submit",
+        }
     )
     assert set(report_builders()) == {"mcq", "judge", "pairwise", "touchstone", "hallucination", "agreement"}
+    # Every registered mode with a command has its module, imported by name where a tool sees it.
+    from benchforge_harness.commands import SCORING
+    from benchforge_harness.scoring import MODES
+
+    assert [module.NAME for module in SCORING] == [mode.command for mode in MODES.values() if mode.command]
+    assert all(callable(builder) for builder in report_builders().values())

@@ -16,10 +16,10 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from harness.cli import main
-from harness.prompts import Prompts
-from harness.release import load_release
-from harness.scoring.judges import render_pairwise_prompt as render_prompt
+from benchforge_harness.cli import main
+from benchforge_harness.prompts import Prompts
+from benchforge_harness.release import load_release
+from benchforge_harness.scoring.judges import render_pairwise_prompt as render_prompt
 from tests.conftest import shared_fixture
 
 ANCHOR = "llava-v1.5-13b"

@@ -1,15 +1,15 @@
 """A Chinese release is asked and judged in Chinese: every scoring mode's requests carry the
-Chinese prompts (harness/prompts/zh/), the replies a Chinese judge writes to them are read, and
+Chinese prompts (benchforge_harness/prompts/zh/), the replies a Chinese judge writes to them are read, and
 results.json records the language and the templates used. Through the CLI and the loopback server."""
 
 import json
 
 import pytest
 
-from harness.cli import main
-from harness.io import InputError
-from harness.prompts import BUILTIN_DIR, Prompts
-from harness.release import load_release
+from benchforge_harness.cli import main
+from benchforge_harness.io import InputError
+from benchforge_harness.prompts import BUILTIN_DIR, Prompts
+from benchforge_harness.release import load_release
 
 PNG_1PX = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

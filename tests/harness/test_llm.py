@@ -1,4 +1,4 @@
-"""harness.llm against the loopback server, through the real openai and zhipuai SDKs.
+"""benchforge_harness.llm against the loopback server, through the real openai and zhipuai SDKs.
 
 Waits (backoff, Retry-After, request pacing) go through an injected clock and sleep, so no
 test really waits for them and none asserts wall-clock durations as upper bounds.
@@ -20,8 +20,8 @@ from datetime import UTC
 import pytest
 from PIL import Image
 
-from harness.io import InputError
-from harness.llm import (
+from benchforge_harness.io import InputError
+from benchforge_harness.llm import (
     ChatResponse,
     ConfigError,
     Endpoint,
@@ -33,7 +33,7 @@ from harness.llm import (
     text_message,
     user_message,
 )
-from harness.llm.client import BACKOFF_BASE
+from benchforge_harness.llm.client import BACKOFF_BASE
 from tests.conftest import REPO_ROOT
 from tests.fakes.llm_server import IMAGE_TOKENS, Completion, FakeLLMServer, Fault
 
@@ -210,7 +210,7 @@ def test_retry_after_header_forms():
     from datetime import datetime, timedelta
     from email.utils import format_datetime
 
-    from harness.llm.providers import RETRY_AFTER_CAP, parse_retry_after
+    from benchforge_harness.llm.providers import RETRY_AFTER_CAP, parse_retry_after
 
     assert parse_retry_after({"retry-after": "3"}) == 3.0
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
@@ -345,9 +345,7 @@ def test_llm_error_keeps_its_details_when_pickled():
 
 
 def test_importing_the_module_loads_no_provider_sdk():
-    code = (
-        "import sys, harness.llm; print(sorted(m for m in ('openai', 'zai', 'zhipuai', 'httpx', 'django') if m in sys.modules))"
-    )
+    code = "import sys, benchforge_harness.llm; print(sorted(m for m in ('openai', 'zai', 'zhipuai', 'httpx', 'django') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -451,7 +449,7 @@ def test_cache_key_covers_what_decides_the_answer():
 
 
 def test_unusable_cache_file_is_a_clear_error(tmp_path):
-    from harness.llm import CacheError
+    from benchforge_harness.llm import CacheError
 
     path = tmp_path / "cache.sqlite3"
     path.write_bytes(b"this is not a database at all" * 100)
@@ -903,7 +901,7 @@ def test_a_plugged_limiter_decides_every_request(fake_llm, monkeypatch):
 def test_fork_shared_limiter_bounds_processes_together(fake_llm, monkeypatch):
     import multiprocessing
 
-    from harness.llm.limits import ForkSharedLimiter, set_process_limiter
+    from benchforge_harness.llm.limits import ForkSharedLimiter, set_process_limiter
 
     monkeypatch.setenv(KEY_ENV, "k")
     fake_llm.script("m", "ok")
@@ -948,7 +946,7 @@ def test_prices_are_read_and_validated(tmp_path):
 
 
 def test_cost_of_a_usage():
-    from harness.llm import cost
+    from benchforge_harness.llm import cost
 
     priced = Endpoint(
         name="a",
@@ -970,13 +968,13 @@ def test_cost_of_a_usage():
 
 
 def test_token_estimates_follow_the_documented_rule():
-    from harness.llm import (
+    from benchforge_harness.llm import (
         IMAGE_TOKENS,
         estimate_prompt_tokens,
         estimate_text_tokens,
         estimate_usage,
     )
-    from harness.llm.cost import MESSAGE_OVERHEAD
+    from benchforge_harness.llm.cost import MESSAGE_OVERHEAD
 
     assert estimate_text_tokens("abcd" * 10) == 10  # Latin: 4 characters a token
     assert estimate_text_tokens("abcde") == 2  # rounded up
@@ -1022,7 +1020,7 @@ def test_check_names_every_problem_before_any_request(fake_llm, make_client, mon
 
 
 def test_glm_calls_go_through_zai_sdk(fake_llm, make_client):
-    from harness.llm import glm_sdk
+    from benchforge_harness.llm import glm_sdk
 
     client_class, _ = glm_sdk()
     assert client_class.__module__.startswith("zai")  # the project's GLM SDK is zai-sdk
@@ -1036,7 +1034,7 @@ def test_glm_calls_go_through_zai_sdk(fake_llm, make_client):
 
 GLM_CALL = """
 import json, sys
-from harness.llm import Endpoint, LLMClient, glm_sdk, user_message
+from benchforge_harness.llm import Endpoint, LLMClient, glm_sdk, user_message
 client_class, _ = glm_sdk()
 endpoint = Endpoint(name="glm", provider="zhipuai", base_url=sys.argv[1], model="glm-4", api_key_env="GLM_TEST_KEY")
 with LLMClient({"glm": endpoint}) as client:

@@ -2,13 +2,13 @@
 
 import pytest
 
-from harness.mcq import (
+from benchforge_harness.mcq import (
     circular_passes,
     format_options,
     heuristic_choice,
     parse_extractor_reply,
 )
-from harness.parsing import ParseError
+from benchforge_harness.parsing import ParseError
 
 CHOICES = {"A": "cat", "B": "dog", "C": "horse", "D": "cow"}
 

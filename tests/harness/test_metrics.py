@@ -6,15 +6,15 @@ import random
 
 import pytest
 
-from harness import metrics
-from harness.metrics import (
+from benchforge_harness import metrics
+from benchforge_harness.metrics import (
     EloSettings,
     alignment_score,
     bootstrap_elo,
     bradley_terry,
     elo_ratings,
 )
-from harness.votes import (
+from benchforge_harness.votes import (
     ANCHOR,
     MODEL,
     SPLIT,

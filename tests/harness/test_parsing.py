@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.parsing import (
+from benchforge_harness.parsing import (
     ANSWER1,
     ANSWER2,
     UNABLE_ONE,

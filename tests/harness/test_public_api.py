@@ -10,20 +10,21 @@ import sys
 
 import pytest
 
-import harness
-from harness import distribution
+import benchforge_harness
+from benchforge_harness import distribution
 from tests.conftest import REPO_ROOT
 
-README = (REPO_ROOT / "harness" / "README.md").read_text(encoding="utf-8")
-# The modules whose __all__ is public (harness/__init__.py says so); everything else is internal.
+README = (REPO_ROOT / "benchforge_harness" / "README.md").read_text(encoding="utf-8")
+# The modules whose __all__ is public (benchforge_harness/__init__.py says so); everything else is internal.
 PUBLIC_MODULES = (
-    "harness",
-    "harness.scoring",
-    "harness.llm",
-    "harness.cli",
-    "harness.distribution",
-    "harness.tabular",
-    "harness.metrics",
+    "benchforge_harness",
+    "benchforge_harness.scoring",
+    "benchforge_harness.llm",
+    "benchforge_harness.cli",
+    "benchforge_harness.distribution",
+    "benchforge_harness.tabular",
+    "benchforge_harness.metrics",
+    "benchforge_harness.anchors",
 )
 PLATFORM = (
     "annotation",
@@ -48,20 +49,20 @@ def public_names(module: str) -> set[str]:
 
 
 def test_every_public_name_resolves_and_importing_the_package_loads_nothing_else():
-    for module in ("harness", "harness.scoring", "harness.llm"):
+    for module in ("benchforge_harness", "benchforge_harness.scoring", "benchforge_harness.llm"):
         for name in importlib.import_module(module).__all__:
             assert getattr(importlib.import_module(module), name) is not None, f"{module}.{name}"
-    assert harness.verify_bundle is importlib.import_module("harness.bundle").verify
+    assert benchforge_harness.verify_bundle is importlib.import_module("benchforge_harness.bundle").verify
     with pytest.raises(AttributeError, match="no attribute 'calls'"):
-        harness.__getattr__("calls")
-    # `python -m harness verify` on a bare machine should not pay for the scoring stack.
-    check = "import sys, harness; print(sorted(m for m in sys.modules if m.startswith('harness.')))"
+        benchforge_harness.__getattr__("calls")
+    # `python -m benchforge_harness verify` on a bare machine should not pay for the scoring stack.
+    check = "import sys, benchforge_harness; print(sorted(m for m in sys.modules if m.startswith('benchforge_harness.')))"
     done = subprocess.run([sys.executable, "-c", check], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
     assert json.loads(done.stdout.replace("'", '"')) == []
 
 
 def test_the_version_is_semantic_and_the_readme_names_this_wheel():
-    assert re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", harness.__version__)
+    assert re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", benchforge_harness.__version__)
     assert distribution.wheel_name() in README
 
 
@@ -70,14 +71,14 @@ def imports_of_harness(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     bound = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "harness":
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "benchforge_harness":
             yield node.lineno, node.module, [a.name for a in node.names]
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] == "harness":
+                if alias.name.split(".")[0] == "benchforge_harness":
                     bound.add(alias.asname or alias.name)
                     yield node.lineno, alias.name, []
-    for node in ast.walk(tree):  # harness.NAME after `import harness`
+    for node in ast.walk(tree):  # benchforge_harness.NAME after `import benchforge_harness`
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
             yield node.lineno, node.value.id, [node.attr]
 
@@ -128,7 +129,7 @@ def test_the_readme_library_example_runs_as_written(tmp_path, fake_llm, monkeypa
 
     fake_llm.script("judge", judge)
     monkeypatch.chdir(tmp_path)
-    exec(compile(readme_example(), "harness/README.md", "exec"), {})
+    exec(compile(readme_example(), "benchforge_harness/README.md", "exec"), {})
     # Mean of 9, 6 and 3; one seed group (s1, s1-r1) with population std 1.5: alignment 1 / 1.5.
     assert capsys.readouterr().out.strip() == f"3 answers graded, mean 6.00, alignment {1 / 1.5}"
     assert len(fake_llm.requests("judge")) == 3

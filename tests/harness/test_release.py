@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.io import InputError
-from harness.prompts import BUILTIN_DIR, Prompts, Template
-from harness.release import load_predictions, load_release
+from benchforge_harness.io import InputError
+from benchforge_harness.prompts import BUILTIN_DIR, Prompts, Template
+from benchforge_harness.release import load_predictions, load_release
 
 
 def write_release(root, rows, taxonomy=None):

@@ -10,10 +10,10 @@ import threading
 
 import pytest
 
-from harness import llm
-from harness.calls import MemorySink
-from harness.cli import build_parser
-from harness.scoring import (
+from benchforge_harness import llm
+from benchforge_harness.calls import MemorySink
+from benchforge_harness.cli import build_parser
+from benchforge_harness.scoring import (
     ALL_FAIL,
     CALL_ERROR,
     FAILED,
@@ -35,10 +35,10 @@ from harness.scoring import (
     touchstone_judge,
     verdict_decided,
 )
-from harness.scoring.inputs import as_items
-from harness.votes import ANCHOR, MODEL, SPLIT, UNABLE
+from benchforge_harness.scoring.inputs import as_items
+from benchforge_harness.votes import ANCHOR, MODEL, SPLIT, UNABLE
 from tests.fakes.llm_server import Completion, Fault
-from tests.harness.test_cli import PNG_1PX
+from tests.harness.conftest import PNG_1PX
 
 KEY_ENV = "SCORING_TEST_KEY"
 
@@ -135,9 +135,13 @@ def test_circular_eval_over_several_models_writes_to_any_sink(client, fake_llm):
     assert len(fake_llm.requests("b")) == 3 + 1 + 1
     assert result.results["calls"] == {
         "passes_asked": (3 + 2 + 1) + (3 + 1 + 1),
-        "passes_without_stopping": 2 * (3 + 2 + 2),
-        "saved": 3,
+        "every_pass": 2 * (3 + 2 + 2),
+        "after_a_wrong_pass": (0 + 0 + 1) + (0 + 1 + 1),  # CircularEval's own stop; no QC filter here
+        "qc_stop_pairs": 0,
+        "qc_stop_saved_at_least": 0,
+        "qc_stop_saved_at_most": 0,
         "extractions": 0,
+        "read": {"rules": 11, "extractor": 0, "unread": 0, "no_reply": 0},
     }
     assert sink.writes == 11 and all(json.loads(v)["step"] == "answer" for v in sink.table.values())
     summary = result.results
@@ -165,14 +169,20 @@ def test_text_only_filter_stops_asking_once_the_verdict_is_settled(client, fake_
     assert all(f["decided"] for f in flags.values())
     assert flags["q1"]["not_asked"] == ["c"] and flags["q3"]["solved_by"] == ["a", "c"]
     counts = result.results["calls"]
-    # a: 3 + 1 + 2 passes; b: 3 + 1 + 1; c: only q3, 2 passes
-    assert counts["passes_asked"] == 6 + 5 + 2 and counts["passes_without_stopping"] == 3 * 7
-    assert counts["saved"] == 21 - 13
+    # a: 3 + 1 + 2 passes; b: 3 + 1 + 1; c: only q3, 2 passes; c left out of q1 (3 passes) and q2 (2)
+    assert counts["passes_asked"] == 6 + 5 + 2 and counts["every_pass"] == 3 * 7
+    assert counts["after_a_wrong_pass"] == (0 + 1 + 0) + (0 + 1 + 1) + 0
+    assert (counts["qc_stop_pairs"], counts["qc_stop_saved_at_least"], counts["qc_stop_saved_at_most"]) == (2, 2, 3 + 2)
+    assert counts["every_pass"] == counts["passes_asked"] + counts["after_a_wrong_pass"] + counts["qc_stop_saved_at_most"]
 
+    # What the QC stop saved is what the same run without it asks more: within the bounds above
+    # (c, asked q1 and q2, fails both on the first pass: 2 passes, the least the bounds allow).
     without = circular_eval(
         client, MCQ, models=["a", "b", "c"], sink=MemorySink(), text_only=True, qc_filter=TEXT_ONLY, stop_when_decided=False
     )
-    assert without.results["calls"]["passes_asked"] > counts["passes_asked"]
+    saved = without.results["calls"]["passes_asked"] - counts["passes_asked"]
+    assert saved == 2 and counts["qc_stop_saved_at_least"] <= saved <= counts["qc_stop_saved_at_most"]
+    assert without.results["calls"]["qc_stop_pairs"] == 0
     assert {i: f["flagged"] for i, f in without.flags.items()} == {i: f["flagged"] for i, f in flags.items()}
 
 
@@ -191,7 +201,7 @@ def test_filter_rules():
     assert verdict_decided(TEXT_ONLY, 3, 0, 5) and verdict_decided(TEXT_ONLY, 0, 3, 5) and not verdict_decided(TEXT_ONLY, 2, 2, 5)
     assert verdict_decided(TEXT_ONLY, 0, 2, 4) and not verdict_decided(TEXT_ONLY, 1, 1, 4)
     assert verdict_decided(ALL_FAIL, 1, 0, 5) and not verdict_decided(ALL_FAIL, 0, 4, 5) and verdict_decided(ALL_FAIL, 0, 5, 5)
-    from harness.io import InputError
+    from benchforge_harness.io import InputError
 
     with pytest.raises(InputError, match="unknown QC filter 'most'"):
         filter_flag("most", 1, 2)
@@ -217,10 +227,33 @@ def test_the_filter_rules_at_every_count_and_a_moved_threshold():
     # text-only at 0.8 of 4 models: flagged only when all 4 solve it (more than 3.2).
     assert filter_flag(TEXT_ONLY, 4, 4, threshold=0.8) and not filter_flag(TEXT_ONLY, 3, 4, threshold=0.8)
     assert verdict_decided(TEXT_ONLY, 2, 1, 4, threshold=0.8) and not verdict_decided(TEXT_ONLY, 3, 0, 4, threshold=0.8)
-    from harness.io import InputError
+    from benchforge_harness.io import InputError
 
     with pytest.raises(InputError, match="share of the models"):
         filter_flag(TEXT_ONLY, 1, 2, threshold=1.5)
+
+
+def test_thresholds_are_compared_exactly_as_written_never_in_floating_point():
+    # 29 of 50 is exactly 0.58, not more than it; 63 of 90 exactly 0.7 (0.58 * 50 is 28.999... in floats).
+    assert not filter_flag(TEXT_ONLY, 29, 50, 0.58) and filter_flag(TEXT_ONLY, 30, 50, 0.58)
+    assert not filter_flag(TEXT_ONLY, 63, 90, 0.7) and filter_flag(ALL_FAIL, 63, 90, 0.7)
+    # Every two-decimal threshold against every count of up to 100 models, as whole-number comparisons:
+    # more than t/100 of n  <=>  100 * solved > t * n.
+    from fractions import Fraction
+
+    for t in range(100):
+        threshold = t / 100
+        for models in range(1, 101):
+            on_the_line = t * models // 100  # the counts either side of the line are the ones that can go wrong
+            for solved in (on_the_line, on_the_line + 1):
+                above = 100 * solved > t * models
+                assert filter_flag(TEXT_ONLY, solved, models, threshold) == above, (solved, models, threshold)
+                assert filter_flag(ALL_FAIL, solved, models, threshold) == (not above), (solved, models, threshold)
+                assert verdict_decided(TEXT_ONLY, solved, models - solved, models, threshold)
+                assert verdict_decided(TEXT_ONLY, solved, 0, models, threshold) == above
+    # Other ways of writing a share are exact too.
+    assert not filter_flag(TEXT_ONLY, 1, 3, Fraction(1, 3)) and filter_flag(TEXT_ONLY, 2, 3, Fraction(1, 3))
+    assert not filter_flag(TEXT_ONLY, 29, 50, "0.58")
 
 
 def test_a_moved_threshold_changes_what_circular_eval_flags_and_when_it_stops(client, fake_llm):
@@ -239,7 +272,7 @@ def test_a_moved_threshold_changes_what_circular_eval_flags_and_when_it_stops(cl
 
 
 def test_text_only_filter_refuses_to_send_images(client):
-    from harness.io import InputError
+    from benchforge_harness.io import InputError
 
     with pytest.raises(InputError, match="text_only=True"):
         circular_eval(client, MCQ, models=["a"], sink=MemorySink(), qc_filter=TEXT_ONLY)
@@ -576,10 +609,87 @@ def test_a_mode_spells_a_command_line_its_command_parses():
     assert {"mcq", "pointwise", "pairwise"} <= set(spelled)  # every leaderboard method's
     for name, line in spelled.items():
         words = line.split()
-        assert words[:3] == ["python", "-m", "harness"]
+        assert words[:3] == ["python", "-m", "benchforge_harness"]
         args = parser.parse_args(words[3:])  # an option the command does not know ends the test here
         assert args.command == MODES[name].command and args.out == "results/m" and args.release == "bench-1.0"
     assert spelled["mcq"].endswith("--model m --extractor x --out results/m")
     assert MODES["mcq"].command_line({**values, "extractor": ""}).endswith("--model m --out results/m")
     assert MODES["pairwise"].command_line({**values, "anchor": None}) is None  # a required option without a value
     assert MODES["judged_text_only"].command_line(values) is None  # no command of its own
+
+
+def test_the_judged_filter_asks_what_it_registers_and_the_estimate_counts_it(client, fake_llm):
+    """Without stopping, the judged filter asks each model `passes` answers and the judge
+    `judge_calls` grades per item: what the one estimate (QC's and the leaderboard's) counts."""
+    from benchforge_harness.scoring import Estimate, calls_per_item
+
+    mode = MODES["judged_text_only"]
+    for model in ("a", "b"):
+        fake_llm.script(model, answering({"o0": 9, "o1": 3, "o2": 8}))
+    fake_llm.script("judge", grader)
+    mode.run(client, OPEN, sink=MemorySink(), models=["a", "b"], judge="judge", stop_when_decided=False)
+    plan = Estimate()
+    for model in ("a", "b"):
+        plan.add_mode(mode, OPEN, model=model, judge="judge")
+    lines = plan.priced(lambda name: client.endpoints[name])["lines"]
+    for name in ("a", "b", "judge"):
+        assert lines[name]["calls"] == len(fake_llm.requests(name)), name
+    assert len(fake_llm.requests()) == 2 * sum(calls_per_item(mode, item) for item in as_items(OPEN)) == 12
+
+
+def test_the_estimate_of_a_multiple_choice_pass_shows_every_option():
+    from benchforge_harness.scoring import Estimate
+
+    def tokens(last_option: str) -> int:
+        choices = {letter: f"option {letter}" for letter in "ABCDEF"} | {"F": last_option}
+        plan = Estimate()
+        plan.add_mode(MODES["mcq"], [{"id": "q", "question": "Which?", "choices": choices, "answer": "A"}], model="m")
+        [line] = plan.lines.values()
+        assert line["calls"] == 6  # one pass per option
+        return line["prompt_tokens"]
+
+    assert tokens("x" * 400) - tokens("x") >= 6 * 99  # the sixth option is in all six passes
+
+
+def test_pairwise_elo_is_rated_and_reported_with_the_settings_it_is_given(client, fake_llm):
+    from benchforge_harness.metrics import EloSettings
+
+    fake_llm.script("judge", lambda body: "Answer1")
+    run = {
+        "judge": "judge",
+        "anchor": "anchor",
+        "anchor_answers": {"1": "anchor says", "2": "anchor says"},
+        "answers": {"m": {"1": "model says", "2": "model says"}},
+        "bootstrap": 10,
+    }
+    usual = pairwise_judge(client, ITEMS, sink=MemorySink(), **run).results["elo"]
+    steep = pairwise_judge(client, ITEMS, sink=MemorySink(), elo=EloSettings(k=32, initial=1500), **run).results["elo"]
+    assert usual["settings"] | {"k": 4, "initial": 1000} == usual["settings"]
+    assert steep["settings"]["k"] == 32 and steep["settings"]["initial"] == 1500
+    assert steep["online"] != usual["online"] and abs(sum(steep["online"].values()) / 2 - 1500) < 1e-6
+
+
+def test_the_modes_people_check_say_what_they_rate_and_read_the_judges_verdicts_from_their_rows():
+    """The human-evaluation stage reads these (never a mode's name): what a rater gives, the alpha
+    level, and the judge's verdict per item from the rows the mode's run wrote."""
+    from benchforge_harness.scoring import MODES
+
+    checked = {name: mode.human for name, mode in MODES.items() if mode.human is not None}
+    assert {name: (c.study, c.rates, c.level) for name, c in checked.items()} == {
+        "pointwise": ("pointwise", "score", "interval"),
+        "pairwise": ("pairwise", "vote", "nominal"),
+        "mcq": ("extraction", "choice", "nominal"),
+    }
+    assert checked["mcq"].verdicts is None  # people read the passes CircularEval asked itself
+    assert MODES["pairwise"].takes("anchor") and not MODES["pointwise"].takes("anchor")
+
+    graded = {"m\t1": {"status": "ok", "rating": 7}, "m\t2": {"status": "unparsed"}, "other\t1": {"status": "ok", "rating": 2}}
+    assert checked["pointwise"].verdicts(graded, "m") == {"1": {"rating": 7}}
+
+    voted = {
+        "m\t1\t1": {"status": "ok", "vote": "Answer2"},  # order 1: the model's answer is answer 2
+        "m\t1\t2": {"status": "ok", "vote": "Answer2"},  # order 2: the anchor's is
+        "m\t2\t1": {"status": "ok", "vote": "Answer2"},  # only one order read: no verdict
+        "m\t2\t2": {"status": "error"},
+    }
+    assert checked["pairwise"].verdicts(voted, "m") == {"1": {"outcome": "split", "votes": ["Answer2", "Answer2"]}}

@@ -1,6 +1,6 @@
 """In headless Chromium: a researcher plans a pairwise and a pointwise study from a scored release;
 two raters complete both with the keyboard only; the study pages and the leaderboard show the
-agreement, equal to harness.metrics on the exported ratings."""
+agreement, equal to benchforge_harness.metrics on the exported ratings."""
 
 import json
 
@@ -75,7 +75,7 @@ def test_two_studies_planned_rated_by_keyboard_and_their_agreement_shown(login_a
     page.goto("/b/demo/releases/1.0.0/leaderboard/")
     for mode, study in (("pointwise", pointwise), ("pairwise", pairwise)):
         row = page.locator(f"tr[data-label='{scored[mode].label}'] td.validation")
-        expect(row).to_contain_text(f"study {study.number}: 6 ratings")
+        expect(row).to_contain_text(f"study {study.number}: validation in progress, 6 of 6 ratings saved")  # still open
 
 
 def test_an_extraction_check_is_rated_with_number_and_letter_keys_and_0_for_none(login_as, mcq, researcher, raters):
@@ -96,3 +96,29 @@ def test_an_extraction_check_is_rated_with_number_and_letter_keys_and_0_for_none
     rater = study.raters.get(user=raters[0])
     chosen = list(rater.ratings.order_by("position").values_list("choice", flat=True))
     assert chosen == ["B", "none", "A", "C"]
+
+
+def test_letter_keys_choose_without_taking_the_keys_and_every_reason_is_stored(login_as, mcq, researcher, raters):
+    """A letter key chooses the option and leaves the focus on the page: R then reaches the reason
+    and Ctrl+Enter saves the choice with it (letters used to focus a radio button, after which R
+    and typing did nothing and the rating was saved without its reason). The keys must not wait for
+    the page's deferred script (autosave): a key pressed the moment the page shows used to be lost,
+    so this test runs with that script held back."""
+    from .test_extraction import start
+
+    study = start(mcq, researcher, raters[:2])
+    page = login_as(raters[0])
+    page.route("**/humaneval/rate.js", lambda route: route.abort())
+    page.goto(f"/b/demo/human-eval/{study.number}/queue/")
+    page.keyboard.press("n")
+    for n, key in enumerate("bcab"):
+        expect(page.locator("h1")).to_contain_text(f"Answer {n + 1} of 4")
+        page.keyboard.press(key)
+        expect(page.locator(f"input[name=choice][value='{key.upper()}']")).to_be_checked()
+        page.keyboard.press("r")
+        expect(page.locator("#reason")).to_be_focused()
+        page.keyboard.type(f"it says {key} in so many words")
+        page.keyboard.press("Control+Enter")
+    expect(page.locator("#queue-progress")).to_have_text("4 / 4")
+    stored = list(study.raters.get(user=raters[0]).ratings.order_by("position").values_list("choice", "reason"))
+    assert stored == [(key.upper(), f"it says {key} in so many words") for key in "bcab"]

@@ -9,7 +9,7 @@ from collections import defaultdict
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from harness import metrics
+from benchforge_harness import metrics
 from humaneval import selectors, services
 from humaneval.models import Rating
 
@@ -65,8 +65,8 @@ def test_the_sample_takes_passes_of_both_readers_and_rater_pages_hide_model_and_
     for letter, text in rating.item.options.items():
         assert f"<b>{letter}.</b> {text}" in page
     keys = re.findall(r'name="choice" value="([^"]+)" data-key="([^"]+)"', page)
-    assert keys == [*((letter, str(n)) for n, letter in enumerate(rating.item.options, 1)), ("none", "0")]
-    assert all(f'data-key="{letter.lower()}" data-choose="{letter}"' in page for letter in rating.item.options)
+    # each option's radio answers to its number and its letter; "none" to 0 only
+    assert keys == [*((letter, f"{n} {letter.lower()}") for n, letter in enumerate(rating.item.options, 1)), ("none", "0")]
     for text in (page, json.dumps(queue), listed):
         for secret in (MCQ_LABEL, "secret-vlm-endpoint", "heuristic", "extractor", "reader", "SECRET-REFERENCE"):
             assert secret not in text
@@ -90,7 +90,10 @@ def test_the_figures_are_the_harness_functions_on_the_exported_ratings(mcq, rese
         services.save_rating(rating, user=rating.rater.user, choice="Q")
     client = client_for(researcher)
     rows = [
-        json.loads(line) for line in client.get(f"/b/demo/human-eval/{study.number}/ratings.jsonl").content.decode().splitlines()
+        json.loads(line)
+        for line in b"".join(client.get(f"/b/demo/human-eval/{study.number}/ratings.jsonl").streaming_content)
+        .decode()
+        .splitlines()
     ]
     assert len(rows) == 8 and {r["model"] for r in rows} == {MCQ_LABEL}
     assert set(rows[0]) >= {"item", "pass", "choice", "reader_choice", "reader", "rater"}
@@ -139,7 +142,9 @@ def test_extraction_ratings_export_and_import_all_or_nothing(mcq, researcher, ra
     assert upload(good).json() == {"imported": 2}
     exported = [
         json.loads(line)
-        for line in client_for(researcher).get(f"/b/demo/human-eval/{study.number}/ratings.jsonl").content.decode().splitlines()
+        for line in b"".join(client_for(researcher).get(f"/b/demo/human-eval/{study.number}/ratings.jsonl").streaming_content)
+        .decode()
+        .splitlines()
     ]
     assert sorted((r["item"], r["choice"], r["source"]) for r in exported) == sorted(
         (g["item"], g["choice"], "import") for g in good
@@ -161,6 +166,9 @@ def test_a_closed_study_can_be_cited_on_the_release_card_page_and_the_bundle_rea
     assert "Close the study" in refused and "a card cites finished studies only" in refused
     assert client_for(raters[0]).post(url, {"cite": "1"}).status_code == 403
     readme = card.dataset_card(mcq["release"], "public")
+    api = f"/api/v1/benchmarks/demo/human-eval/studies/{study.number}/card/"
+    open_study = api_for(researcher).put(api, {"cited": True}, format="json")  # a state conflict: 409 with what to do
+    assert open_study.status_code == 409 and f"Close study {study.number} first" in open_study.json()["detail"]
     services.close_study(study, user=researcher)
     client.post(url, {"cite": "1"})
     figures = selectors.study_agreement(study)
@@ -169,7 +177,6 @@ def test_a_closed_study_can_be_cited_on_the_release_card_page_and_the_bundle_rea
     assert f"8 ratings of 4 answers by 2 raters; {selectors.headline(study, figures)}" in page
     assert "rule reader 100.0%, LLM extractor —" in page
     assert card.dataset_card(mcq["release"], "public") == readme  # the bundle's README is not touched
-    api = f"/api/v1/benchmarks/demo/human-eval/studies/{study.number}/card/"
     assert api_for(raters[0]).put(api, {"cited": False}, format="json").status_code == 403
     assert api_for(researcher).put(api, {"cited": False}, format="json").json()["cited_on_card"] is False
     assert "Validated by people" not in client.get("/b/demo/releases/1.0.0/card/").content.decode()

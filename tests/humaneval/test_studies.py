@@ -1,5 +1,5 @@
 """Human evaluation: studies planned from judged leaderboard scores, blind balanced rating, the
-agreement figures (equal to harness.metrics on the exported ratings), the leaderboard's note,
+agreement figures (equal to benchforge_harness.metrics on the exported ratings), the leaderboard's note,
 export and import."""
 
 import io
@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from harness import metrics
+from benchforge_harness import metrics
 from humaneval import selectors, services
 from humaneval.models import Rating, Study
 
@@ -58,7 +58,7 @@ def test_a_plan_estimates_the_cost_and_the_seed_makes_the_study_reproducible(sco
         }
 
     assert orders(first) == orders(second) and sorted(first.items.values_list("key", flat=True)) == sorted(
-        plan.keys_by_task["Counting"]
+        plan.keys_by_task["计数"]
     )
     other = start(scored, researcher, raters, seed=8)
     assert orders(other) != orders(first)
@@ -199,7 +199,7 @@ def _pairwise_choice(rating):
 
 
 def _independent_figures(mode, rows):
-    """The figures straight from harness.metrics on the exported rows (not through the app's code)."""
+    """The figures straight from benchforge_harness.metrics on the exported rows (not through the app's code)."""
     units, by_rater = defaultdict(list), defaultdict(dict)
     if mode == "pointwise":
         for r in rows:
@@ -226,7 +226,7 @@ def test_the_study_page_api_and_leaderboard_show_the_harness_figures_of_the_expo
     rate_all(study, _pointwise_choice if mode == "pointwise" else _pairwise_choice)
     client = client_for(researcher)
     exported = client.get(f"/b/demo/human-eval/{study.number}/ratings.jsonl")
-    rows = [json.loads(line) for line in exported.content.decode().splitlines()]
+    rows = [json.loads(line) for line in b"".join(exported.streaming_content).decode().splitlines()]
     assert len(rows) == 12 and {r["model"] for r in rows} == {scored[mode].label}  # the export reveals the model
     alpha, judge, pairs = _independent_figures(mode, rows)
     api = api_for(researcher).get(f"/api/v1/benchmarks/demo/human-eval/studies/{study.number}/").json()
@@ -248,6 +248,7 @@ def test_the_study_page_api_and_leaderboard_show_the_harness_figures_of_the_expo
     figure = judge["fuzzy_accuracy"] if mode == "pointwise" else judge["majority"]
     assert chart["Content-Type"] == "image/svg+xml" and f"{100 * figure:.0f}% (n=12)" in chart.content.decode()
     assert client_for(raters[0]).get(f"/b/demo/human-eval/{study.number}/chart-task.svg").status_code == 403
+    services.close_study(study, user=researcher)  # the leaderboard shows a closed study's figures
     board = client_for(raters[0]).get("/b/demo/releases/1.0.0/leaderboard/").content.decode()
     headline = selectors.headline(study, api["agreement"])
     assert f"study {study.number}</a>: 12 ratings, {headline}" in board
@@ -260,7 +261,9 @@ def test_export_as_parquet_with_a_per_category_split_and_import_all_or_nothing(s
     study = start(scored, researcher, raters, per_task=10)
     rate_all(study, _pointwise_choice)
     client = client_for(researcher)
-    table = pq.read_table(io.BytesIO(client.get(f"/b/demo/human-eval/{study.number}/ratings.parquet?split=1").content))
+    table = pq.read_table(
+        io.BytesIO(b"".join(client.get(f"/b/demo/human-eval/{study.number}/ratings.parquet?split=1").streaming_content))
+    )
     rows = table.to_pylist()
     assert len(rows) == 20 and set(table.column_names) >= {"item", "model", "rater", "score", "reason", "time", "split"}
     tests = {r["item"] for r in rows if r["split"] == "test"}

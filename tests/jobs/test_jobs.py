@@ -131,14 +131,16 @@ def test_resume_and_cancel_from_the_api_need_a_researcher(
     response = api_for(researcher).post(f"/api/v1/jobs/{job.pk}/cancel/")
     assert response.status_code == 200 and response.json()["status"] == "cancelled" and response.json()["can_resume"]
     again = api_for(researcher).post(f"/api/v1/jobs/{job.pk}/cancel/")
-    assert again.status_code == 400 and "already cancelled" in again.json()["detail"]
+    assert again.status_code == 409 and "already cancelled: nothing is left to cancel" in again.json()["detail"]
 
     with django_capture_on_commit_callbacks(execute=True):
         response = api_for(researcher).post(f"/api/v1/jobs/{job.pk}/resume/")
     assert response.status_code == 200 and response.json()["status"] == "queued"  # then it ran (inline runner)
     job.refresh_from_db()
     assert job.status == Job.Status.SUCCEEDED and job.result == {"ok": 5, "skipped": 0, "errors": 0}
-    assert api_for(researcher).post(f"/api/v1/jobs/{job.pk}/resume/").status_code == 400
+    done = api_for(researcher).post(f"/api/v1/jobs/{job.pk}/resume/")  # a state conflict: 409 saying what can be resumed
+    assert done.status_code == 409 and done.json()["code"] == "not_resumable"
+    assert "only a failed, cancelled or interrupted job can be resumed" in done.json()["detail"]
     listed = api_for(annotator).get("/api/v1/jobs/", {"benchmark": benchmark.slug}).json()
     assert [row["id"] for row in listed["results"]] == [job.pk] and listed["results"][0]["label"] == "toy job"
 

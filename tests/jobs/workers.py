@@ -1,7 +1,8 @@
 """Real Celery workers on a Redis broker, sharing the test's Postgres database and media folder.
 
 Needs DATABASE_URL on Postgres (a worker process cannot see SQLite's in-memory test database) and
-a Redis server (BENCHFORGE_TEST_REDIS_URL, default redis://127.0.0.1:6379/15). Jobs the test
+a Redis server (BENCHFORGE_TEST_REDIS_URL, default redis://127.0.0.1:6379/15; each xdist worker its own
+database, tests/conftest.py). Jobs the test
 enqueues go to a queue of its own, which only these workers listen to.
 """
 
@@ -18,9 +19,7 @@ from urllib.parse import quote, urlparse
 import pytest
 from django.db import connection
 
-from tests.conftest import REPO_ROOT, require
-
-REDIS_URL = os.environ.get("BENCHFORGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+from tests.conftest import REDIS_URL, REPO_ROOT, require
 
 
 def _port_open(url: str) -> bool:
@@ -130,3 +129,32 @@ def wait_for(predicate, timeout: float = 60, what: str = "the job"):
             return value
         time.sleep(0.1)
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (see the worker logs above)")
+
+
+def kill_with_every_counted_request_sent(workers, proc, *, fake_llm, job, latency: float, hold: float = 10.0) -> None:
+    """SIGKILL a worker calling `fake_llm` at a moment when every request its job counted in the
+    usage ledger has reached the server. The ledger counts a request just before sending it, so
+    a kill falling between the two leaves one counted that the server never got (and counting
+    after the send would leave one received and never counted: no order of two steps survives a
+    SIGKILL between them). Replies are held back for `hold` seconds, so the worker's calls stop
+    at the server with their slots held; once the ledger equals what the server received and
+    nothing new arrived for a second, nothing is between its count and its send. Then replies go
+    back to `latency`, and this returns once the held calls have ended at the server (their replies
+    go to the dead worker): the slots they hold expire after their lease, and a restarted worker
+    taking them while the server still held the dead calls would be counted against the bound."""
+    from llm.selectors import sent_requests
+
+    fake_llm.set_latency(hold)
+    seen = {"n": -1, "since": time.monotonic()}
+
+    def settled() -> bool:
+        received = len(fake_llm.requests())
+        if received != seen["n"]:
+            seen["n"], seen["since"] = received, time.monotonic()
+            return False
+        return time.monotonic() - seen["since"] >= 1 and sent_requests([job.pk]) == received
+
+    wait_for(settled, timeout=60, what="every counted request to reach the server")
+    workers.kill(proc)
+    fake_llm.set_latency(latency)
+    wait_for(lambda: fake_llm.in_flight() == 0, timeout=hold + 60, what="the killed worker's held calls to end")

@@ -1,3 +1,5 @@
+import os
+
 import httpx
 import pytest
 
@@ -6,12 +8,18 @@ from curation import services as curation
 from tests.conftest import require
 from tests.factories import jpeg
 
-from .server import server_executable, start_server
+from .server import TOKEN, LabelStudioServer, server_executable, start_server
 
 
 @pytest.fixture(scope="session")
 def labelstudio_server(tmp_path_factory):
-    """One real Label Studio server for the whole test session (first start ~30-40 s)."""
+    """One real Label Studio server for the whole test session (first start ~30-40 s), or the one
+    already running at BENCHFORGE_TEST_LABEL_STUDIO_URL (started with tests/labelstudio/server.py's
+    account and token: saves the start when running a few tests again and again)."""
+    running = os.environ.get("BENCHFORGE_TEST_LABEL_STUDIO_URL")
+    if running:
+        yield LabelStudioServer(running.rstrip("/"), TOKEN, None, None, 0.0)
+        return
     exe = server_executable()
     require(exe is not None, "the Label Studio server (bash tests/labelstudio/install.sh)")
     try:
@@ -47,7 +55,7 @@ def annotator_api(labelstudio_server):
 
 @pytest.fixture
 def items(_fresh_indexes, benchmark, researcher):
-    chart = benchmark.tasks.get(name="Chart")
+    chart = benchmark.tasks.get(slug="chart")
     images = []
     for seed in range(5):
         image = curation.ingest_image(benchmark, jpeg(seed=seed * 7 + 1), original_name=f"{seed}.jpg", tasks=[chart]).image

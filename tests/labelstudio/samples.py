@@ -69,9 +69,9 @@ def region(name: str, value: str) -> dict:
 
 
 def annotate(api, task_id: int, *regions, by: int | None = None) -> dict:
-    """Save an annotation through Label Studio's API, as its editor does for an annotator (`by`:
-    the Label Studio user id it is saved for, default the account of the token)."""
-    body = {"result": list(regions), "lead_time": 12.5}
+    """Save an annotation through Label Studio's API with only the regions given (`by`: the Label
+    Studio user id it is saved for, default the account of the token)."""
+    body = {"result": list(regions), "lead_time": 2.5}
     if by is not None:
         body["completed_by"] = by
     response = api.post(f"/api/tasks/{task_id}/annotations/", json=body)
@@ -81,9 +81,44 @@ def annotate(api, task_id: int, *regions, by: int | None = None) -> dict:
 
 def label_studio_user(api, username: str) -> dict:
     """A second Label Studio account (an annotator of the team), created through the API."""
-    response = api.post(
-        "/api/users/",
-        json={"email": f"{username}@example.com", "username": username, "first_name": username.capitalize()},
-    )
+    email = f"{username}@example.com"
+    response = api.post("/api/users/", json={"email": email, "username": username, "first_name": username.capitalize()})
+    if response.status_code == 400:  # a server kept between test runs has them already
+        found = [u for u in api.get("/api/users/").raise_for_status().json() if u["email"] == email]
+        if found:
+            return found[0]
+    response.raise_for_status()
+    return response.json()
+
+
+def prefill_of(api, task_id: int) -> dict:
+    """The task's benchforge pre-annotation as Label Studio holds it now: {"id", "result", ...}."""
+    found = api.get("/api/predictions/", params={"task": task_id}).raise_for_status().json()
+    return next(p for p in found if p["model_version"] == "benchforge")
+
+
+def annotate_in_editor(api, task_id: int, changes: dict, *, prefill: dict | None = None, by: int | None = None, lead_time=3.0):
+    """Save an annotation the way Label Studio's editor does: started from a pre-annotation (the
+    task's current one unless `prefill` names an older one, kept by the test), every region of it
+    submitted, untouched ones with origin "prediction", the changed or added ones ("from_name":
+    value) with origin "prediction-changed" or "manual". An older pre-annotation no longer exists
+    in Label Studio (a refresh replaced it), so the annotation names none, as then."""
+    current = prefill_of(api, task_id)
+    prefill = prefill or current
+    result = []
+    for found in prefill["result"]:
+        name = found["from_name"]
+        if name in changes:
+            result.append({**region(name, changes[name]), "origin": "prediction-changed"})
+        else:
+            result.append({**found, "origin": "prediction"})
+    shown = {r["from_name"] for r in prefill["result"]}
+    result += [{**region(name, value), "origin": "manual"} for name, value in changes.items() if name not in shown]
+    body = {"result": result, "lead_time": lead_time}
+    if prefill["id"] == current["id"]:
+        body["parent_prediction"] = prefill["id"]
+    if by is not None:
+        body["completed_by"] = by
+    response = api.post(f"/api/tasks/{task_id}/annotations/", json=body)
     response.raise_for_status()
     return response.json()

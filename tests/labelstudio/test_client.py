@@ -66,12 +66,19 @@ def test_generated_config_and_tasks_are_accepted_and_annotations_read_back(label
             saved = annotator.post(f"/api/tasks/{listed[2]['id']}/annotations/", json={"result": result})
             saved.raise_for_status()
 
-        annotation = ls.latest_annotation(client.task_annotations(listed[2]["id"]))
+        # One paged listing holds every task's annotations (results included) and pre-fill, not its data.
+        work = {t["id"]: t for t in client.iter_tasks_with_work(project["id"])}
+        assert "data" not in work[listed[2]["id"]]
+        [annotation] = ls.latest_per_annotator(work[listed[2]["id"]]["annotations"])
         # Plain JSON as the server sent it: the timestamp string is what a later pull compares.
         assert annotation["id"] == saved.json()["id"] and annotation["updated_at"] == saved.json()["updated_at"]
+        assert [p["model_version"] for p in work[listed[2]["id"]]["predictions"]] == [ls.PREDICTION_MODEL_VERSION]
         answer = ls.parse_result(listed[2]["id"], annotation["result"])
         assert answer.verdict == "ok"
-        assert ls.item_changes(TWO_IMAGES, answer, task_id=listed[2]["id"]) == {
+        values = ls.field_values(TWO_IMAGES)
+        given = ls.given_values(answer, task_id=listed[2]["id"], kind=TWO_IMAGES["kind"])
+        merged = ls.merge(values, values, ls.proposals(given, values))
+        assert ls.item_changes(values, {**values, **merged.apply}, task_id=listed[2]["id"]) == {
             "reference_answer": "Four bars",
             "criteria": [{"kind": "exact", "text": "says four"}],
         }

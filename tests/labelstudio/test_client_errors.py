@@ -146,10 +146,18 @@ def test_annotations_come_back_as_the_json_the_server_sent():
         "updated_at": "2026-01-02T03:04:05.678901Z",
         "was_cancelled": False,
     }
-    client, sent = client_answering(reply(200, [annotation]))
+
+    def tasks(request):
+        if request.url.params["page"] != "1":
+            return httpx.Response(404, json={"detail": "Invalid page."})
+        return httpx.Response(200, json={"tasks": [{"id": 12, "meta": {}, "annotations": [annotation]}], "total": 1})
+
+    client, sent = client_answering(tasks)
     with client:
-        assert client.task_annotations(12) == [annotation]
-    assert sent[0].url.path == "/api/tasks/12/annotations/"
+        assert [t["annotations"] for t in client.iter_tasks_with_work(7)] == [[annotation]]
+    # Every task's annotations in one paged listing, without the tasks' data (their inline images).
+    assert sent[0].url.path == "/api/tasks/" and sent[0].url.params["fields"] == "all"
+    assert "data" in sent[0].url.params["omit"].split(",")
 
 
 def test_an_expired_personal_access_token_is_refused_before_any_request():

@@ -121,3 +121,83 @@ def test_command_fails_loudly_on_a_bad_token(ls_env, benchmark, researcher, item
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "0" * 40)
     with pytest.raises(CommandError, match="refused the access token"):
         call_command("labelstudio", "push", benchmark.slug, "--user", researcher.username, "--title", "Bad token")
+
+
+def _waiting(benchmark, researcher, *, status="draft"):
+    """An item whose task waits for a decision on its reference answer (a conflict)."""
+    from annotation.services import create_item
+    from labelstudio.adapter import field_values
+
+    item = create_item(
+        benchmark,
+        task=benchmark.tasks.first(),
+        user=researcher,
+        question="Which chart?",
+        reference_answer="Here now.",
+        criteria=[{"kind": "exact", "text": "Left."}],
+    )
+    link = LabelStudioLink.objects.create(benchmark=benchmark, url="http://ls.example.org", project_id=9, title="Decide")
+    values = field_values(
+        {"question": "Which chart?", "reference_answer": "Agreed.", "criteria": [{"kind": "exact", "text": "Left."}]}
+    )
+    row = link.tasks.create(
+        item=item,
+        task_id=71,
+        pushed_version=1,
+        baseline=values,
+        shown=values,
+        pending={
+            "reference_answer": {
+                "reason": "conflict",
+                "base": "Agreed.",
+                "here": "Here now.",
+                "proposals": [{"annotation": 501, "annotator": "ann@example.com", "value": "From Label Studio."}],
+            }
+        },
+    )
+    return link, row, item
+
+
+def test_a_conflict_is_decided_on_the_projects_page(client_for, benchmark, researcher, annotator):
+    link, row, item = _waiting(benchmark, researcher)
+    url = f"/b/{benchmark.slug}/labelstudio/{link.pk}/decisions/"
+    assert client_for(annotator).get(url).status_code == 403
+    page = client_for(researcher).get(f"/b/{benchmark.slug}/labelstudio/").content.decode()
+    assert "1 task to decide" in page and url in page
+    page = client_for(researcher).get(url).content.decode()
+    assert "Here now." in page and "From Label Studio." in page and "Agreed." in page and "changed on both sides" in page
+
+    # Taking Label Studio's value: the item takes it (the researcher's edit), nothing waits any more.
+    form = {"task": "71", "how_reference_answer": "labelstudio:501"}
+    response = client_for(researcher).post(url, form, follow=True)
+    assert "decided 1 value" in response.content.decode()
+    assert Item.objects.get(pk=item.pk).reference_answer == "From Label Studio." and Item.objects.get(pk=item.pk).version == 2
+    assert link.tasks.get().pending == {}
+    # Sent again (a double click): nothing is waiting for that task any more.
+    assert client_for(researcher).post(url, form).status_code == 404
+
+
+def test_a_typed_decision_is_checked_and_bad_values_change_nothing(client_for, benchmark, researcher):
+    link, row, item = _waiting(benchmark, researcher)
+    url = f"/b/{benchmark.slug}/labelstudio/{link.pk}/decisions/"
+    for bad in (
+        {"task": "71", "how_reference_answer": "edit", "value_reference_answer": "   "},
+        {"task": "9" * 40},
+        {"task": "x"},
+    ):
+        response = client_for(researcher).post(url, bad, follow=True)
+        assert response.status_code in (200, 404)
+    assert Item.objects.get(pk=item.pk).version == 1 and link.tasks.get().pending != {}
+    client_for(researcher).post(url, {"task": "71", "how_reference_answer": "edit", "value_reference_answer": "Typed here."})
+    assert Item.objects.get(pk=item.pk).reference_answer == "Typed here." and link.tasks.get().pending == {}
+
+
+def test_the_rule_for_reviewed_items_is_set_per_project(client_for, benchmark, researcher, annotator):
+    link = LabelStudioLink.objects.create(benchmark=benchmark, url="http://ls.example.org", project_id=3, title="Rule")
+    assert link.reviewed == LabelStudioLink.Reviewed.HOLD  # the default keeps reviewed work as it was reviewed
+    url = f"/b/{benchmark.slug}/labelstudio/{link.pk}/reviewed/"
+    assert client_for(annotator).post(url, {"reviewed": "review"}).status_code == 403
+    client_for(researcher).post(url, {"reviewed": "review"})
+    assert LabelStudioLink.objects.get(pk=link.pk).reviewed == "review"
+    client_for(researcher).post(url, {"reviewed": "anything"})
+    assert LabelStudioLink.objects.get(pk=link.pk).reviewed == "review"

@@ -79,6 +79,8 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
         "not_accepted": 0,
         "disagreements": 0,
         "conflicts": 0,
+        "held": 0,
+        "to_review": 0,
         "errors": 0,
     }
 
@@ -111,29 +113,30 @@ def test_round_trip_push_annotate_pull_conflict_and_repeat(ls_env, annotator_api
     assert {i.pk: i.version for i in Item.objects.filter(benchmark=benchmark)} == versions
     assert ItemRevision.objects.count() == revisions
 
-    # Edited here after the push, then annotated there: a conflict, reported with both values.
+    # Edited here after the push, then annotated there: a conflict, reported with both values,
+    # waiting on the project's decisions page.
     two_images = items["two_images"]
     update_item(two_images, {"reference_answer": "The left chart, with 6 bars."}, expected_version=1, user=researcher)
     annotate(annotator_api, task_of[two_images.pk], region("reference_answer", "The right one."), region("verdict", "OK"))
     conflicted = lss.pull_from_labelstudio(link, user=researcher)
     assert conflicted.result["conflicts"] == 1
     entry = conflicted.entries.get(key=f"item {two_images.pk}")
-    assert entry.outcome == "skipped" and entry.message.startswith("Conflict:")
+    assert entry.outcome == "skipped" and "conflict on reference answer" in entry.message
     assert "'The left chart, with 6 bars.'" in entry.message and "'The right one.'" in entry.message
-    both = {"local": "The left chart, with 6 bars.", "labelstudio": "The right one.", "synced": "The left one."}
-    assert entry.data["fields"] == {"reference_answer": both}
-    assert entry.data["pushed_version"] == 1 and entry.data["local_version"] == 2
+    assert "decisions page" in entry.message and "push again" not in entry.message
+    row = LabelStudioTask.objects.get(link=link, item=two_images)
+    waiting = row.pending["reference_answer"]
+    assert (waiting["reason"], waiting["base"], waiting["here"]) == ("conflict", "The left one.", "The left chart, with 6 bars.")
+    assert [p["value"] for p in waiting["proposals"]] == ["The right one."]
     two_images = fresh(two_images)
     assert two_images.reference_answer == "The left chart, with 6 bars." and two_images.version == 2
-    # ...and still reported (never silently applied) on the next pull.
-    assert lss.pull_from_labelstudio(link, user=researcher).result["conflicts"] == 1
-    assert fresh(two_images).reference_answer == "The left chart, with 6 bars."
+    # The next pull asks nothing again (the annotation was read); the conflict still waits.
+    assert lss.pull_from_labelstudio(link, user=researcher).result["already_pulled"] == 4
+    assert LabelStudioTask.objects.get(pk=row.pk).pending == row.pending
 
-    # Pushing the same items again adds no task; the conflicted one is not refreshed while its
-    # annotation waits to be settled.
+    # Pushing the same items again adds no task and refreshes the one whose item changed here.
     repeat = lss.push_items_to_labelstudio(benchmark, items.values(), project_title="Chart review", user=researcher)
-    assert repeat.result["pushed"] == 0 and repeat.result["already_pushed"] == 3 and repeat.result["skipped"] == 1
-    assert "not pulled yet" in repeat.entries.get(key=f"item {two_images.pk}").message
+    assert repeat.result["pushed"] == 0 and repeat.result["refreshed"] == 3 and repeat.result["already_pushed"] == 1
     assert len(tasks_in_project(ls_env, link.project_id)) == 4
     assert LabelStudioLink.objects.count() == 1
 

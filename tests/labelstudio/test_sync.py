@@ -186,13 +186,27 @@ def test_accepted_only_and_disagreements_are_the_researchers_choice(ls_env, anno
     assert flagged.result["not_accepted"] == 1 and flagged.result["disagreements"] == 1, flagged.message
     assert flagged.result["applied"] == 0
     entry = entries(flagged)[f"item {two.pk}"]
-    assert entry.message.startswith("Disagreement:") and "'Left.'" in entry.message and "'Right.'" in entry.message
-    assert {a["annotator"].split()[-1] for a in entry.data["annotations"]} == {"ann2@example.com", "bob@example.com"}
+    assert "annotators disagree on reference answer" in entry.message and "'Left.'" in entry.message
+    assert "'Right.'" in entry.message and entry.data["waiting"] == {"reference_answer": "disagreement"}
+    proposals = link.tasks.get(item=two).pending["reference_answer"]["proposals"]
+    assert {p["annotator"].split()[-1] for p in proposals} == {"ann2@example.com", "bob@example.com"}
     assert fresh(single).version == 1 and fresh(two).version == 1
 
+    # The disagreement waits for the researcher: a later pull does not ask it again...
     latest = lss.pull_from_labelstudio(link, user=researcher, apply=lss.ALL, several=lss.LATEST)
-    assert latest.result["applied"] == 2, latest.message
-    assert fresh(two).reference_answer == "Right." and fresh(single).reference_answer == "Not ready."
+    assert latest.result["applied"] == 1 and latest.result["already_pulled"] == 1, latest.message
+    assert fresh(single).reference_answer == "Not ready." and fresh(two).version == 1
+    # ...and deciding it (taking Bob's value) moves the baseline: nothing waits any more.
+    row = link.tasks.get(item=two)
+    bob_annotation = next(p["annotation"] for p in row.pending["reference_answer"]["proposals"] if "bob" in p["annotator"])
+    lss.decide(row, {"reference_answer": (lss.TAKE + str(bob_annotation), "")}, user=researcher)
+    assert fresh(two).reference_answer == "Right." and link.tasks.get(item=two).pending == {}
+    assert lss.pull_from_labelstudio(link, user=researcher).result["already_pulled"] == 2
+    # The next push shows the decided value, which is then what both sides agree on.
+    assert (
+        lss.push_items_to_labelstudio(benchmark, [single, two], project_title="Choices", user=researcher).result["refreshed"] == 2
+    )
+    assert link.tasks.get(item=two).baseline["reference_answer"] == "Right."
 
 
 def test_a_repush_refreshes_a_changed_task_and_a_status_change_is_no_conflict(
@@ -212,24 +226,31 @@ def test_a_repush_refreshes_a_changed_task_and_a_status_change_is_no_conflict(
     assert lss.pull_from_labelstudio(link, user=researcher).result["applied"] == 1
     assert fresh(single).reference_answer == "Sales rise, then fall." and fresh(single).question_type == "compound"
 
-    # A correction pulled, then a status change here, then another correction: no conflict.
+    # A correction pulled, then a status change here, then another correction: no conflict (the
+    # project lets answered items take changes, which they bring to their review).
     first = annotate(annotator_api, task_of[two.pk], region("reference_answer", "The left one, 6 bars."), region("verdict", "OK"))
     assert lss.pull_from_labelstudio(link, user=researcher).result["applied"] == 1
     change_status(fresh(two), ANSWERED, user=researcher, action="submitted")
+    lss.set_reviewed_rule(link, LabelStudioLink.Reviewed.REVIEW, user=researcher)
     annotator_api.patch(
         f"/api/annotations/{first['id']}/",
         json={"result": [region("reference_answer", "The left one, 6 bars."), region("criterion_1_text", "Left, 6 bars.")]},
     ).raise_for_status()
     third = lss.pull_from_labelstudio(link, user=researcher)
-    assert third.result["conflicts"] == 0 and third.result["applied"] == 1, third.message
-    assert [c.text for c in fresh(two).criteria.all()] == ["Left, 6 bars."]
+    assert third.result["conflicts"] == 0 and third.result["applied"] == 1 and third.result["to_review"] == 1, third.message
+    assert [c.text for c in fresh(two).criteria.all()] == ["Left, 6 bars."] and fresh(two).status == ANSWERED
 
-    # A task with an annotation not pulled yet is not refreshed, and the push says why.
+    # A task with an annotation not pulled yet is refreshed all the same (no "pull, then push"):
+    # the annotation is read later against the pre-fill its annotator started from.
     update_item(fresh(two), {"description": "Two charts."}, expected_version=fresh(two).version, user=researcher)
-    annotate(annotator_api, task_of[two.pk], region("criterion_1_text", "Left."))
-    held = lss.push_items_to_labelstudio(benchmark, [two], project_title="Refresh", user=researcher)
-    message = entries(held)[f"item {two.pk}"].message
-    assert held.result["refreshed"] == 0 and "not pulled yet" in message and "Pull the project, then push again" in message
+    annotate(annotator_api, task_of[two.pk], region("criterion_1_text", "The left chart."))
+    again = lss.push_items_to_labelstudio(benchmark, [two], project_title="Refresh", user=researcher)
+    assert again.result["refreshed"] == 1, again.message
+    shown = {r["from_name"]: r["value"] for r in prediction(annotator_api, task_of[two.pk])}
+    assert shown["description"] == {"text": ["Two charts."]}
+    last = lss.pull_from_labelstudio(link, user=researcher)
+    assert last.result["applied"] == 1 and last.result["conflicts"] == 0, last.message
+    assert [c.text for c in fresh(two).criteria.all()] == ["The left chart."] and fresh(two).description == "Two charts."
 
 
 def test_a_deleted_project_is_reported_skipped_and_can_be_unlinked(ls_env, annotator_api, benchmark, researcher, items, capsys):

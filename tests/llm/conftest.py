@@ -2,17 +2,16 @@
 Redis unless a test asks for it, and helpers to build calls."""
 
 import json
-import os
 import socket
 import uuid
 from urllib.parse import urlparse
 
 import pytest
 
-from harness.llm import user_message
+from benchforge_harness.llm import user_message
+from tests.conftest import REDIS_URL  # this test process's own Redis database (xdist workers differ)
 
 KEY_ENV = "BENCHFORGE_TEST_LLM_KEY"
-REDIS_URL = os.environ.get("BENCHFORGE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def redis_available(url: str = REDIS_URL) -> bool:

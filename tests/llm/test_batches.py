@@ -6,7 +6,7 @@ without a repeated paid call. Jobs run inline (when the transaction commits)."""
 import pytest
 
 from benchforge.errors import DomainError, NotAllowed
-from harness.llm import estimate_usage, user_message
+from benchforge_harness.llm import estimate_usage, user_message
 from jobs import services as jobs
 from jobs.models import Job, JobEntry
 from llm import services
@@ -67,7 +67,7 @@ def test_a_batch_runs_as_a_job_with_estimate_before_and_cost_after(provider, dec
 
 
 def test_the_glm_path_goes_through_zai_sdk_to_the_paas_url(declare, fake_llm, researcher):
-    from harness.llm import glm_sdk
+    from benchforge_harness.llm import glm_sdk
 
     assert glm_sdk()[0].__module__.startswith("zai")
     declare(provider="zhipuai", model="glm-4")

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from harness.llm import CacheError, Endpoint, LLMError, user_message
+from benchforge_harness.llm import CacheError, Endpoint, LLMError, user_message
 from llm.cache import DatabaseCache, RedisCache, platform_cache
 from llm.client import get_client
 from llm.context import CallTrace, tracing

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.db import connection
 
-from harness.llm import user_message
+from benchforge_harness.llm import user_message
 from llm.client import get_client
 from tests.conftest import require
 

@@ -70,8 +70,8 @@ def test_tokens_and_cache_hits_ride_with_the_next_request_and_are_written_once(d
     client.chat("ep", [{"role": "user", "content": "second"}])
     first = prompt_tokens(fake_llm.requests("m")[0])
     assert (spent()["requests"], spent()["prompt_tokens"], spent()["completion_tokens"]) == (2, first, 4)
-    client.chat("ep", [{"role": "user", "content": "first"}])  # from the cache: held, nothing sent
-    assert spent()["requests"] == 2 and spent()["cache_hits"] == 0
+    client.chat("ep", [{"role": "user", "content": "first"}])  # from the cache: nothing sent, the hit written at once
+    assert spent()["requests"] == 2 and spent()["cache_hits"] == 1  # a worker killed now has it in the ledger
     client.close()
     client.settle_usage()  # nothing held any more: nothing written twice
 
@@ -86,23 +86,25 @@ def test_tokens_and_cache_hits_ride_with_the_next_request_and_are_written_once(d
 
 
 def test_held_counts_are_written_once_they_have_waited(db):
-    """A run answered from the cache sends no request for its counts to ride with: they are written
-    when they have waited SETTLE_SECONDS, not only at the end."""
+    """Counts with no request to ride with (retries of calls that then failed) are written when they
+    have waited SETTLE_SECONDS, not only at the end; a cache hit is written as it is served."""
     job = Job.objects.create(kind="llm_batch")
     now = [0.0]
     meter = Meter(clock=lambda: now[0])
 
-    def hits() -> int:
-        return usage_by_run([job.pk]).get((job.pk, 1), {}).get("ep", {}).get("cache_hits", 0)
+    def spent(field) -> int:
+        return usage_by_run([job.pk]).get((job.pk, 1), {}).get("ep", {}).get(field, 0)
 
-    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
+    meter.count((job.pk, 1), "ep", {"retries": 1})
     now[0] += SETTLE_SECONDS / 2
-    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
-    assert hits() == 0
+    meter.count((job.pk, 1), "ep", {"retries": 1})
+    assert spent("retries") == 0
     now[0] += SETTLE_SECONDS / 2
-    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
-    assert hits() == 3
-    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
+    meter.count((job.pk, 1), "ep", {"retries": 1})
+    assert spent("retries") == 3
+    meter.count((job.pk, 1), "ep", {"retries": 1})
     meter.settle()
     meter.settle()
-    assert hits() == 4
+    assert spent("retries") == 4
+    meter.count((job.pk, 1), "ep", {"cache_hits": 1})
+    assert spent("cache_hits") == 1  # no wait

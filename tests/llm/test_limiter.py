@@ -11,14 +11,14 @@ import uuid
 
 import pytest
 
-from harness.llm import Endpoint, LLMClient, LLMError, process_limiter, user_message
+from benchforge_harness.llm import Endpoint, LLMClient, LLMError, process_limiter, user_message
 from llm.limiter import RedisLimiter, platform_limiter
 from tests.conftest import REPO_ROOT, require
 from tests.llm.conftest import REDIS_URL, redis_available
 
 CALLER = """
 import json, sys
-from harness.llm import Endpoint, LLMClient, user_message
+from benchforge_harness.llm import Endpoint, LLMClient, user_message
 from llm.limiter import RedisLimiter
 url, prefix, base_url, calls, limit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 endpoint = Endpoint(name="ep", provider="openai", base_url=base_url, model="m", api_key_env="K", max_concurrency=limit)
@@ -29,7 +29,7 @@ print(json.dumps({"failed": [str(r) for r in results if isinstance(r, Exception)
 
 HOLDER = """
 import sys, time
-from harness.llm import Endpoint
+from benchforge_harness.llm import Endpoint
 from llm.limiter import RedisLimiter
 limiter = RedisLimiter(sys.argv[1], prefix=sys.argv[2], lease=float(sys.argv[3]))
 endpoint = Endpoint(name="ep", provider="openai", base_url="http://llm.test/v1", model="m", api_key_env="K", max_concurrency=2)

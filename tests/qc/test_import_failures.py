@@ -1,6 +1,6 @@
 """A problem of the file leaves nothing behind; a problem of a row is that row's.
 
-Every import reads its file through harness.tabular: a byte that is not UTF-8 is named on its own
+Every import reads its file through benchforge_harness.tabular: a byte that is not UTF-8 is named on its own
 line (never the line where an 8 KB chunk happened to start), and fails the import before anything
 is stored, removing the benchmark made for it. A value nested 100,000 deep is one row's problem,
 never a RecursionError. Each test counts items, images and benchmarks before and after."""
@@ -212,3 +212,37 @@ def test_every_rows_problem_is_listed_through_the_api(researcher, api_for, make_
     assert api.get(detail["entries"], {"outcome": "bogus"}).status_code == 400
     outsider = api_for(make_user("annotator", "otto"))
     assert outsider.get(detail["entries"]).status_code == 404
+
+
+def with_stray_quote(data: bytes, line: int) -> bytes:
+    """The file with a quote mark that never closes at the start of the question on `line`."""
+    lines = data.split(b"\n")
+    cells = lines[line - 1].split(b"\t")
+    cells[1] = b'"' + cells[1]
+    lines[line - 1] = b"\t".join(cells)
+    return b"\n".join(lines)
+
+
+@pytest.mark.parametrize("line", [11, 121])
+def test_a_quote_that_never_closes_refuses_the_whole_file_naming_its_line(
+    line, researcher, django_capture_on_commit_callbacks, fresh_image_indexes
+):
+    # 156 lines: the header and 155 rows. The csv module read the rest of the file into one cell
+    # (9 items imported and 146 lines gone without an error); pandas refuses the file.
+    data = with_stray_quote(big_tsv(155), line)
+    assert data.count(b"\n") == 156
+    before = counts()
+    job = start(researcher, data, capture=django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.FAILED
+    assert f"the quoted cell that opens on line {line} never closes" in job.message, job.message
+    assert "Nothing was imported" in job.message
+    assert counts() == before and not job.entries.exists()
+
+
+def test_a_balanced_leading_quote_imports_as_pandas_reads_it(researcher, django_capture_on_commit_callbacks, fresh_image_indexes):
+    data = tsv([row(1, question="QUESTION", image=b64(jpeg(1)))]).replace(b"QUESTION", b'"Stop" sign: what does it mean?')
+    job = start(researcher, data, capture=django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.SUCCEEDED, job.message
+    assert list(Item.objects.filter(benchmark_id=job.benchmark_id).values_list("question", flat=True)) == [
+        "Stop sign: what does it mean?"
+    ]

@@ -37,7 +37,7 @@ def test_the_demo_is_idempotent_and_explains_its_flags(benchmark, researcher, de
     assert flagged == {"qc-demo-0", "qc-demo-1", "qc-demo-4"}
     assert QCAnswer.objects.filter(run=demo_run, item=entry_of(demo_run, 0).item, model="demo-llm-a").count() == 4
     report = selectors.report(demo_run)
-    assert report["flagged"] == 3 and report["calls"]["made"] < report["calls"]["without_stopping"] == 72
+    assert report["flagged"] == 3 and report["calls"]["made"] < report["calls"]["every_call"] == 72
 
 
 def test_decisions_move_the_item_and_record_who_and_why(demo_run, researcher, annotator):
@@ -105,7 +105,7 @@ def test_pages_show_the_run_the_chart_and_the_adjudication(client_for, researche
     page = c.get(f"/b/{slug}/qc/")
     assert page.status_code == 200 and b'id="qc-runs"' in page.content and b"Estimate" in page.content
     report = c.get(f"/b/{slug}/qc/runs/{number}/").content.decode()
-    assert 'id="qc-chart"' in report and "<svg" in report and "of 72 without early stopping" in report
+    assert 'id="qc-chart"' in report and "<svg" in report and "if nothing stopped: 72" in report
     assert "style=" not in report.split('id="qc-chart"')[1].split("</figure>")[0]  # the CSP allows no inline style
     flagged = c.get(f"/b/{slug}/qc/runs/{number}/flagged/").content.decode()
     assert flagged.count("data-item=") == 3

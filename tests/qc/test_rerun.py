@@ -8,7 +8,7 @@ from django.urls import reverse
 from annotation.models import Item
 from annotation.workflow import QC_FLAGGED, QC_PASSED
 from qc import services
-from qc.models import QCItem
+from qc.models import QCItem, QCRun
 from tests.qc.conftest import knower, make_mcq_items
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -93,6 +93,13 @@ def test_a_cleaned_export_combines_every_finished_run(declare, fake_llm, benchma
     assert set(left_out) == {items[1].pk, items[2].pk}
     assert left_out[items[1].pk]["decision"] == "remove" and left_out[items[1].pk]["run"] == text_only.number
     assert left_out[items[2].pk]["reason"] == "flagged by the filter and not decided yet"
+
+    QCRun.objects.filter(benchmark=benchmark).update(status=QCRun.Status.RUNNING)  # none finished: a state conflict
+    early = client.get(url + "?combine=all")
+    assert (
+        early.status_code == 409
+        and early.content.decode() == "No finished QC run to combine yet: wait until a run finishes, then export."
+    )
     # One run alone: the all-fail run's own verdicts (item 0 flagged there, undecided there).
     alone = b"".join(client.get(url).streaming_content).decode().splitlines()
     assert {json.loads(line)["id"] for line in alone} == {"q3"}

@@ -47,8 +47,29 @@ def test_text_only_flags_what_llms_know_without_the_image(provider, declare, fak
     # asked only the two items still open after them, and fails their first pass.
     assert len(fake_llm.requests("k1")) == len(fake_llm.requests("k2")) == 15
     assert len(fake_llm.requests("always_a")) == 2
-    report = selectors.report(run)
-    assert report["calls"] == {"made": 32, "without_stopping": 72, "saved": 40, "extractor": 0}
+    calls = selectors.report(run)["calls"]
+    # Every count derived from the stored rows: one call per answer; 4 passes an item for every pair;
+    # the left-out pairs are the models in an item's not_asked; the pairs asked lost what followed a
+    # wrong pass.
+    answers = QCAnswer.objects.filter(run=run)
+    left_out = [(e.item_id, m) for e in entries.values() for m in e.not_asked]
+    rows_of = {
+        (e.item_id, m): answers.filter(item_id=e.item_id, model=m).count() for e in entries.values() for m in run.model_names
+    }
+    assert calls["made"] == answers.count() == 32
+    assert calls["every_call"] == 4 * 6 * 3 == 72
+    assert calls["qc_stop_pairs"] == len(left_out) == 4 and calls["qc_stop_saved_at_most"] == 4 * len(left_out)
+    assert calls["after_a_wrong_pass"] == sum(4 - n for pair, n in rows_of.items() if pair not in left_out) == 24
+    assert calls["read_by_rules"] == 32 and calls["read_by_extractor"] == calls["unread"] == calls["no_reply"] == 0
+    # What the QC stop saved, against the same models without it: a left-out model answers on its own,
+    # so a run of always_a alone on the items it was left out of asks what the stop saved (it fails
+    # each on the first pass: the fewest the bounds allow). Not 40 (72 - 32: CircularEval's own stop
+    # and every unasked pass counted as the QC stop's).
+    alone = services.start_run(
+        benchmark, user=researcher, filter="text_only", models=["always_a"], item_ids=[i for i, _ in left_out]
+    )
+    saved = QCAnswer.objects.filter(run=alone).count()
+    assert saved == calls["qc_stop_saved_at_least"] == 4 and saved <= calls["qc_stop_saved_at_most"]
     assert job.done == job.total == 72  # calls not needed are recorded as skipped units
     # Flagged items moved to qc_flagged through the transition table, with a history row.
     flagged = Item.objects.filter(pk__in=[entries[0].item_id, entries[1].item_id])
@@ -207,5 +228,67 @@ def test_replies_the_rules_cannot_read_go_to_the_extractor(declare, fake_llm, be
     assert len(answers) == 2 and all(a.method == "extractor_none" and a.letter == "Z" and not a.correct for a in answers)
     assert len(fake_llm.requests("reader")) == 2
     report = selectors.report(run)
-    assert report["calls"]["extractor"] == 2 and report["models"]["wordy"]["needed_extractor"] == 2
+    assert report["calls"]["read_by_extractor"] == 2 and report["models"]["wordy"]["needed_extractor"] == 2
+    assert report["calls"]["read_by_rules"] == report["calls"]["unread"] == 0
     assert job.total == 8 + 2 and job.done == job.total  # the extractor's calls are units too
+
+
+def test_a_run_without_an_extractor_reads_nothing_by_one(declare, fake_llm, benchmark, researcher, client_for):
+    declare({"wordy": {}, "plain": {}})
+    fake_llm.script("wordy", "Either A or C, hard to say.")
+    fake_llm.script("plain", "B")
+    make_mcq_items(benchmark, researcher, 3)
+
+    run = services.start_run(benchmark, user=researcher, filter="text_only", models=["wordy", "plain"], early_stop=False)
+
+    assert run.jobs.get().status == Job.Status.SUCCEEDED
+    calls = selectors.report(run)["calls"]
+    methods = list(QCAnswer.objects.filter(run=run).values_list("method", flat=True))
+    assert calls["read_by_extractor"] == 0  # "none: rules only": no answer was read by an extractor
+    assert calls["unread"] == methods.count("unresolved") == 12 and calls["read_by_rules"] == methods.count("heuristic") == 12
+    assert calls["made"] == calls["every_call"] == 24 and calls["qc_stop_pairs"] == calls["after_a_wrong_pass"] == 0
+    page = client_for(researcher).get(f"/b/{benchmark.slug}/qc/runs/{run.number}/").content.decode()
+    assert "by the LLM extractor: <b>0</b>" in page and "read by neither (counted wrong): 12" in page
+    assert "This run has no extractor: rules only." in page
+
+
+def test_the_estimate_counts_every_option_a_pass_shows(declare, benchmark, researcher):
+    """Every pass of CircularEval shows all the item's options: an option past D costs tokens too
+    (the estimate once paired the options with "ABCD" and dropped the rest)."""
+    declare({"m": {"input_cost_per_mtok": 1.0, "output_cost_per_mtok": 1.0}})
+    make_mcq_items(benchmark, researcher, 1)
+    [item] = services.scope(benchmark, filter="text_only")
+
+    def estimate_with(fifth: str) -> dict:
+        item.choices = [*item.choices[:4], fifth]
+        return services.estimate(benchmark, filter="text_only", models=["m"], items=[item])
+
+    short, long = estimate_with("E"), estimate_with("a much longer fifth option " * 20)
+    assert short["calls_without_stopping"] == long["calls_without_stopping"] == 5  # one pass per option
+    assert long["prompt_tokens"] - short["prompt_tokens"] >= 5 * 100  # ~130 more tokens in each of 5 passes
+
+
+@pytest.mark.parametrize("threshold", ["half", "", [0.5]])
+def test_a_threshold_that_is_not_a_number_is_refused_with_a_message(declare, fake_llm, benchmark, researcher, threshold):
+    declare({"m": {}})
+    make_mcq_items(benchmark, researcher, 1)
+    with pytest.raises(DomainError, match="The threshold is a share of the models"):
+        services.start_run(benchmark, user=researcher, filter="text_only", models=["m"], threshold=threshold)
+
+
+def test_a_judged_run_estimates_what_the_registry_says_it_asks(declare, benchmark, researcher):
+    """The judged filter's estimate is the registry's: one answer per model and item, and one grade
+    of it by the judge, the judge on a line of its own."""
+    from annotation.services import import_external_items
+    from benchforge_harness.scoring import MODES
+
+    declare({"a": {}, "b": {}, "judge": {}})
+    task = benchmark.tasks.first()
+    specs = [{"task": task, "external_id": f"o{i}", "question": f"Open {i}?", "reference_answer": "yes"} for i in range(3)]
+    import_external_items(benchmark, specs, user=researcher)
+    summary = services.estimate(benchmark, filter="judged_text_only", models=["a", "b"], judge="judge")
+    mode = MODES["judged_text_only"]
+    assert summary["items"] == 3
+    assert summary["per_model"]["a"]["calls"] == summary["per_model"]["b"]["calls"] == 3 * mode.passes(None)
+    assert summary["per_model"]["judge (judge)"]["calls"] == 2 * 3 * mode.judge_calls
+    assert summary["calls_without_stopping"] == 12

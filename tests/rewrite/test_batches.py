@@ -52,7 +52,7 @@ def test_a_batch_rewrites_every_seed_with_its_usage_and_cost(
 
 
 def test_the_glm_path_goes_through_zai_sdk(declare, fake_llm, benchmark, seeds, zh_template, researcher):
-    from harness.llm import glm_sdk
+    from benchforge_harness.llm import glm_sdk
 
     assert glm_sdk()[0].__module__.startswith("zai")
     declare()

@@ -78,6 +78,8 @@
     const task = all[slug];
     if (!task) return;
     document.querySelectorAll("#guideline [data-field]").forEach(function (el) {
+      // An English text beside the benchmark's own shows only when the task has one.
+      if (el.dataset.alias !== undefined) el.hidden = !task[el.dataset.field];
       el.textContent = task[el.dataset.field] || "—";
     });
   }

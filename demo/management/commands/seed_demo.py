@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from benchforge.services import create_or_update_user
 from curation.services import load_preset
 from demo.services import DEMO_STEPS, run_demo_steps
+from llm.demo import ensure_demo_models
 
 DEMO_SLUG = "alignmmbench-demo"
 # Development-only accounts, printed by `make run`; never used outside the embedded runtime.
@@ -21,6 +22,13 @@ DEMO_USERS = [
 class Command(BaseCommand):
     help = "Load the demo benchmark (AlignMMBench preset, generated images, items at every stage) and demo users. Safe to re-run."
 
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--demo-models",
+            action="store_true",
+            help="when no models file exists, write one declaring the built-in offline demo endpoints (make run does)",
+        )
+
     def handle(self, **options):
         if not settings.DEBUG:
             raise CommandError(
@@ -28,6 +36,14 @@ class Command(BaseCommand):
                 "(the development default). Create real users with `manage.py create_user`."
             )
         started = time.monotonic()
+        if options["demo_models"]:
+            written = ensure_demo_models()
+            if written is not None:
+                self.stdout.write(
+                    f"No models file, so {written} now declares the built-in demo endpoints (demo-strong, demo-fair, "
+                    "demo-weak, demo-judge): offline, no key, their replies labelled as demo output. "
+                    "Replace it with your own endpoints (docs/models.toml.example) to use real models."
+                )
         benchmark = load_preset("alignmmbench", slug=DEMO_SLUG)
         users = {
             username: create_or_update_user(username, role, password=password, benchmarks=[benchmark])[0]
@@ -40,6 +56,5 @@ class Command(BaseCommand):
             self.stdout.write(f"  {username:<11} {password:<24} ({role})")
         self.stdout.write(f"Seeded in {time.monotonic() - started:.1f} s.")
         password = dict((u, p) for u, _, p in DEMO_USERS)["researcher"]
-        self.stdout.write(
-            self.style.SUCCESS(f"Ready: open http://127.0.0.1:8000 and log in as researcher (password {password}).")
-        )
+        # No address here: the server prints the one it really listens on (manage.py serve_demo).
+        self.stdout.write(self.style.SUCCESS(f"Demo ready: log in as researcher (password {password})."))

@@ -7,10 +7,11 @@
   const status = document.getElementById("autosave-status");
   const progress = document.getElementById("rate-progress");
   let timer = null;
+  let inflight = Promise.resolve();  // the background save on its way, if any
   function save() {
     const data = new FormData(form);
     if (!data.get("score") && !data.get("vote") && !data.get("choice")) return;
-    fetch(form.dataset.autosave, { method: "POST", body: data, headers: { "X-Autosave": "1" }, credentials: "same-origin" })
+    inflight = fetch(form.dataset.autosave, { method: "POST", body: data, headers: { "X-Autosave": "1" }, credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(function (body) {
         status.textContent = body.saved ? status.dataset.saved : status.dataset.notSaved + " " + body.detail;
@@ -18,12 +19,12 @@
       })
       .catch(function () { status.textContent = status.dataset.noAnswer; });
   }
-  // An extraction check's letter keys (A-I) pick the option with that letter, like its number key.
-  form.querySelectorAll("[data-choose]").forEach(function (el) {
-    el.addEventListener("click", function () {
-      const radio = form.querySelector('input[name="choice"][value="' + CSS.escape(el.dataset.choose) + '"]');
-      if (radio) radio.click();
-    });
+  // Save and next waits for a background save still on its way: the server keeps the last save
+  // it receives, and an earlier one (a choice made before the reason was typed) must not land last.
+  form.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    clearTimeout(timer);
+    inflight.then(function () { form.submit(); });
   });
   form.addEventListener("change", function (ev) { if (ev.target.type === "radio") save(); });
   form.addEventListener("input", function (ev) {

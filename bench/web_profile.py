@@ -1,0 +1,133 @@
+"""Where a page's milliseconds go: each of web_load's five pages rendered in this process under
+cProfile, with the CPU time (process time, not wall time: the machine is shared) per request.
+
+Run: .venv/bin/python bench/web_profile.py [--items 100000] [--requests 40] [--top 25] [--keep | --database NAME]
+
+Fills a throwaway Postgres database as bench/web_load.py does (same world: same members, items,
+reviews), then asks each page --requests times through Django's test client (DEBUG off, the shared
+Redis cache of BENCH_CACHE_URL when it answers). Prints, per page, the mean CPU per request without
+the profiler, then the profiler's top functions by own time and by cumulative time. --keep keeps the
+database (and writes the members' sessions beside it) so the next run can pass --database NAME and
+skip the fill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench.support.throwaway import admin, database_url  # noqa: E402
+from bench.support.web import empty_redis  # noqa: E402
+
+CACHE_URL = os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/14")
+
+
+def _sessions_file(name: str) -> Path:
+    return Path(f"/tmp/{name}.sessions.json")
+
+
+def measure(clients: dict, requests: int, top: int, profile: bool, dump: str = "") -> dict[str, float]:
+    import web_load
+    from django.test import Client
+
+    browsers = {name: Client() for name in clients}
+    for name, browser in browsers.items():
+        browser.cookies["sessionid"] = clients[name]["cookie"]
+    names = sorted(clients)
+    cpu: dict[str, float] = {}
+    for page in web_load.PAGES:
+        rng = random.Random(page)
+        for name in names:  # warm up (templates, translations, each member's cached counts)
+            assert browsers[name].get(web_load.page_path(page, clients[name], rng)).status_code == 200
+        times = []
+        profiler = cProfile.Profile(time.process_time) if profile else None  # CPU, not wall: the machine is shared
+        for n in range(requests):
+            name = names[n % len(names)]
+            path = web_load.page_path(page, clients[name], rng)
+            start = time.process_time()
+            if profiler:
+                profiler.enable()
+            response = browsers[name].get(path)
+            if profiler:
+                profiler.disable()
+            times.append((time.process_time() - start) * 1000)
+            assert response.status_code == 200, (path, response.status_code)
+        cpu[page] = statistics.mean(times)
+        print(f"\n=== {page}: mean CPU {cpu[page]:.2f} ms per request (median {statistics.median(times):.2f}, n={requests})")
+        if profiler and dump:
+            profiler.dump_stats(Path(dump) / f"{page.replace(' ', '_')}.prof")
+        if profiler:
+            for order in ("tottime", "cumulative"):
+                out = io.StringIO()
+                stats = pstats.Stats(profiler, stream=out)
+                stats.strip_dirs().sort_stats(order).print_stats(top)
+                text = out.getvalue()
+                print(text[text.find("   ncalls") :])
+    return cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--images", type=int, default=None, help="default: twice --items")
+    parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--no-profile", action="store_true", help="CPU per request only")
+    parser.add_argument("--dump", default="", help="a folder to write each page's profile to (<page>.prof)")
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--database", help="a database kept by an earlier --keep run (no fill)")
+    args = parser.parse_args()
+
+    name = args.database or f"bf_webprofile_{os.getpid()}"
+    if not args.database:
+        admin(f'CREATE DATABASE "{name}"')
+    os.environ.update(
+        DATABASE_URL=database_url(name),
+        DJANGO_SETTINGS_MODULE="benchforge.settings",
+        DEBUG="false",
+        SECRET_KEY=f"bench-web-profile-{name}-" * 2,  # the same for a --database rerun: its sessions stay valid
+        ALLOWED_HOSTS="testserver,127.0.0.1",
+        LOG_LEVEL="WARNING",
+        BENCHFORGE_SSL_REDIRECT="0",
+    )
+    if empty_redis(CACHE_URL):
+        os.environ["CACHE_URL"] = CACHE_URL
+    import web_load
+
+    try:
+        if args.database:
+            import django
+
+            django.setup()
+            clients = json.loads(_sessions_file(name).read_text())
+        else:
+            clients = web_load.fill(args.items, args.images or 2 * args.items)
+            _sessions_file(name).write_text(json.dumps(clients))
+        measure(clients, args.requests, args.top, not args.no_profile, args.dump)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if args.keep or args.database:
+            print(f'kept database {name}: DROP DATABASE "{name}" when done')
+        else:
+            admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            _sessions_file(name).unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

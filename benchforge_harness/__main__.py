@@ -1,0 +1,5 @@
+import sys
+
+from benchforge_harness.cli import main
+
+sys.exit(main())

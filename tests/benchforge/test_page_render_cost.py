@@ -1,0 +1,116 @@
+"""A guard on what the five busiest pages cost to build (issue 43; bench/web_load.py measures them
+under load at 100,000 items): in a fixed world, each page's queries are bounded, and its CPU time
+is compared with a baseline render of a fixed template measured in the same run, so the machine's
+speed and its other load cancel out. A change that doubles a page's cost fails here.
+
+CPU time is process time (not wall time: the machine running CI is shared), the least of several
+tries (the least is the measurement least disturbed by other work)."""
+
+import time
+
+import pytest
+from django.template import Context, Template
+
+from annotation.models import Assignment
+from annotation.services import create_item
+from tests.benchforge.test_page_costs import open_round, submitted
+
+pytestmark = pytest.mark.django_db
+
+# The fixed template: a 50-row table, eight lookups, two filters and a translation per row: what a
+# list page of this project does, in the same template engine, so it speeds up and slows down with it.
+BASELINE = Template(
+    '{% load i18n %}<table>{% for row in rows %}<tr data-row="{{ row.pk }}"><td><a href="{{ url }}{{ row.pk }}/">'
+    "#{{ row.pk }}</a></td><td>{{ row.task }}</td><td>{{ row.kind }}</td><td>{% translate 'Status' %} {{ row.status }}</td>"
+    "<td>{{ row.question|truncatechars:90 }}</td><td>{{ row.author|default:'—' }}</td><td>{{ row.version }}</td>"
+    "<td>{{ row.updated|date:'Y-m-d H:i' }}</td></tr>{% endfor %}</table>"
+)
+
+# Each page's CPU as a multiple of the baseline render, and its queries, in this world. The limits
+# are 1.6 times what the pages cost once issue 43 was done (measured: review queue 2.0, items list
+# 3.0, queue 1.9, editor 3.1, dashboard 3.2): a page that gets twice as expensive fails; the
+# measured ratios are printed with -s.
+LIMITS = {
+    "review queue": (3.3, 12),
+    "items list": (4.8, 12),
+    "queue": (3.1, 12),
+    "editor": (4.9, 16),
+    "dashboard": (5.2, 30),
+}
+
+
+def least_cpu(action, tries: int = 9) -> float:
+    best = float("inf")
+    for _ in range(tries):
+        start = time.process_time()
+        action()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def baseline_render() -> None:
+    import datetime
+
+    rows = [
+        {
+            "pk": n,
+            "task": "Counting (Perception & Understanding)",
+            "kind": "single turn",
+            "status": "in review",
+            "question": f"Question {n}: what is shown in the image? " * 3,
+            "author": f"member{n % 20:02d}",
+            "version": 2,
+            "updated": datetime.datetime(2026, 1, 1, 12, n % 60, tzinfo=datetime.UTC),
+        }
+        for n in range(50)
+    ]
+    BASELINE.render(Context({"rows": rows, "url": "/b/demo/items/"}))
+
+
+@pytest.fixture
+def world(benchmark, team, counting, django_capture_on_commit_callbacks):
+    """30 submitted items in an open round (rev1 reviews them), and 10 of rev1's own open items."""
+    submitted(benchmark, counting, team["ann"], 30)
+    open_round(benchmark, team["boss"], django_capture_on_commit_callbacks, per_item=2, reviewers=[team["rev1"], team["rev2"]])
+    mine = []
+    for _ in range(10):
+        item = create_item(benchmark, task=counting, user=team["rev1"], assignee=team["rev1"])
+        Assignment.objects.create(benchmark=benchmark, assignee=team["rev1"], task=counting, item=item)
+        mine.append(item)
+    return {
+        "review queue": "/b/demo/review/queue/",
+        "items list": "/b/demo/items/",
+        "queue": "/b/demo/queue/",
+        "editor": f"/b/demo/items/{mine[0].pk}/",
+        "dashboard": "/b/demo/",
+    }
+
+
+@pytest.fixture
+def team(make_user, benchmark, annotator):
+    return {
+        "ann": annotator,
+        "rev1": make_user("reviewer", "rev1", benchmarks=[benchmark]),
+        "rev2": make_user("reviewer", "rev2", benchmarks=[benchmark]),
+        "boss": make_user("researcher", "boss", benchmarks=[benchmark]),
+    }
+
+
+def test_the_busiest_pages_cost_no_more_than_their_share_of_a_baseline_render(
+    world, team, client_for, django_assert_max_num_queries
+):
+    client = client_for(team["rev1"])
+    for path in world.values():  # warm: templates compiled, translations loaded, counts cached
+        assert client.get(path).status_code == 200
+    baseline = least_cpu(baseline_render)
+    over = []
+    for page, path in world.items():
+        ratio_limit, query_limit = LIMITS[page]
+        with django_assert_max_num_queries(query_limit):
+            response = client.get(path)
+        assert response.status_code == 200
+        ratio = least_cpu(lambda path=path: client.get(path)) / baseline
+        print(f"{page}: {ratio:.2f} x the baseline render ({baseline * 1000:.2f} ms), limit {ratio_limit}")
+        if ratio > ratio_limit:
+            over.append(f"{page} costs {ratio:.2f} x the baseline render (limit {ratio_limit})")
+    assert not over, over
