@@ -1,3 +1,4 @@
+from django.http import QueryDict
 from django.urls import path
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
@@ -130,11 +131,13 @@ class ImageListUpload(generics.ListAPIView):
         files = request.FILES.getlist("files") or request.FILES.getlist("file")
         if refused and not files:  # every file was over the limit: say so for each
             return Response({"results": [{"name": r.name, "outcome": "error", "message": r.message} for r in refused]})
+        # A request with no body (or not a form) parses to a plain dict: read it as an empty form.
+        form = request.data if isinstance(request.data, QueryDict) else QueryDict()
         data = {
             "files": files,
-            "tasks": request.data.getlist("tasks"),
-            "source": request.data.get("source", ""),
-            "license": request.data.get("license", ""),
+            "tasks": form.getlist("tasks"),
+            "source": form.get("source", ""),
+            "license": form.get("license", ""),
         }
         serializer = ImageUploadSerializer(data=data)
         serializer.is_valid(raise_exception=True)

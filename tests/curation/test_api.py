@@ -142,6 +142,8 @@ def test_upload_validation_errors_have_a_detail(api_for, annotator, reviewer, ou
     api = api_for(annotator)
     none = api.post(IMAGES, {"source": "x"}, format="multipart")
     assert none.status_code == 400 and "files" in none.json()["detail"]
+    empty = api.post(IMAGES)  # no body at all: not a form, so nothing to read lists from
+    assert empty.status_code == 400 and "files" in empty.json()["detail"]
     bad_task = api.post(IMAGES, {"files": [upload("a.jpg", jpeg(1300))], "tasks": ["no-such-task"]}, format="multipart")
     assert bad_task.status_code == 400 and "no-such-task" in bad_task.json()["detail"]
     settings.BENCHFORGE_MAX_UPLOAD_BYTES = 1000
