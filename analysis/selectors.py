@@ -37,11 +37,6 @@ def latest_scores(release, method: str) -> list:
     return sorted(newest.values(), key=lambda s: (s.created_at, s.pk))
 
 
-def is_owners(score) -> bool:
-    """Whether the score is one of the release's own (not an outside team's that stays off analysis)."""
-    return exports.scores_of(score.release).filter(pk=score.pk).exists()
-
-
 def models_scored(release, method: str) -> int:
     """How many models have a finished score of `method` (one query; no score's answers are read)."""
     return exports.scores_of(release).filter(method=method, status="done").order_by().values("label").distinct().count()

@@ -15,6 +15,7 @@ from benchforge.concurrency import create_unique, lock
 from benchforge.errors import Conflict, DomainError
 from benchforge_harness import scoring
 from benchforge_harness.anchors import Split
+from exports import selectors as exports
 from exports.leaderboard import score_model, score_rows, scoring_release
 from humaneval.selectors import disagreement_by_item
 from jobs import reports
@@ -83,7 +84,7 @@ def on_score_done(score) -> None:
     """A score was finished (exports.leaderboard): recompute its release's analysis once it has enough models."""
     if score.method not in analysed_methods():
         return
-    if not selectors.is_owners(score):
+    if not exports.is_owners_score(score, score.release):
         return  # an outside team's score (evaluation server): not analysed unless its window asks
     if selectors.models_scored(score.release, score.method) >= statistics.MIN_MODELS:
         request_analysis(score.release, score.method, user=score.created_by)

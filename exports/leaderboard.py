@@ -40,6 +40,7 @@ from llm.client import check_endpoints, get_client, get_endpoint
 from llm.selectors import usage_of
 from llm.sink import JobSink
 
+from . import selectors
 from .models import Release, ReleaseFile, Score
 from .services import bundle_rows
 
@@ -165,6 +166,11 @@ def _check_request(release: Release, label: str, method: str, uploaded: bool, en
         if anchor is None or anchor.release_id != release.pk or not anchor.answers:
             raise DomainError(
                 gettext("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
+            )
+        if not selectors.is_owners_score(anchor, release):
+            raise DomainError(
+                gettext("%(label)s is an outside team's submission: a pairwise score's anchor must be one of your own scores.")
+                % {"label": anchor.label}
             )
     return mode
 

@@ -10,7 +10,7 @@ from annotation.workflow import ACCEPTED, QC_PASSED, REWRITTEN
 from benchforge.permissions import is_researcher
 from jobs.selectors import work_state
 
-from .models import Release
+from .models import Release, Score
 
 
 def releases_of(benchmark):
@@ -79,6 +79,19 @@ def owners_scores(queryset, release: Release):
     for find in _outside_finders:
         queryset = queryset.exclude(pk__in=find(release))
     return queryset
+
+
+def owners_scores_in(benchmark):
+    """The owners' scores on every release of a benchmark (for choice lists that span releases)."""
+    scores = Score.objects.filter(release__benchmark=benchmark)
+    for release in Release.objects.filter(benchmark=benchmark).only("pk"):
+        scores = owners_scores(scores, release)
+    return scores
+
+
+def is_owners_score(score, release: Release) -> bool:
+    """False for an outside team's score: such a score is no anchor and no study's subject."""
+    return score.release_id == release.pk and owners_scores(release.scores.filter(pk=score.pk), release).exists()
 
 
 def scores_of(release: Release):

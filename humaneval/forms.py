@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 
 from benchforge.inputs import ModelMultipleChoiceField
 from exports.models import Release, Score
+from exports.selectors import owners_scores_in
 
 from .models import Study
 from .selectors import SCORE_METHODS
@@ -45,9 +46,11 @@ class PlanForm(forms.Form):
         if len(frozen) == 1:  # the only choice: chosen, with no empty "---------" left to pick
             self.fields["release"].initial = frozen[0].version
             self.fields["release"].empty_label = None
-        self.fields["scores"].queryset = Score.objects.filter(
-            release__benchmark=benchmark, status=Score.Status.DONE, method__in=SCORE_METHODS.values()
-        ).select_related("release")
+        self.fields["scores"].queryset = (
+            owners_scores_in(benchmark)
+            .filter(status=Score.Status.DONE, method__in=SCORE_METHODS.values())
+            .select_related("release")
+        )
         self.fields["scores"].label_from_instance = lambda s: (
             gettext("%(label)s (%(method)s, release %(version)s)")
             % {

@@ -22,6 +22,7 @@ from benchforge.concurrency import lock
 from benchforge.errors import Conflict, DomainError
 from curation.models import Benchmark
 from exports.models import Score
+from exports.selectors import is_owners_score
 from jobs import services as jobs
 
 from . import selectors
@@ -107,6 +108,11 @@ def plan_study(
     for score in scores:
         if score.release_id != release.pk:
             raise DomainError(_("Score #%(id)s is not on release %(version)s.") % {"id": score.pk, "version": release.version})
+        if not is_owners_score(score, release):
+            raise DomainError(
+                _("%(label)s is an outside team's submission: studies rate the answers of your own scores.")
+                % {"label": score.label}
+            )
         if score.method != selectors.SCORE_METHODS[mode]:
             raise DomainError(
                 _("%(label)s was scored %(method)s; a %(mode)s study rates %(wanted)s scores only.")

@@ -41,7 +41,7 @@ def test_by_default_a_team_score_is_not_on_the_internal_board_nor_analysed(
     board = api_for(researcher).get("/api/v1/benchmarks/demo/releases/1.0.0/leaderboard/").json()
     assert sub.score.label not in [s["label"] for s in board]
     assert sub.score.label not in client_for(researcher).get("/b/demo/releases/1.0.0/leaderboard/").content.decode()
-    assert not analysis.is_owners(sub.score)
+    assert not exports.is_owners_score(sub.score, release)
     assert analysis.latest_scores(release, "pointwise") == [] and analysis.models_scored(release, "pointwise") == 0
     assert sub.score not in exports.anchor_choices(release)
     # The researchers still reach the score card from the window's report.
@@ -82,5 +82,40 @@ def test_a_window_that_opts_in_feeds_both(frozen, researcher, judge, api_for, fa
     shared, apart = submitted(feeding, django_capture_on_commit_callbacks), submitted(kept, django_capture_on_commit_callbacks)
     labels = [s["label"] for s in api_for(researcher).get("/api/v1/benchmarks/demo/releases/1.0.0/leaderboard/").json()]
     assert shared.score.label in labels and apart.score.label not in labels
-    assert analysis.is_owners(shared.score) and not analysis.is_owners(apart.score)
+    assert exports.is_owners_score(shared.score, frozen) and not exports.is_owners_score(apart.score, frozen)
     assert [s.label for s in analysis.latest_scores(frozen, "pointwise")] == [shared.score.label]
+
+
+def test_a_team_score_is_no_anchor_and_no_study_subject(
+    window, researcher, annotator, reviewer, api_for, fake_llm, django_capture_on_commit_callbacks
+):
+    """The choice lists leave team scores out; the API and the services refuse them too, by name."""
+    from humaneval.forms import PlanForm
+
+    sub = submitted(window, django_capture_on_commit_callbacks)
+    assert sub.score not in PlanForm(benchmark=window.release.benchmark).fields["scores"].queryset
+    assert sub.score not in exports.anchor_choices(window.release)
+    api = api_for(researcher)
+    pairwise = api.post(
+        "/api/v1/benchmarks/demo/releases/1.0.0/leaderboard/",
+        {"label": "mine", "method": "pairwise", "judge": "judge", "anchor": sub.score_id, "predictions": upload(lines(window))},
+        format="multipart",
+    )
+    assert pairwise.status_code == 400 and "outside team" in pairwise.json()["detail"], pairwise.content
+    assert sub.score.label in pairwise.json()["detail"]
+    study = api.post(
+        "/api/v1/benchmarks/demo/human-eval/studies/",
+        {
+            "release": "1.0.0",
+            "mode": "pointwise",
+            "scores": [sub.score_id],
+            "raters": [annotator.username, reviewer.username],
+            "per_task": 1,
+        },
+        format="json",
+    )
+    assert study.status_code == 400 and "outside team" in study.json()["detail"], study.content
+    from humaneval.models import Study
+
+    assert not Study.objects.exists()
+    assert [s.label for s in exports.scores_of(window.release)] == []  # nothing was scored either
