@@ -76,8 +76,8 @@ def open_window(
     mode = scoring.MODES[method]
     if mode.takes("judge") and not judge:
         raise DomainError(gettext("Name the judge endpoint the release's rules are scored with."))
-    if mode.takes("anchor") and (anchor is None or anchor.release_id != release.pk or not anchor.answers):
-        raise DomainError(gettext("Pairwise scoring needs an anchor: a model on this release's leaderboard with answers."))
+    if mode.takes("anchor"):
+        leaderboard.check_anchor(release, anchor)
     _check_window_terms(
         split, registration, opens_at, closes_at, daily_limit, total_limit, hidden_fraction, (cost_cap_submission, cost_cap_team)
     )

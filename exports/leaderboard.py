@@ -163,16 +163,22 @@ def _check_request(release: Release, label: str, method: str, uploaded: bool, en
     if mode.takes("judge") and not judge:
         raise DomainError(gettext("Name the judge endpoint for pointwise or pairwise scoring."))
     if mode.takes("anchor"):
-        if anchor is None or anchor.release_id != release.pk or not anchor.answers:
-            raise DomainError(
-                gettext("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
-            )
-        if not selectors.is_owners_score(anchor, release):
-            raise DomainError(
-                gettext("%(label)s is an outside team's submission: a pairwise score's anchor must be one of your own scores.")
-                % {"label": anchor.label}
-            )
+        check_anchor(release, anchor)
     return mode
+
+
+def check_anchor(release: Release, anchor) -> None:
+    """What a pairwise score (or a window scoring pairwise) compares with: one of the owners' own
+    scores on this release that kept its answers."""
+    if anchor is None or anchor.release_id != release.pk or not anchor.answers:
+        raise DomainError(
+            gettext("Pairwise scoring needs an anchor: a model already on this release's leaderboard with answers.")
+        )
+    if not selectors.is_owners_score(anchor, release):
+        raise DomainError(
+            gettext("%(label)s is an outside team's submission: a pairwise score's anchor must be one of your own scores.")
+            % {"label": anchor.label}
+        )
 
 
 def _check_items(release: Release, mode: scoring.Mode, rows) -> None:

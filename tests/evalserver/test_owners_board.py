@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from analysis import selectors as analysis
 from evalserver import services
-from evalserver.models import Submission
+from evalserver.models import Submission, Window
 from exports import selectors as exports
 from tests.evalserver.helpers import lines, upload
 
@@ -115,6 +115,11 @@ def test_a_team_score_is_no_anchor_and_no_study_subject(
         format="json",
     )
     assert study.status_code == 400 and "outside team" in study.json()["detail"], study.content
+    from tests.evalserver.test_researcher_api import WINDOWS, opening
+
+    anchored = api.post(WINDOWS, opening(method="pairwise", anchor=sub.score_id), format="json")
+    assert anchored.status_code == 400 and "outside team" in anchored.json()["detail"], anchored.content
+    assert Window.objects.count() == 1
     from humaneval.models import Study
 
     assert not Study.objects.exists()
