@@ -2,6 +2,7 @@
 docs/architecture.md, the README's Layout, and the import contracts `make lint` keeps. An app
 added to INSTALLED_APPS and left out of any of them fails here, naming what is missing where."""
 
+import fnmatch
 import re
 import tomllib
 from pathlib import Path
@@ -42,6 +43,13 @@ def contracts() -> tuple[set[str], set[str]]:
     return set(config["root_packages"]), placed
 
 
+def packaged(apps: list[str]) -> list[str]:
+    """The apps a plain (non-editable) install of the project leaves out: setuptools ships only the
+    packages its find patterns include."""
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]["find"]
+    return [app for app in apps if any(fnmatch.fnmatch(app, pattern) for pattern in patterns["include"])]
+
+
 def missing(apps: list[str], named: set[str]) -> list[str]:
     return [app for app in apps if app not in named]
 
@@ -55,6 +63,7 @@ def test_every_installed_app_is_in_the_architecture_the_readme_and_the_contracts
         "README.md (Layout)": missing(apps, readme_layout()),
         "pyproject.toml (importlinter root_packages)": missing(apps, roots),
         "pyproject.toml (the layers contract)": missing(apps, placed),
+        "pyproject.toml (setuptools packages.find)": missing(apps, set(packaged(apps))),
     }
     assert not any(gaps.values()), {where: names for where, names in gaps.items() if names}
 
@@ -64,3 +73,4 @@ def test_the_check_names_an_app_a_document_leaves_out():
     assert "humaneval" in architecture_layers() and "humaneval" in readme_layout()
     assert missing(["qc", "nosuchapp"], architecture_layers()) == ["nosuchapp"]
     assert missing(["qc", "nosuchapp"], readme_layout()) == ["nosuchapp"]
+    assert packaged(["qc", "nosuchapp"]) == ["qc"]
