@@ -61,11 +61,10 @@ $(INSPECT_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,labelstudio,inspect]'
 	touch $(INSPECT_STAMP)
 
-# TEST_PROCESSES=auto (or a number) runs the suite in parallel processes (pytest-xdist; tests/conftest.py
-# keeps them apart and picks how many for `auto`; loadgroup keeps the tests that share one server,
-# Label Studio, on one process). The default stays one process until a parallel run of the full
-# suite under CI=true has been seen green.
-TEST_PROCESSES ?= 0
+# The suite runs in parallel processes (pytest-xdist): `auto` is one per core, 2 to 4 (tests/conftest.py
+# keeps the processes apart and picks the number; loadgroup keeps the tests that share one server,
+# Label Studio, on one process). TEST_PROCESSES=0 runs it in this process alone.
+TEST_PROCESSES ?= auto
 test: lint $(INSPECT_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadgroup $(PYTEST_ARGS)
 
