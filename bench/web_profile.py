@@ -68,6 +68,7 @@ def measure(clients: dict, requests: int, top: int, profile: bool, dump: str = "
         cpu[page] = statistics.mean(times)
         print(f"\n=== {page}: mean CPU {cpu[page]:.2f} ms per request (median {statistics.median(times):.2f}, n={requests})")
         if profiler and dump:
+            Path(dump).mkdir(parents=True, exist_ok=True)
             profiler.dump_stats(Path(dump) / f"{page.replace(' ', '_')}.prof")
         if profiler:
             for order in ("tottime", "cumulative"):
