@@ -130,3 +130,17 @@ def b64_jpeg_variants(n: int) -> list[str]:
         out.append(base64.b64encode(encode(picture, "JPEG", quality=92)).decode())
         out.append(base64.b64encode(encode(picture.resize((560, 455)), "JPEG", quality=60)).decode())
     return out
+
+
+def seed_demo(settings, *options: str) -> dict:
+    """The demo `make run` seeds (`seed_demo` with `options`, e.g. "--demo-models"), seeded as in
+    development; its people by username."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from demo.management.commands.seed_demo import DEMO_USERS
+
+    settings.DEBUG = True  # the demo only seeds in development
+    call_command("seed_demo", *options, stdout=io.StringIO())
+    settings.DEBUG = False
+    return {u.username: u for u in get_user_model().objects.filter(username__in=[name for name, _, _ in DEMO_USERS])}

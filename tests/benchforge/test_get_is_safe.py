@@ -2,16 +2,15 @@
 each role on the demo, leaves every table as it was."""
 
 import hashlib
-import io
 from collections import deque
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
 import pytest
 from django.apps import apps
-from django.core.management import call_command
 
 from demo.management.commands.seed_demo import DEMO_USERS
+from tests.factories import seed_demo
 
 pytestmark = pytest.mark.django_db
 
@@ -74,8 +73,7 @@ def crawl(client) -> list[str]:
 
 @pytest.fixture
 def demo(settings, fresh_image_indexes):
-    settings.DEBUG = True  # the demo only runs in development
-    call_command("seed_demo", stdout=io.StringIO())
+    seed_demo(settings)
 
 
 @pytest.mark.parametrize("username", ["researcher", "reviewer", "annotator"])

@@ -4,15 +4,14 @@ everything) and as an annotator (who is refused most of it). Nothing may answer 
 and no HTML page may carry a script payload raw. The field names are read from the code and the
 templates, so a new view's parameters join the sweep without anyone listing them."""
 
-import io
 import re
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.urls import get_resolver
 
 from tests.conftest import REPO_ROOT
+from tests.factories import seed_demo
 
 pytestmark = pytest.mark.django_db
 
@@ -82,16 +81,10 @@ def _patterns():
 
 @pytest.fixture
 def demo(settings, fresh_image_indexes):
-    settings.DEBUG = True  # the demo only seeds in development
-    call_command("seed_demo", stdout=io.StringIO())
-    settings.DEBUG = False
-    from django.contrib.auth import get_user_model
-
     from curation.models import Benchmark
     from demo.management.commands.seed_demo import DEMO_SLUG
 
-    users = {u.username: u for u in get_user_model().objects.all()}
-    return Benchmark.objects.get(slug=DEMO_SLUG), users
+    return Benchmark.objects.get(slug=DEMO_SLUG), seed_demo(settings)
 
 
 def _route_values(benchmark) -> dict[str, str]:

@@ -2,12 +2,10 @@
 for the person looking (role-aware, an annotator's queue first), counted in one query; the
 current stage's pages; global places apart; a stage is one entry of benchforge.navigation.STAGES."""
 
-import io
 import re
 from dataclasses import replace
 
 import pytest
-from django.core.management import call_command
 from django.test import RequestFactory
 from django.urls import resolve
 
@@ -19,19 +17,14 @@ from demo.management.commands.seed_demo import DEMO_SLUG
 from qc.models import QCItem
 from review.models import Review
 from rewrite.selectors import seeds_to_verify
-from tests.factories import make_image
+from tests.factories import make_image, seed_demo
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def demo(settings, fresh_image_indexes):
-    settings.DEBUG = True  # the demo only seeds in development
-    call_command("seed_demo", stdout=io.StringIO())
-    settings.DEBUG = False
-    from django.contrib.auth import get_user_model
-
-    users = {u.username: u for u in get_user_model().objects.filter(username__in=["researcher", "reviewer", "annotator"])}
+    users = seed_demo(settings)
     return Benchmark.objects.get(slug=DEMO_SLUG), users
 
 

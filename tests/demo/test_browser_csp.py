@@ -3,28 +3,14 @@ as a person uses them (switching kind and task, adding exchanges, options, crite
 browsing images in the picker, saving, creating): the browser reports no Content-Security-Policy
 violation (such as "Applying inline style violates ... style-src") and no other console error."""
 
-import io
-
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from annotation.models import Item
-from demo.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
+from demo.management.commands.seed_demo import DEMO_SLUG
+from tests.demo.conftest import PASSWORDS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PASSWORDS = {name: password for name, _, password in DEMO_USERS}
-
-
-@pytest.fixture
-def demo(settings, fresh_image_indexes):
-    settings.DEBUG = True  # the demo only seeds in development
-    call_command("seed_demo", stdout=io.StringIO())
-    settings.DEBUG = False
-    from django.contrib.auth import get_user_model
-
-    return {u.username: u for u in get_user_model().objects.filter(username__in=PASSWORDS)}
 
 
 def console_errors(page) -> list[str]:

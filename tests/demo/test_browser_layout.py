@@ -3,21 +3,20 @@ page the header and the pages link to) answers, is no wider than the screen and 
 or critical axe-core violation; the header fits one row per level at 1280 px; every navigation
 target is visible (behind the menu button on a phone) and opens; the menu works by keyboard."""
 
-import io
 import re
 from urllib.parse import urlsplit
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from django.core.management import call_command
 from django.urls import Resolver404, resolve
 from playwright.sync_api import expect
 
-from demo.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
+from demo.management.commands.seed_demo import DEMO_SLUG
+from tests.demo.conftest import PASSWORDS
+from tests.factories import seed_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PASSWORDS = {name: password for name, _, password in DEMO_USERS}
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 # Pages of each kind visited: enough to meet the different states of a kind (items at each stage).
 PER_KIND = {"desktop": 2, "phone": 1}
@@ -34,13 +33,8 @@ SERIOUS = ("serious", "critical")
 def demo(settings, fresh_image_indexes, tmp_path):
     # The fuller demo `make run` seeds with no models file: two releases (one frozen and scored,
     # so the Compare select shows), a QC run with flagged items, a rewrite batch, a rated study.
-    settings.DEBUG = True  # the demo only seeds in development
     settings.BENCHFORGE_MODELS = tmp_path / "models.toml"
-    call_command("seed_demo", "--demo-models", stdout=io.StringIO())
-    settings.DEBUG = False
-    from django.contrib.auth import get_user_model
-
-    return {u.username: u for u in get_user_model().objects.filter(username__in=PASSWORDS)}
+    return seed_demo(settings, "--demo-models")
 
 
 def open_page(browser, live_server, viewport, user):

@@ -4,30 +4,18 @@ API root, Swagger UI (with a "Try it out" call) and ReDoc load. Nothing may answ
 the refusal, which must be a styled page with navigation and the reason), log a console error,
 break the Content-Security-Policy, or request anything from another host."""
 
-import io
 import json
 from urllib.parse import urlsplit
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import expect
 
 from annotation.models import Item
-from demo.management.commands.seed_demo import DEMO_SLUG, DEMO_USERS
+from demo.management.commands.seed_demo import DEMO_SLUG
+from tests.demo.conftest import PASSWORDS
+from tests.factories import seed_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PASSWORDS = {name: password for name, _, password in DEMO_USERS}
-
-
-@pytest.fixture
-def demo(settings, fresh_image_indexes):
-    settings.DEBUG = True  # the demo only seeds in development
-    call_command("seed_demo", stdout=io.StringIO())
-    settings.DEBUG = False
-    from django.contrib.auth import get_user_model
-
-    return {u.username: u for u in get_user_model().objects.filter(username__in=PASSWORDS)}
 
 
 class Watch:
@@ -137,13 +125,8 @@ def test_the_api_root_swagger_ui_and_redoc_load_cleanly(browser_page, login_as, 
 @pytest.fixture
 def full_demo(settings, fresh_image_indexes, tmp_path):
     """The demo as `make run` seeds it on a fresh clone: no models file, so the demo endpoints."""
-    settings.DEBUG = True
     settings.BENCHFORGE_MODELS = tmp_path / "models.toml"
-    call_command("seed_demo", "--demo-models", stdout=io.StringIO())
-    settings.DEBUG = False
-    from django.contrib.auth import get_user_model
-
-    return get_user_model().objects.get(username="researcher")
+    return seed_demo(settings, "--demo-models")["researcher"]
 
 
 def follow_header(page, href: str) -> None:

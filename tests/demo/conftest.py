@@ -1,0 +1,14 @@
+"""The seeded demo as the browser tests of this folder use it: its people by username, and the
+passwords they log in with."""
+
+import pytest
+
+from demo.management.commands.seed_demo import DEMO_USERS
+from tests.factories import seed_demo
+
+PASSWORDS = {name: password for name, _, password in DEMO_USERS}
+
+
+@pytest.fixture
+def demo(settings, fresh_image_indexes):
+    return seed_demo(settings)
