@@ -227,10 +227,13 @@ def watch(models) -> None:
         post_delete.connect(_row_deleted, sender=model, dispatch_uid=f"nav-counts-delete-{model._meta.label}")
 
 
-def kept_for_benchmark(benchmark_id, key: str, compute: Callable, *, consequence: str = "counted afresh"):
+def kept_for_benchmark(
+    benchmark_id, key: str, compute: Callable, *, consequence: str = "counted afresh", keep_for: Callable | None = None
+):
     """compute(), kept in the cache until something changes in the benchmark (the navigation's
     counts' versions: a save, delete, write request or job's end there) or for at most
-    BENCHFORGE_NAV_CACHE_SECONDS: one cache read instead of building and running a query."""
+    BENCHFORGE_NAV_CACHE_SECONDS (or keep_for() seconds, asked once the value is computed): one
+    cache read instead of building and running a query."""
     own, full = _generation_key(benchmark_id), f"nav:kept:{benchmark_id}:{key}"
     try:
         found = cache.get_many([GENERATION_KEY, own, full])
@@ -242,7 +245,7 @@ def kept_for_benchmark(benchmark_id, key: str, compute: Callable, *, consequence
     if kept is not None and kept[0] == generation:
         return kept[1]
     value = compute()
-    cache_set(full, (generation, value), settings.BENCHFORGE_NAV_CACHE_SECONDS)
+    cache_set(full, (generation, value), keep_for() if keep_for else settings.BENCHFORGE_NAV_CACHE_SECONDS)
     return value
 
 

@@ -3,12 +3,14 @@
 from django.conf import settings
 from django.core.paginator import Paginator
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.translation import get_language
 
 from annotation.selectors import item_counts_by_task_and_status, submission_progress
 from annotation.workflow import STATUS_CHOICES
-from benchforge import permissions
-from benchforge.roles import ANNOTATOR, role_required
+from benchforge import navigation, permissions
+from benchforge.roles import ANNOTATOR, role_required, user_role
 from benchforge.throttling import cache_get, cache_set
 from curation.selectors import benchmarks_for, get_benchmark_for, status_counts, tasks_of
 from qc.selectors import qc_overview
@@ -76,10 +78,7 @@ def next_steps(user, benchmark) -> dict | None:
     return {"members": benchmark.members.count() <= 1}
 
 
-@role_required(ANNOTATOR)
-def dashboard(request, slug):
-    benchmark = get_benchmark_for(request.user, slug)
-    recent = RecentCounts(benchmark)
+def _counts_context(benchmark, recent: RecentCounts) -> dict:
     counts = recent.get("counts", item_counts_by_task_and_status)
     rows = []
     for task in tasks_of(benchmark):
@@ -101,20 +100,53 @@ def dashboard(request, slug):
     progress = recent.get("progress", submission_progress)
     # The pace per task lists the tasks with submissions in the period.
     progress = {**progress, "tasks": [row for row in progress["tasks"] if row["total"]]}
+    return {
+        "benchmark": benchmark,
+        "rows": rows,
+        "status_labels": [STATUS_CHOICES[i][1] for i in shown],
+        "totals": [totals[i] for i in shown],
+        "grand_total": sum(totals),
+        "cards": summary_cards(recent, rows, totals, progress),
+        "progress": progress,
+        "review": recent.get("review", review_overview),
+        "rewrite": recent.get("rewrite", rewrite_panel),
+        "qc": recent.get("qc", qc_overview),
+    }
+
+
+def counts_html(request, benchmark, recent: RecentCounts) -> str:
+    """The dashboard's counts (cards, the task table, the stages' panels, the pace) rendered. The
+    same for every member of one role in one language and the costliest part of the page, so it is
+    kept rendered until something changes in the benchmark (its task names, say) or its oldest count
+    is due a recount: never older than the counts it shows."""
+
+    def render_part():
+        return render_to_string("dashboard/_counts.html", _counts_context(benchmark, recent), request=request), recent.counted_at
+
+    if recent.seconds <= 0:
+        return render_part()[0]
+    html, counted_at = navigation.kept_for_benchmark(
+        benchmark.pk,
+        f"dashboard:{get_language()}:{user_role(request.user)}",
+        render_part,
+        consequence="the dashboard renders its counts afresh",
+        keep_for=lambda: max(1.0, recent.seconds - (timezone.now() - recent.counted_at).total_seconds()),
+    )
+    recent.counted_at = min(recent.counted_at, counted_at)
+    return html
+
+
+@role_required(ANNOTATOR)
+def dashboard(request, slug):
+    benchmark = get_benchmark_for(request.user, slug)
+    recent = RecentCounts(benchmark)
+    shared = counts_html(request, benchmark, recent)
     return render(
         request,
         "dashboard/dashboard.html",
         {
             "benchmark": benchmark,
-            "rows": rows,
-            "status_labels": [STATUS_CHOICES[i][1] for i in shown],
-            "totals": [totals[i] for i in shown],
-            "grand_total": sum(totals),
-            "cards": summary_cards(recent, rows, totals, progress),
-            "progress": progress,
-            "review": recent.get("review", review_overview),
-            "rewrite": recent.get("rewrite", rewrite_panel),
-            "qc": recent.get("qc", qc_overview),
+            "counts_html": shared,
             "counted_at": recent.counted_at if recent.seconds > 0 else None,
             "next_steps": next_steps(request.user, benchmark),
             "recount_seconds": recent.seconds,

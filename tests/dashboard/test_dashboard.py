@@ -40,3 +40,25 @@ def test_cards_and_tables_follow_the_items(client_for, annotator, benchmark, cou
     assert "1 submitted in the last" in html and "by 1 annotator" in html
     pace = html.split('id="progress-tasks"', 1)[1].split("</table>", 1)[0]
     assert re.findall(r'data-task="([^"]+)"', pace) == ["counting"]
+
+
+def test_the_kept_counts_follow_a_rename_and_each_role_and_language_has_its_own(
+    client_for, api_for, annotator, researcher, benchmark, counting, settings
+):
+    """The counts part is kept rendered (views.counts_html): a second view reuses it, a write in the
+    benchmark renders it again, and a role or language never gets another's copy."""
+    settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS = 30
+    ann, res = client_for(annotator), client_for(researcher)
+    qc_link = 'href="/b/demo/qc/"'  # offered to researchers only
+    assert qc_link in res.get("/b/demo/").content.decode()
+    kept = ann.get("/b/demo/").content.decode()
+    assert qc_link not in kept and counting.name in kept
+    assert ann.get("/b/demo/").content.decode().count(counting.name) == kept.count(counting.name)
+
+    renamed = api_for(researcher).patch("/api/v1/benchmarks/demo/tasks/counting/", {"name": "Tallying"}, format="json")
+    assert renamed.status_code == 200, renamed.content
+    again = ann.get("/b/demo/").content.decode()
+    assert "Tallying" in again and qc_link not in again
+    chinese = client_for(annotator)
+    chinese.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    assert "道题目/天" in chinese.get("/b/demo/").content.decode() and "items a day" in ann.get("/b/demo/").content.decode()
