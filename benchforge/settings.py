@@ -104,6 +104,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "benchforge.permissions.context",
             ],
+            # Django's i18n tags, with constant {% translate %} texts kept per language (the module says why).
+            "libraries": {"i18n": "benchforge.templatetags.kept_i18n"},
         },
     },
 ]
