@@ -11,7 +11,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 from django.views.decorators.http import require_POST
 
 from benchforge import permissions
@@ -135,7 +135,8 @@ def item_edit(request, slug, item_id):
         item.answer = "" if "answer" in withheld else item.answer
         if "reference_answer" in withheld:
             item.reference_answer = source.reference_answer = ""
-    tasks = task_guidelines(item.benchmark)
+    # The same for every item of the benchmark: kept until something changes there (a task edited).
+    tasks = kept_for_benchmark(item.benchmark_id, f"guidelines:{get_language()}", lambda: task_guidelines(item.benchmark))
     # Every task's guideline travels as JSON: switching the task swaps the panel without a request.
     guidelines = {t["slug"]: {k: t[k] for k in GUIDELINE_FIELDS} for t in tasks}
     return render(

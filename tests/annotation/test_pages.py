@@ -53,6 +53,20 @@ def test_editor_shows_the_item_its_task_guideline_and_what_is_missing(client_for
     assert 'hx-trigger="submit, input delay:1500ms"' in html  # drafts autosave
 
 
+def test_the_editor_shows_a_guideline_edited_since_the_last_view(client_for, api_for, annotator, researcher, draft):
+    """The tasks' guidelines are kept between views of the editor until something changes in the benchmark."""
+    web = client_for(annotator)
+    assert "Count the red things only." not in web.get(url(draft)).content.decode()
+    edited = api_for(researcher).patch(
+        f"/api/v1/benchmarks/{draft.benchmark.slug}/tasks/{draft.task.slug}/",
+        {"guideline": "Count the red things only."},
+        format="json",
+    )
+    assert edited.status_code == 200, edited.content
+    html = web.get(url(draft)).content.decode()
+    assert '<p data-field="guideline" class="pre-line" lang="zh">Count the red things only.</p>' in html
+
+
 def test_other_annotators_see_the_item_read_only_and_other_benchmarks_are_404(
     client_for, make_user, benchmark, draft, researcher
 ):
