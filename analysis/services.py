@@ -90,6 +90,15 @@ def on_score_done(score) -> None:
         request_analysis(score.release, score.method, user=score.created_by)
 
 
+def on_study_closed(study, user) -> None:
+    """A study of the release closed (humaneval): its ratings are final, so the analyses that read
+    them (judge-people disagreement) are computed again."""
+    release = study.release
+    for method in Analysis.objects.filter(release=release).values_list("method", flat=True):
+        if selectors.models_scored(release, method) >= statistics.MIN_MODELS:
+            request_analysis(release, method, user=user)
+
+
 # ---- the job ------------------------------------------------------------------------------------
 
 

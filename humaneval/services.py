@@ -397,9 +397,20 @@ def positional_of(side: str, anchor_first: bool) -> str:
     return side
 
 
+_close_listeners: list = []
+
+
+def register_close_listener(listener) -> None:
+    """`listener(study, user)` is called once a study's closing has committed (its ratings are final)."""
+    if listener not in _close_listeners:
+        _close_listeners.append(listener)
+
+
 def close_study(study: Study, *, user) -> Study:
     permissions.require_researcher(user, "Closing a study")
-    Study.objects.filter(pk=study.pk).update(status=Study.Status.CLOSED)
+    if Study.objects.filter(pk=study.pk).exclude(status=Study.Status.CLOSED).update(status=Study.Status.CLOSED):
+        for listener in _close_listeners:
+            transaction.on_commit(lambda listener=listener: listener(study, user))
     study.status = Study.Status.CLOSED
     return study
 

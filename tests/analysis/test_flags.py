@@ -91,3 +91,38 @@ def test_a_review_round_and_leaving_out_work_from_the_page(
     # Taken back: the next build has them again.
     web.post(PAGE + "act/", {"method": "mcq", "action": "take_back", "items": [wrong]})
     assert not LeftOut.objects.filter(key=wrong).exists()
+
+
+def test_people_who_disagree_with_the_reader_flag_the_item_once_their_study_closes(
+    frozen_mcq, score_models, researcher, make_user, benchmark, django_capture_on_commit_callbacks
+):
+    """An extraction check on one model's passes: both raters read another choice than the leaderboard's
+    reader on one item and the same on the rest. Closing the study recomputes the analysis, which then
+    flags that item only (judge-people disagreement), with its ratings counted."""
+    from humaneval import services as humaneval
+    from humaneval.models import Rating
+
+    scores = [Score.objects.get(pk=s.pk) for s in score_models(0, 1, 2, 3)]  # as their jobs left them: done
+    raters = [make_user("annotator", name, benchmarks=[benchmark]) for name in ("rita", "raul")]
+    study = humaneval.create_study(
+        frozen_mcq, user=researcher, title="check", mode="extraction", scores=[scores[3]], raters=raters, per_task=3, seed=1
+    )
+    ratings = list(Rating.objects.filter(study=study).select_related("rater__user", "item"))
+    target = ratings[0].item.key
+    for rating in ratings:
+        read = rating.item.judge["choice"]
+        other = next(letter for letter in [*rating.item.options, "none"] if letter != read)
+        humaneval.save_rating(rating, user=rating.rater.user, choice=other if rating.item.key == target else read)
+    analysis = Analysis.objects.get(release=frozen_mcq, method="mcq")
+    assert ItemStat.objects.get(analysis=analysis, key=target).ratings in (None, 0)  # computed before any rating
+
+    with django_capture_on_commit_callbacks(execute=True):
+        humaneval.close_study(study, user=researcher)
+    analysis.refresh_from_db()
+    stats = {s.key: s for s in ItemStat.objects.filter(analysis=analysis)}
+    rated_target = sum(1 for r in ratings if r.item.key == target)
+    assert stats[target].ratings == rated_target >= 2 and stats[target].disagreement == 1.0
+    assert "judge_disagreement" in stats[target].flags
+    rated = {r.item.key for r in ratings} - {target}
+    assert rated and all(stats[key].disagreement == 0.0 and "judge_disagreement" not in stats[key].flags for key in rated)
+    assert analysis.summary["flags"]["judge_disagreement"] == 1
