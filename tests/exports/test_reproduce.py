@@ -2,6 +2,7 @@
 carries read the same predictions format, judge with the same rules (taxonomy.json), prompts and
 answer reading, and give equal numbers, item by item and overall."""
 
+import copy
 import hashlib
 import html
 import json
@@ -63,6 +64,14 @@ def test_a_platform_score_and_the_bundled_harness_give_equal_numbers(
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DJANGO_SETTINGS_MODULE")}
     command = leaderboard.reproduce_commands(score)[-1].split()
     assert command[:4] == ["python", "-m", "benchforge_harness", "judge"]
+    # A score made with a bundle whose harness predates the rename runs that bundle's own package.
+    from benchforge_harness import distribution
+
+    older = copy.copy(score)
+    older.scored_with = {**score.scored_with, "bundle_harness_version": "0.2.4"}
+    steps = leaderboard.reproduce_commands(older)
+    assert distribution.wheel_name("0.2.4") in steps[3] and steps[-1].startswith("python -m harness judge ")
+    assert f"python -m harness verify {release.top}" in steps
     result = subprocess.run(
         [sys.executable, *command[1:], "--workers", "1", "--no-cache", "--models", str(models)],
         cwd=tmp_path,

@@ -101,3 +101,14 @@ def test_building_the_bundled_harness_as_its_readme_says_leaves_the_bundle_verif
         "benchforge_harness/cli.py: sha256 differs from the manifest (the file was changed or damaged)",
         "benchforge_harness/evil.py: not listed in the manifest",
     ]
+
+
+def test_a_bundle_of_a_harness_before_the_rename_runs_under_its_old_package_name():
+    """Frozen bundles keep the harness they were built with: before 0.3.0 it installed `harness`."""
+    assert [distribution.import_name(v) for v in ("0.1.0", "0.2.9", "0.3.0", "1.0.0")] == [
+        "harness",
+        "harness",
+        "benchforge_harness",
+        "benchforge_harness",
+    ]
+    assert distribution.import_name() == distribution.import_name(benchforge_harness.__version__) == "benchforge_harness"
