@@ -48,7 +48,11 @@ def pending_reviews(user, benchmark):
     )
 
 
-PENDING_ORDER = ("round__number", "item_id", "id")
+# Round ids grow as round numbers do (both are given at a round's creation), and the partial index
+# review_pending_in_order holds (reviewer, round, item, id) of pending reviews: a queue page is read
+# from the index, where ordering by the round's number sorted all of a reviewer's pending reviews
+# (about 20,000 each at a million items: 25 ms a page view).
+PENDING_ORDER = ("round_id", "item_id", "id")
 
 
 def waiting_for(user, benchmark):

