@@ -55,6 +55,23 @@ def cache_set(key: str, value, timeout: float, *, consequence: str = "not stored
         note_outage(exc, consequence)
 
 
+def cache_delete(key: str, *, consequence: str = "left to expire") -> None:
+    try:
+        cache.delete(key)
+    except CACHE_ERRORS as exc:
+        note_outage(exc, consequence)
+
+
+def cache_claim(key: str, seconds: float, *, consequence: str = "claimed without it") -> bool:
+    """True for the one caller that adds `key` (for `seconds`): who does a shared piece of work.
+    With the cache down every caller is told yes (each does the work, as without a cache)."""
+    try:
+        return bool(cache.add(key, 1, timeout=seconds))
+    except CACHE_ERRORS as exc:
+        note_outage(exc, consequence)
+        return True
+
+
 def cache_count(key: str, window: float, *, consequence: str = "not counted") -> None:
     """Add one to a counter that lives `window` seconds from its first count."""
     try:
