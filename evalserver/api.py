@@ -8,7 +8,7 @@ from django.db.models import Count
 from django.http import Http404
 from django.urls import path
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import IsAuthenticated
@@ -226,7 +226,15 @@ class WindowList(generics.ListAPIView):
 class WindowDetail(TeamView):
     """A window's rules; for a team also its quota, for researchers every setting."""
 
-    @extend_schema(responses={200: TeamWindowSerializer})
+    @extend_schema(
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="WindowDetail",
+                serializers=[TeamWindowSerializer, ResearcherWindowSerializer],
+                resource_type_field_name=None,  # told apart by their fields: a team's quota, a researcher's settings
+            )
+        }
+    )
     def get(self, request, pk):
         if not isinstance(request.auth, Team) and permissions.is_researcher(request.user):
             window = selectors.get_window(request.user, pk)

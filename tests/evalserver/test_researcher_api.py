@@ -151,3 +151,18 @@ def test_the_window_page_closes_a_window_for_researchers_only(window, researcher
     assert page.post(f"/eval/{window.pk}/close/").status_code == 302
     assert Window.objects.get(pk=window.pk).is_closed
     assert 'id="close-form"' not in page.get(f"/eval/{window.pk}/").content.decode()
+
+
+def test_the_schema_documents_both_shapes_of_a_window(frozen, judge, researcher, api_for, window):
+    """A team reads its quota, a researcher every setting: the OpenAPI schema offers both, and each
+    answer has the fields of one of them."""
+    schema = api_for(researcher).get("/api/schema/?format=json").json()
+    detail = schema["paths"]["/api/v1/eval/windows/{id}/"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    shapes = schema["components"]["schemas"][detail["$ref"].rsplit("/", 1)[1]]["oneOf"]
+    fields = {
+        ref["$ref"].rsplit("/", 1)[1]: set(schema["components"]["schemas"][ref["$ref"].rsplit("/", 1)[1]]["properties"])
+        for ref in shapes
+    }
+    assert set(fields) == {"TeamWindow", "ResearcherWindow"}
+    answer = set(api_for(researcher).get(f"{WINDOWS}{window.pk}/").json())
+    assert answer == fields["ResearcherWindow"] and "invite_url" in answer and "quota" in fields["TeamWindow"]
