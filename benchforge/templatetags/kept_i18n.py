@@ -1,5 +1,6 @@
 """`{% load i18n %}` as Django's, except that a `{% translate "literal" %}` keeps what it rendered,
-per language: the settings' TEMPLATES name this module as the `i18n` library.
+per language: the project's template backend (benchforge/template_engine.py) loads this module
+under the name `i18n`.
 
 Django's tag resolves, translates, localizes and escapes its constant text on every render; the
 editor alone has 76 of them, and every page's share of this was measurable (docs/web-costs.md). A

@@ -84,7 +84,8 @@ def demo(settings, fresh_image_indexes):
     from curation.models import Benchmark
     from demo.management.commands.seed_demo import DEMO_SLUG
 
-    return Benchmark.objects.get(slug=DEMO_SLUG), seed_demo(settings)
+    users = seed_demo(settings)
+    return Benchmark.objects.get(slug=DEMO_SLUG), users
 
 
 def _route_values(benchmark) -> dict[str, str]:

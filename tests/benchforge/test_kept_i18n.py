@@ -41,3 +41,19 @@ def test_a_change_of_catalog_settings_drops_the_kept_texts():
         assert template.render({}) == "items a day"
     with translation.override("zh-hans"):
         assert template.render({}) == "道题目/天"
+
+
+def test_the_template_check_leaves_out_only_the_deliberate_replacement():
+    """templates.W003 (two modules under one library name) is not reported for the i18n replacement,
+    and still is for any other clash."""
+    from benchforge.template_engine import BenchforgeTemplates
+
+    assert [w for w in engines["django"].check() if w.id == "templates.W003"] == []
+    params = {
+        "NAME": "clash",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {"libraries": {"static": "benchforge.templatetags.options"}},
+    }
+    warnings = [w.msg for w in BenchforgeTemplates(params).check() if w.id == "templates.W003"]
+    assert len(warnings) == 1 and warnings[0].startswith("'static' is used for multiple template tag modules")
