@@ -199,9 +199,11 @@ class Sequence:
         by = self.rng.choice(self.side.annotators)
         if stale:
             later = model.prefills[model.prefills.index(prefill) + 1]
+            # Opened halfway between this pre-fill and the next one. (Not at least 0.5 s ago: in a fast run
+            # that put the opening before this pre-fill was made, and the annotation read from an older one.)
             opened = (_moment(prefill["at"]) + (_moment(later["at"]) - _moment(prefill["at"])) / 2).timestamp()
             made = self.side.annotate(
-                model.task_id, result, parent_prediction=None, lead_time=max(time.time() - opened, 0.5), by=by
+                model.task_id, result, parent_prediction=None, lead_time=max(time.time() - opened, 0.0), by=by
             )
         else:
             # Opened after the pre-fill was made: the time spent on it is never longer than that.
