@@ -411,15 +411,17 @@ class CountingHandler(http.server.BaseHTTPRequestHandler):
         try:
             time.sleep(0.15)
             body = self.images[self.path]
-            self.send_response(200)
-            self.send_header("Content-Type", "image/jpeg")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
         finally:
+            # Uncounted before the body goes out: a client that has read it may send its next request
+            # before this thread runs again, and that request must not meet this one still counted.
             with self.lock:
                 self.in_flight[site] -= 1
                 self.in_flight["all"] -= 1
+        self.send_response(200)
+        self.send_header("Content-Type", "image/jpeg")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def log_message(self, *args):
         pass
