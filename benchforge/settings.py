@@ -176,10 +176,13 @@ if not DEBUG:
 # Throttle counters and lockout state live in the cache: set CACHE_URL (redis://...) when
 # several web processes serve the app, so they share them.
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
+    "default": {"BACKEND": "benchforge.redis_cache.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
     if os.environ.get("CACHE_URL")
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
+
+# Sessions are read from that cache and kept in the database (benchforge/sessions.py says why).
+SESSION_ENGINE = "benchforge.sessions"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
