@@ -9,6 +9,7 @@ from django.db.models import Count, F, Prefetch, Q, prefetch_related_objects
 from django.db.models.functions import TruncDate
 from django.http import Http404
 from django.utils import timezone
+from django.utils.html import json_script
 
 from benchforge import permissions
 from benchforge.inputs import is_digits
@@ -265,6 +266,18 @@ def task_guidelines(benchmark: Benchmark) -> list[dict]:
     return rows
 
 
+def editor_tasks(benchmark: Benchmark) -> dict:
+    """What the editor shows of the benchmark's tasks, the same for each of its items (kept per
+    benchmark and language): the rows, the select's options grouped by category path, and every
+    task's guideline as the page's JSON (switching the task swaps the panel without a request)."""
+    rows = task_guidelines(benchmark)
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        groups.setdefault(row["path"], []).append((row["slug"], row["name"]))
+    guidelines = {row["slug"]: {field: row[field] for field in GUIDELINE_FIELDS} for row in rows}
+    return {"rows": rows, "groups": list(groups.items()), "guidelines_json": str(json_script(guidelines, "task-guidelines"))}
+
+
 def benchmark_people(benchmark: Benchmark):
     """Members who can be given work (annotator role or above)."""
     return benchmark.members.filter(groups__name__in=("annotator", "reviewer", "researcher")).distinct().order_by("username")
@@ -288,23 +301,12 @@ def open_assignments(user, benchmark: Benchmark):
 
 
 def queue_rows(user, benchmark: Benchmark):
-    """The queue page's rows: only the columns it shows (the page is hit constantly)."""
+    """The queue page's rows: only the columns it shows (the page is hit constantly); the tasks'
+    labels come from curation.selectors.task_labels, kept."""
     return (
         queue_for(user, benchmark)
         .select_related(None)
-        .values(
-            "id",
-            "created_at",
-            "image_id",
-            "item_id",
-            "task__name",
-            "task__name_en",
-            "task__category__name",
-            "task__category__name_en",
-            "task__category__parent__name",
-            "task__category__parent__name_en",
-            "item__status",
-        )
+        .values("id", "created_at", "image_id", "item_id", "task_id", "item__status")
     )
 
 

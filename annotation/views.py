@@ -11,6 +11,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.utils.translation import get_language, gettext
 from django.views.decorators.http import require_POST
 
@@ -20,8 +21,8 @@ from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
 from benchforge.navigation import kept_for_benchmark
 from benchforge.paging import keyset_page
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
-from curation.models import Image, category_name, task_label, task_name
-from curation.selectors import get_benchmark_for, task_choices, tasks_of
+from curation.models import Image
+from curation.selectors import get_benchmark_for, task_choices, task_labels, tasks_of
 from jobs.selectors import jobs_of
 
 from . import services
@@ -37,10 +38,10 @@ from .forms import (
 )
 from .models import CHOICE_LETTERS, Assignment, Criterion, Item
 from .selectors import (
-    GUIDELINE_FIELDS,
     ITEM_FILTERS,
     assignable_images,
     benchmark_people,
+    editor_tasks,
     get_item_for,
     items_of,
     latest_assignment_for_item,
@@ -50,17 +51,13 @@ from .selectors import (
     queue_rows,
     revisions_of,
     revisions_with_changes,
-    task_guidelines,
     withheld_from,
 )
 from .workflow import ANSWERED, STATUS_CHOICES, STATUS_LABELS
 
 ITEMS_PAGE_SIZE = 50
 ITEM_LIST_COLUMNS = (
-    "id", "seed_id", "kind", "status", "question", "version", "updated_at",
-    "task", "task__name", "task__name_en", "task__category", "task__category__name", "task__category__name_en",
-    "task__category__parent", "task__category__parent__name", "task__category__parent__name_en",
-    "author", "author__username", "assignee", "assignee__username",
+    "id", "seed_id", "kind", "status", "question", "version", "updated_at", "task_id", "author__username", "assignee__username",
 )  # fmt: skip
 QUEUE_PAGE_SIZE = 25
 
@@ -73,8 +70,8 @@ def _filters(request, names) -> dict:
 def item_list(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     filters = _filters(request, ITEM_FILTERS)
-    # Only the columns the list shows: no long texts besides the question, none of the task's
-    # guideline or the people's other columns (at 50 rows a page, building them cost more than the query).
+    # Only the columns the list shows, as plain rows: no long texts besides the question, no model
+    # instances (at 50 rows a page, building them cost more than the query); tasks' labels are kept.
     found = items_of(benchmark, **filters, viewer=request.user)
     # A benchmark may hold a million items: pages by keyset and a capped count (benchforge.paging).
     # The count is kept until something changes in the benchmark; a search's depends on the role (withheld texts).
@@ -82,7 +79,7 @@ def item_list(request, slug):
     count_key = f"items:{permissions.is_researcher(request.user)}:{filtered}"
     page = keyset_page(
         request,
-        found.only(*ITEM_LIST_COLUMNS),
+        found.values(*ITEM_LIST_COLUMNS),
         ("-id",),
         ITEMS_PAGE_SIZE,
         count_queryset=found,
@@ -97,6 +94,7 @@ def item_list(request, slug):
             "edit_url": reverse("item-list", args=[benchmark.slug]),  # + "<id>/": no URL reversing per row
             "filters": filters,
             "task_groups": task_choices(benchmark),
+            "task_labels": task_labels(benchmark),
             "statuses": STATUS_CHOICES,
             "kinds": Item.Kind.choices,
             "people": list(benchmark_people(benchmark).values("username")),  # three selects list them: names only
@@ -136,9 +134,8 @@ def item_edit(request, slug, item_id):
         if "reference_answer" in withheld:
             item.reference_answer = source.reference_answer = ""
     # The same for every item of the benchmark: kept until something changes there (a task edited).
-    tasks = kept_for_benchmark(item.benchmark_id, f"guidelines:{get_language()}", lambda: task_guidelines(item.benchmark))
-    # Every task's guideline travels as JSON: switching the task swaps the panel without a request.
-    guidelines = {t["slug"]: {k: t[k] for k in GUIDELINE_FIELDS} for t in tasks}
+    tasks = kept_for_benchmark(item.benchmark_id, f"editor-tasks:{get_language()}", lambda: editor_tasks(item.benchmark))
+    current_task = next(t for t in tasks["rows"] if t["id"] == item.task_id)
     return render(
         request,
         "annotation/item_edit.html",
@@ -149,9 +146,9 @@ def item_edit(request, slug, item_id):
             "images": [link.image for link in source.item_images.all()],
             "criteria": criteria,
             "withheld": sorted(withheld),
-            "tasks": tasks,
-            "guidelines": guidelines,
-            "current_task": next(t for t in tasks if t["id"] == item.task_id),
+            "task_groups": tasks["groups"],
+            "guidelines_json": mark_safe(tasks["guidelines_json"]),  # noqa: S308 - json_script's, escaped
+            "current_task": current_task,
             "kinds": Item.Kind.choices,
             "question_types": Item.QuestionType.choices,
             "criterion_kinds": Criterion.Kind.choices,
@@ -358,6 +355,7 @@ def queue(request, slug):
     item_work, seed_work = gettext("item #%(id)s (%(status)s)"), gettext("write the seed question for image #%(id)s")
     open_text, start_text = gettext("open"), gettext("start")
     statuses = {value: str(label).lower() for value, label in STATUS_LABELS.items()}
+    labels = task_labels(benchmark) if page.object_list else {}
     for row in page.object_list:
         if row["item_id"]:
             row["work"] = item_work % {"id": row["item_id"], "status": statuses.get(row["item__status"], "")}
@@ -365,11 +363,7 @@ def queue(request, slug):
             row["work"] = seed_work % {"id": row["image_id"]}
         row["action"] = open_text if row["item_id"] else start_text
         row["assigned_on"] = timezone.localtime(row["created_at"]).date().isoformat()
-        row["task_label"] = task_label(
-            task_name(row["task__name"], row["task__name_en"]),
-            category_name(row["task__category__name"], row["task__category__name_en"]),
-            category_name(row["task__category__parent__name"] or "", row["task__category__parent__name_en"] or "") or None,
-        )
+        row["task_label"] = labels.get(row["task_id"], "")
     return render(
         request,
         "annotation/queue.html",

@@ -1,11 +1,16 @@
 """Reads for the curation app: taxonomy and images."""
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 from benchforge import permissions
+from benchforge.compiled import Compiled
+from benchforge.navigation import kept_for_benchmark
+from benchforge.roles import user_role
 from jobs.selectors import jobs_of
 
 from .models import (
@@ -44,11 +49,22 @@ def find_benchmark_for(user, slug: str) -> Benchmark | None:
     return benchmarks_for(user).filter(slug=slug).first()
 
 
+def _benchmarks_for_role(role: str, *, slug: str, user_id: int):
+    stand_in = get_user_model()(pk=user_id)
+    stand_in._benchforge_role = role
+    return benchmarks_for(stand_in).filter(slug=slug)
+
+
+# Every page inside a benchmark asks for it first: the query is compiled once per role.
+_BENCHMARK_FOR = Compiled(_benchmarks_for_role, slug="\x00slug\x00", user_id=-7_301_422_019)
+
+
 def get_benchmark_for(user, slug: str) -> Benchmark:
-    try:
-        return benchmarks_for(user).get(slug=slug)
-    except Benchmark.DoesNotExist:
-        raise Http404("No such benchmark, or you are not a member of it.") from None
+    role = user_role(user)
+    found = next(iter(_BENCHMARK_FOR.rows(role, slug=slug, user_id=user.pk)), None) if role else None
+    if found is None:
+        raise Http404("No such benchmark, or you are not a member of it.")
+    return found
 
 
 def taxonomy_tree(benchmark: Benchmark) -> list[dict]:
@@ -77,16 +93,41 @@ def task_choices(benchmark: Benchmark, value: str = "slug") -> list[tuple[str, l
     """Choices for a task select, grouped by category in taxonomy order: [(category path,
     [(task slug or pk, task name), ...]), ...] (Django renders the groups as <optgroup>)."""
     groups: dict[str, list[tuple]] = {}
-    # Plain rows, no models: every list page's filter bar asks for them (names as this interface shows them).
+    for task in task_rows(benchmark):
+        groups.setdefault(task["path"], []).append((task[value], task["name"]))
+    return list(groups.items())
+
+
+def task_labels(benchmark: Benchmark) -> dict[int, str]:
+    """{task id: the task as people read it, with its category} (Task.label, without loading tasks)."""
+    return {task["pk"]: f"{task['name']} ({task['path']})" for task in task_rows(benchmark)}
+
+
+def task_rows(benchmark: Benchmark) -> list[dict]:
+    """The benchmark's tasks in taxonomy order as plain rows (pk, slug, name and category path, named
+    as this interface names them), kept per language until something changes in the benchmark:
+    every list page's filter bar and rows ask for them."""
+    return kept_for_benchmark(benchmark.pk, f"task-rows:{get_language()}", lambda: _task_rows(benchmark))
+
+
+def _task_rows(benchmark: Benchmark) -> list[dict]:
     rows = tasks_of(benchmark).values_list(
-        value, "name", "name_en", "category__name", "category__name_en", "category__parent__name", "category__parent__name_en"
+        "pk",
+        "slug",
+        "name",
+        "name_en",
+        "category__name",
+        "category__name_en",
+        "category__parent__name",
+        "category__parent__name_en",
     )
-    for key, name, name_en, category, category_en, parent, parent_en in rows:
+    found = []
+    for pk, slug, name, name_en, category, category_en, parent, parent_en in rows:
         path = category_name(category, category_en)
         if parent is not None:
             path = f"{category_name(parent, parent_en)} / {path}"
-        groups.setdefault(path, []).append((key, task_name(name, name_en)))
-    return list(groups.items())
+        found.append({"pk": pk, "slug": slug, "name": task_name(name, name_en), "path": path})
+    return found
 
 
 def images_to_screen(user, benchmark: Benchmark):

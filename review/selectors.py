@@ -65,16 +65,13 @@ def waiting_for(user, benchmark):
 
 
 def review_queue_rows(user, benchmark):
-    """The review queue page's rows: pending_reviews with only the columns the page shows (not the
-    items' texts nor the tasks' guidelines: the page is opened between every few reviews)."""
+    """The review queue page's rows: pending_reviews as plain rows of the columns the page shows (no
+    model instances, no texts: the page is opened between every few reviews; the tasks' labels come
+    from curation.selectors.task_labels, kept)."""
     return (
         pending_reviews(user, benchmark)
-        .select_related("item__task__category__parent")
-        .only(
-            *("id", "assigned_at", "item", "round", "round__number", "round__kind", "item__task", "item__task__name"),
-            *("item__task__name_en", "item__task__category", "item__task__category__name", "item__task__category__name_en"),
-            *("item__task__category__parent", "item__task__category__parent__name", "item__task__category__parent__name_en"),
-        )
+        .select_related(None)
+        .values(*PENDING_ORDER, "assigned_at", "round__number", "round__kind", "item__task_id")
     )
 
 

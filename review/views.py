@@ -20,11 +20,11 @@ from benchforge.errors import DomainError
 from benchforge.navigation import kept_for_benchmark
 from benchforge.paging import keyset_page
 from benchforge.roles import ANNOTATOR, RESEARCHER, REVIEWER, role_required
-from curation.selectors import get_benchmark_for
+from curation.selectors import get_benchmark_for, task_labels
 
 from . import selectors, services
 from .forms import OpenRoundForm, ReviewForm
-from .models import REASONS
+from .models import REASONS, ReviewRound
 
 # Keys for the reasons on the review page, in the order REASONS lists them.
 REASON_KEYS = "1234567890qwet"
@@ -120,16 +120,12 @@ def review_queue(request, slug):
     # + "<id>/": no URL reversing per row
     review_url = reverse("review-item", args=[slug, 0]).removesuffix("0/")
     # Ready-made cells, each label translated once per page (the page is opened between reviews).
-    kinds, tasks = {}, {}
+    kinds = {value: str(label).lower() for value, label in ReviewRound.Kind.choices}
+    labels = task_labels(benchmark) if page.object_list else {}
     for review in page:
-        round_ = review.round
-        if round_.kind not in kinds:
-            kinds[round_.kind] = str(round_.get_kind_display()).lower()
-        review.round_text = f"{round_.number} ({kinds[round_.kind]})"
-        if review.item.task_id not in tasks:
-            tasks[review.item.task_id] = review.item.task.label
-        review.task_text = tasks[review.item.task_id]
-        review.assigned_on = timezone.localtime(review.assigned_at).date().isoformat() if review.assigned_at else ""
+        review["round_text"] = f"{review['round__number']} ({kinds.get(review['round__kind'], review['round__kind'])})"
+        review["task_text"] = labels.get(review["item__task_id"], "")
+        review["assigned_on"] = timezone.localtime(review["assigned_at"]).date().isoformat() if review["assigned_at"] else ""
     return render(
         request,
         "review/queue.html",

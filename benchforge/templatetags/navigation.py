@@ -15,6 +15,7 @@ from django.utils.translation import get_language, get_language_info, gettext
 
 from benchforge import navigation
 from benchforge.navigation import reverse_once
+from benchforge.roles import user_role
 
 register = template.Library()
 
@@ -53,9 +54,35 @@ def _list(entries) -> str:
     return "".join(f'<li><a href="{escape(e["url"])}"{_current(e["current"])}>{escape(e["label"])}</a></li>' for e in entries)
 
 
+# Where the kept header takes this request's CSRF field and address (the language switch's "next").
+_CSRF_FIELD, _NEXT = "\x00csrf-field\x00", "\x00next\x00"
+
+
+def _csrf_field(context) -> str:
+    token = str(context.get("csrf_token") or "")
+    return f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">' if token not in ("", "NOTPROVIDED") else ""
+
+
 @register.simple_tag(takes_context=True)
 def site_header(context):
-    request = context.get("request")
+    """Inside a benchmark the header is kept per member, role, language and page name (the same versions
+    and lifetime as the counts it shows: navigation.kept_for_benchmark), with this request's CSRF
+    field and address put in; elsewhere it is built for the request."""
+    request, user, benchmark = context.get("request"), context.get("user"), context.get("benchmark")
+    if request is None or user is None or not user.is_authenticated or benchmark is None:
+        return mark_safe(_header(context, _csrf_field(context), escape(request.get_full_path() if request else "")))  # noqa: S308
+    match = getattr(request, "resolver_match", None)
+    url_name = (match.url_name or "") if match else ""
+    # The page's name settles which link is current: every header link takes the slug alone, so a page
+    # with more in its address (an item's) is no link's, and a named page has one address per benchmark.
+    key = f"header:{user.pk}:{user_role(user)}:{get_language()}:{url_name}"
+    kept = navigation.kept_for_benchmark(
+        benchmark.pk, key, lambda: _header(context, _CSRF_FIELD, _NEXT), consequence="the header is built afresh"
+    )
+    return mark_safe(kept.replace(_CSRF_FIELD, _csrf_field(context)).replace(_NEXT, escape(request.get_full_path())))  # noqa: S308
+
+
+def _header(context, csrf: str, next_path: str) -> str:
     user = context.get("user")
     out = ['<header class="site-header" id="site-header">\n  <div class="topbar">\n']
     out.append(f'    <a class="brand" href="{escape(reverse_once("home"))}">benchforge</a>\n    ')
@@ -67,12 +94,6 @@ def site_header(context):
     if user is not None and user.is_authenticated:
         nav = benchmark_nav(context)
         places = global_places(context)
-        token = str(context.get("csrf_token") or "")
-        csrf = (
-            f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">'
-            if token not in ("", "NOTPROVIDED")
-            else ""
-        )
         if nav:
             out.append(f'\n    <span class="topbar-here" aria-hidden="true">{escape(nav["benchmark"].name)}</span>')
         controls = "site-menu bench-menu" if nav else "site-menu"
@@ -102,7 +123,7 @@ def site_header(context):
             f'        <form method="post" action="{escape(reverse_once("logout"))}" class="inline">{csrf}'
             f'<button type="submit" class="link">{log_out}</button></form>\n'
             f'        <form method="post" action="{escape(reverse_once("set-language"))}" class="inline" id="language-switch">{csrf}'
-            f'<input type="hidden" name="next" value="{escape(request.get_full_path() if request else "")}">{switch}</form>\n'
+            f'<input type="hidden" name="next" value="{next_path}">{switch}</form>\n'
             "      </div>\n    </div>\n    "
         )
     out.append("\n  </div>\n  ")
@@ -141,4 +162,4 @@ def site_header(context):
             )
         out.append("\n  ")
     out.append("\n</header>")
-    return mark_safe("".join(out))  # noqa: S308 - every value from data is escaped above
+    return "".join(out)  # every value from data is escaped above

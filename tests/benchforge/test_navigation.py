@@ -226,3 +226,40 @@ def test_a_change_in_one_benchmark_refreshes_its_counts_and_leaves_the_others_ke
     Image.objects.filter(benchmark=b, status="pending").update(status="accepted")
     client_for(lead).post("/accounts/logout/")  # a write outside any benchmark: every benchmark's counts go
     assert counts_of(lead, b)["collect"] == 0
+
+
+def test_the_kept_header_is_the_one_built_for_each_request(demo, client_for, settings):
+    """The header is kept per member, role, language and page; what differs per request (the CSRF
+    field, the address the language switch returns to) is this request's, and a page of a stage that
+    is no header link (an item) shows the stage's header, never another page's current link."""
+    benchmark, users = demo
+    items = list(Item.objects.filter(benchmark=benchmark).order_by("pk").values_list("pk", flat=True)[:2])
+    pages = [
+        f"/b/{DEMO_SLUG}/items/?status=draft",
+        f"/b/{DEMO_SLUG}/items/?status=accepted",
+        f"/b/{DEMO_SLUG}/items/{items[0]}/",
+        f"/b/{DEMO_SLUG}/items/{items[1]}/",
+        f"/b/{DEMO_SLUG}/queue/",
+        f"/b/{DEMO_SLUG}/review/queue/",
+        f"/b/{DEMO_SLUG}/images/",
+    ]
+
+    def header(client, path) -> str:
+        page = client.get(path).content.decode()
+        found = re.search(r'<header class="site-header".*?</header>', page, re.S)[0]
+        tokens = set(re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', found))
+        assert len(tokens) == 1  # both forms carry this response's token
+        return found.replace(tokens.pop(), "TOKEN")
+
+    for role in ("researcher", "annotator"):
+        client = client_for(users[role])
+        settings.BENCHFORGE_NAV_CACHE_SECONDS = 0  # nothing kept: each header built for its request
+        fresh = {path: header(client, path) for path in pages}
+        settings.BENCHFORGE_NAV_CACHE_SECONDS = 300
+        navigation.changed()
+        for _ in range(2):  # filled, then kept
+            for path in pages:
+                shown = header(client, path)
+                assert shown == fresh[path], path
+                assert f'name="next" value="{path.replace("&", "&amp;")}"' in shown
+    assert 'aria-current="page">Items' in fresh[pages[0]] and 'aria-current="page"' not in fresh[pages[2]].split("stagebar")[-1]
