@@ -313,7 +313,7 @@ def image_chip(request, slug):
     problems = services.image_refusals(benchmark, [image.pk])
     if problems:
         return HttpResponse(" ".join(problems), status=400, content_type="text/plain; charset=utf-8")
-    return render(request, "annotation/_image_chip.html", {"image": image})
+    return render(request, "annotation/_image_chip.html", {"images": [image]})
 
 
 PICKER_PAGE_SIZE = 24

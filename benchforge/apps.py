@@ -42,5 +42,8 @@ class BenchforgeConfig(AppConfig):
         from .i18n import remember_on_login
 
         user_logged_in.connect(remember_on_login, dispatch_uid="benchforge.i18n.remember_on_login")
+        from . import after_response
+
+        after_response.connect()
         if starting_a_server(sys.argv, os.environ):
             warn_about_dev_key()

@@ -9,7 +9,7 @@ from django.utils.translation import get_language
 
 from annotation.selectors import item_counts_by_task_and_status, submission_progress
 from annotation.workflow import STATUS_CHOICES
-from benchforge import navigation, permissions
+from benchforge import after_response, navigation, permissions
 from benchforge.roles import ANNOTATOR, role_required, user_role
 from benchforge.throttling import cache_claim, cache_delete, cache_get, cache_set
 from curation.selectors import benchmarks_for, get_benchmark_for, status_counts, tasks_of
@@ -30,7 +30,9 @@ class RecentCounts:
     reads a whole table of the benchmark (at 1,000,000 items the parts together take about two
     seconds of database time), and everyone who opens the dashboard needs no recount of their own.
     When a part is due, one request recounts it while the others show the last count (kept for
-    KEPT_ROUNDS periods): a due recount never stalls every worker at once. `counted_at` is when the
+    KEPT_ROUNDS periods): a due recount never stalls every worker at once. That request shows the last
+    count too and recounts once its response is sent (benchforge.after_response): nobody waits for a
+    recount but the first view of a part. `counted_at` is when the
     oldest part shown was counted, so the page can say how fresh it is."""
 
     KEPT_ROUNDS = 10
@@ -40,26 +42,34 @@ class RecentCounts:
         self.seconds = settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS
         self.counted_at = timezone.now()
 
+    OUTAGE = "the dashboard counts afresh until it is back"
+
     def get(self, part: str, compute):
         if self.seconds <= 0:
             return compute(self.benchmark)
         key = f"dashboard:{self.benchmark.pk}:{part}:{timezone.localdate().isoformat()}"
-        outage = "the dashboard counts afresh until it is back"
-        cached = cache_get(key, consequence=outage)
-        claim, claimed = f"{key}:recount", False
-        if cached is not None:
-            if (timezone.now() - cached[1]).total_seconds() < self.seconds:
-                return self._shown(cached)
-            claimed = cache_claim(claim, 2 * self.seconds + 60, consequence=outage)
-            if not claimed:
-                return self._shown(cached)  # another request is recounting it
+        cached = cache_get(key, consequence=self.OUTAGE)
+        if cached is None:
+            return self._shown(self._recount(key, compute))
+        if (timezone.now() - cached[1]).total_seconds() < self.seconds:
+            return self._shown(cached)
+        claim = f"{key}:recount"
+        if not cache_claim(claim, 2 * self.seconds + 60, consequence=self.OUTAGE):
+            return self._shown(cached)  # another request is recounting it
+        if after_response.in_request():
+            # The request that claimed it shows the last count too: it recounts once its response is sent.
+            after_response.after_response(lambda: self._recount(key, compute, claim))
+            return self._shown(cached)
+        return self._shown(self._recount(key, compute, claim))
+
+    def _recount(self, key: str, compute, claim: str = ""):
         try:
-            cached = (compute(self.benchmark), timezone.now())
-            cache_set(key, cached, self.seconds * self.KEPT_ROUNDS, consequence=outage)
+            counted = (compute(self.benchmark), timezone.now())
+            cache_set(key, counted, self.seconds * self.KEPT_ROUNDS, consequence=self.OUTAGE)
         finally:
-            if claimed:
-                cache_delete(claim, consequence=outage)
-        return self._shown(cached)
+            if claim:
+                cache_delete(claim, consequence=self.OUTAGE)
+        return counted
 
     def _shown(self, cached):
         value, counted_at = cached
