@@ -97,7 +97,8 @@ def item_list(request, slug):
             "task_labels": task_labels(benchmark),
             "statuses": STATUS_CHOICES,
             "kinds": Item.Kind.choices,
-            "people": list(benchmark_people(benchmark).values("username")),  # three selects list them: names only
+            # Three selects list them (names only), kept until something changes in the benchmark.
+            "people": kept_for_benchmark(benchmark.pk, "people", lambda: list(benchmark_people(benchmark).values("username"))),
         },
     )
 

@@ -1,8 +1,11 @@
-"""Jobs keep only their benchmark's id (jobs sits below curation): a deleted benchmark's jobs go here."""
+"""Jobs keep only their benchmark's id (jobs sits below curation): a deleted benchmark's jobs go here.
+A benchmark's members changing counts as a change in it for what pages keep (benchforge.navigation):
+its people selects, its members' counts."""
 
-from django.db.models.signals import post_delete
+from django.db.models.signals import m2m_changed, post_delete
 from django.dispatch import receiver
 
+from benchforge import navigation
 from jobs import services as jobs
 
 from .models import Benchmark
@@ -11,3 +14,16 @@ from .models import Benchmark
 @receiver(post_delete, sender=Benchmark, dispatch_uid="curation.delete_benchmark_jobs")
 def delete_benchmark_jobs(sender, instance, **kwargs):
     jobs.delete_jobs_of(instance.pk)
+
+
+@receiver(m2m_changed, sender=Benchmark.members.through, dispatch_uid="curation.members_changed")
+def members_changed(sender, instance, action, reverse, pk_set, **kwargs):
+    if not action.startswith("post_"):
+        return
+    if not reverse:
+        navigation.changed(instance.pk)  # benchmark.members.add(...)
+    elif pk_set:
+        for benchmark_id in pk_set:  # user.benchmarks.add(...)
+            navigation.changed(benchmark_id)
+    else:
+        navigation.changed()  # user.benchmarks.clear(): which ones is not told

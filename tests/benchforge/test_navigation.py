@@ -263,3 +263,25 @@ def test_the_kept_header_is_the_one_built_for_each_request(demo, client_for, set
                 assert shown == fresh[path], path
                 assert f'name="next" value="{path.replace("&", "&amp;")}"' in shown
     assert 'aria-current="page">Items' in fresh[pages[0]] and 'aria-current="page"' not in fresh[pages[2]].split("stagebar")[-1]
+
+
+def test_a_members_change_shows_in_the_kept_people_selects(benchmark, make_user, client_for):
+    """The items list keeps its people selects until something changes in the benchmark: a member
+    added or removed through the relation (a service, the admin, a command) is such a change."""
+    lead = make_user("researcher", "lead", benchmarks=[benchmark])
+    client = client_for(lead)
+
+    def people() -> set[str]:
+        page = client.get(f"/b/{benchmark.slug}/items/").content.decode()
+        select = re.search(r'<select name="author">(.*?)</select>', page, re.S)[1]
+        return set(re.findall(r'<option value="([^"]+)"', select))
+
+    assert people() == {"lead"}
+    newcomer = make_user("annotator", "newcomer", benchmarks=[benchmark])  # user.benchmarks.add(...)
+    assert people() == {"lead", "newcomer"}
+    benchmark.members.remove(newcomer)
+    assert people() == {"lead"}
+    newcomer.benchmarks.add(benchmark)
+    assert people() == {"lead", "newcomer"}
+    newcomer.benchmarks.clear()
+    assert people() == {"lead"}
