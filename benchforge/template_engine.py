@@ -1,13 +1,17 @@
 """Django's template backend, with the project's replacements for some of Django's own tag
 libraries (the names templates already `{% load %}`): `i18n` keeps constant translations per
-language (benchforge/templatetags/kept_i18n.py says why).
+language and `static` the addresses of literal paths (benchforge/templatetags/kept_i18n.py and
+kept_static.py say why).
 
 A replacement is deliberate, so the template check's warning about two modules under one name
 (templates.W003) is left out for exactly that pair; any other clash is still reported."""
 
 from django.template.backends.django import DjangoTemplates
 
-REPLACED_LIBRARIES = {"i18n": ("django.templatetags.i18n", "benchforge.templatetags.kept_i18n")}
+REPLACED_LIBRARIES = {
+    "i18n": ("django.templatetags.i18n", "benchforge.templatetags.kept_i18n"),
+    "static": ("django.templatetags.static", "benchforge.templatetags.kept_static"),
+}
 
 
 class BenchforgeTemplates(DjangoTemplates):

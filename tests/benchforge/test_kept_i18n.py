@@ -44,8 +44,8 @@ def test_a_change_of_catalog_settings_drops_the_kept_texts():
 
 
 def test_the_template_check_leaves_out_only_the_deliberate_replacement():
-    """templates.W003 (two modules under one library name) is not reported for the i18n replacement,
-    and still is for any other clash."""
+    """templates.W003 (two modules under one library name) is not reported for the i18n and static
+    replacements, and still is for any other clash."""
     from benchforge.template_engine import BenchforgeTemplates
 
     assert [w for w in engines["django"].check() if w.id == "templates.W003"] == []
@@ -53,7 +53,7 @@ def test_the_template_check_leaves_out_only_the_deliberate_replacement():
         "NAME": "clash",
         "DIRS": [],
         "APP_DIRS": True,
-        "OPTIONS": {"libraries": {"static": "benchforge.templatetags.options"}},
+        "OPTIONS": {"libraries": {"options": "benchforge.templatetags.navigation"}},
     }
     warnings = [w.msg for w in BenchforgeTemplates(params).check() if w.id == "templates.W003"]
-    assert len(warnings) == 1 and warnings[0].startswith("'static' is used for multiple template tag modules")
+    assert len(warnings) == 1 and warnings[0].startswith("'options' is used for multiple template tag modules")
