@@ -1,13 +1,13 @@
-"""Sessions read from the shared cache, kept in the database (Django's cached_db), made to survive the
-cache going down.
+"""Sessions read from the shared cache and kept in the database (Django's cached_db), made to
+survive the cache going down.
 
 Every request reads its session: from the cache that is one GET instead of a database query built by
 the ORM (issue 43: the query's Python cost is a fixed part of every page). The database stays the
 record, so a cache flushed or restarted logs nobody out. Django's cached_db already tolerates a
-failed cache read or save; here a failed refill after a miss, a failed delete and a failed check that
-a new key is free are tolerated too (the check asks the database alone; outages are logged as the throttles log them), so the
-pages keep working while the cache is down. A copy kept in the cache lives at most
-CACHED_FOR seconds: a logout whose cache delete failed cannot leave a usable copy behind for longer.
+failed cache read or save; here a failed refill after a miss and a failed delete are tolerated too,
+and whether a new key is free is asked of the database alone, so the pages keep working while the
+cache is down (outages are logged as the throttles log them). A copy kept in the cache lives at
+most CACHED_FOR seconds: a logout whose cache delete failed leaves no usable copy for longer.
 """
 
 from django.contrib.sessions.backends import cached_db
@@ -36,7 +36,7 @@ class SessionStore(cached_db.SessionStore):
         return data
 
     def exists(self, session_key):
-        # Whether a new key is free: the database is the record (a cached copy never outlives its row).
+        # Whether a new key is free: the database is the record.
         return super(cached_db.SessionStore, self).exists(session_key)
 
     def save(self, must_create=False):

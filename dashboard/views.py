@@ -32,8 +32,8 @@ class RecentCounts:
     When a part is due, one request recounts it while the others show the last count (kept for
     KEPT_ROUNDS periods): a due recount never stalls every worker at once. That request shows the last
     count too and recounts once its response is sent (benchforge.after_response): nobody waits for a
-    recount but the first view of a part. `counted_at` is when the
-    oldest part shown was counted, so the page can say how fresh it is."""
+    recount but the first view of a part. `counted_at` is when the oldest part shown was counted, so
+    the page can say how fresh it is."""
 
     KEPT_ROUNDS = 10
 

@@ -65,9 +65,9 @@ def _csrf_field(context) -> str:
 
 @register.simple_tag(takes_context=True)
 def site_header(context):
-    """Inside a benchmark the header is kept per member, role, language and page name (the same versions
-    and lifetime as the counts it shows: navigation.kept_for_benchmark), with this request's CSRF
-    field and address put in; elsewhere it is built for the request."""
+    """Inside a benchmark the header is kept per member, role, language and page name (under the
+    versions and lifetime of the counts it shows: navigation.kept_for_benchmark), with this request's
+    CSRF field and address put in; elsewhere it is built for the request."""
     request, user, benchmark = context.get("request"), context.get("user"), context.get("benchmark")
     if request is None or user is None or not user.is_authenticated or benchmark is None:
         return mark_safe(_header(context, _csrf_field(context), escape(request.get_full_path() if request else "")))  # noqa: S308
