@@ -408,3 +408,25 @@ def log_in(page, user, password: str = PASSWORD):
 def login_as(browser_page):
     """Log a user in through the real login form."""
     return lambda user, password=PASSWORD: log_in(browser_page, user, password)
+
+
+# ---------------------------------------------------------------- the seeded demo, seeded once per process
+
+
+@pytest.fixture(scope="session")
+def demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The demo `seed_demo` makes, seeded once per test process; `demo_snapshot.restore(settings)`
+    copies it into a test (tests/factories.py's DemoSnapshot)."""
+    from tests.factories import DemoSnapshot
+
+    with django_db_blocker.unblock():
+        return DemoSnapshot.take(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="session")
+def full_demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The fuller demo `make run` seeds with no models file (`seed_demo --demo-models`), likewise."""
+    from tests.factories import DemoSnapshot
+
+    with django_db_blocker.unblock():
+        return DemoSnapshot.take(tmp_path_factory.mktemp("full-demo"), "--demo-models")
