@@ -210,6 +210,11 @@ class DemoSnapshot:
             # Nothing stays: the rows go with the transaction (the id sequences stay past them, so
             # rows made later never take an id of the copy), and the in-process caches are emptied.
             transaction.set_rollback(True)
+        # Rows another connection committed meanwhile (the LLM ledger records paid calls on a
+        # connection of its own, so that no rollback loses them) are in the copy, and go too.
+        with transaction.atomic(), connection.cursor() as cursor:
+            for table, _ in snapshot.tables:
+                cursor.execute(f"DELETE FROM {quote(table)}")
         services.image_indexes.forget()
         services.known_index.forget()
         cache.clear()
