@@ -83,6 +83,22 @@ def pytest_collection_modifyitems(config, items):
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(group))
                 break
+        if getattr(config.option, "loadgroup", False):
+            _name_the_group(item)
+
+
+def _name_the_group(item) -> None:
+    """`--dist loadgroup` sends the tests whose node id ends in "@<group>" to one process; xdist
+    (3.8) writes that ending into `item._nodeid`, which pytest 9 no longer reads (its node ids live
+    in `item._id`), so every group was dealt out like ungrouped tests (two Label Studio servers, one
+    per process). Written where pytest 9 keeps it; with a pytest that still reads `_nodeid`, xdist
+    does it itself."""
+    groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
+    if not groups or not hasattr(item, "_id") or hasattr(item, "_nodeid") or "@" in item.nodeid.rpartition("]")[2]:
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run
