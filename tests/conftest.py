@@ -457,8 +457,8 @@ def login_as(browser_page):
 
 @pytest.fixture(scope="session")
 def demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
-    """The demo `seed_demo` makes, seeded once per test process; `demo_snapshot.restore(settings)`
-    copies it into a test (tests/factories.py's DemoSnapshot)."""
+    """The demo `seed_demo` makes inside a test's transaction, seeded once per test process;
+    `demo_snapshot.restore(settings)` copies it into a django_db test (tests/factories.py's DemoSnapshot)."""
     from tests.factories import DemoSnapshot
 
     with django_db_blocker.unblock():
@@ -466,9 +466,20 @@ def demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def full_demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
-    """The fuller demo `make run` seeds with no models file (`seed_demo --demo-models`), likewise."""
+def live_demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The same demo as a transactional test (live server) seeds it, each step committing (so the
+    jobs that run on commit have run), for those tests."""
     from tests.factories import DemoSnapshot
 
     with django_db_blocker.unblock():
-        return DemoSnapshot.take(tmp_path_factory.mktemp("full-demo"), "--demo-models")
+        return DemoSnapshot.take(tmp_path_factory.mktemp("live-demo"), committed=True)
+
+
+@pytest.fixture(scope="session")
+def live_full_demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The fuller demo `make run` seeds with no models file (`seed_demo --demo-models`), as a
+    transactional test seeds it."""
+    from tests.factories import DemoSnapshot
+
+    with django_db_blocker.unblock():
+        return DemoSnapshot.take(tmp_path_factory.mktemp("live-full-demo"), "--demo-models", committed=True)

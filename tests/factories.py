@@ -150,14 +150,20 @@ def seed_demo(settings, *options: str) -> dict:
 class DemoSnapshot:
     """The rows and media files `seed_demo` makes, taken once per test process and copied into each
     test that wants the demo (`restore`): the same demo as seeding it again, without the seconds the
-    seeding takes each time. Only on Postgres (COPY); elsewhere `restore` seeds for real."""
+    seeding takes each time. Only on Postgres (COPY); elsewhere `restore` seeds for real.
 
-    def __init__(self, options: tuple[str, ...], media: Path, models_file: Path):
-        self.options, self.media, self.models_file = options, media, models_file
+    A test's transaction holds back what waits for a commit (jobs run on commit), so the demo differs
+    with where it is seeded: `committed` takes it seeded as a transactional test (live server) seeds
+    it, every step committing; otherwise as inside a test's transaction, rolled back after."""
+
+    def __init__(self, options: tuple[str, ...], media: Path, models_file: Path, committed: bool):
+        self.options, self.media, self.models_file, self.committed = options, media, models_file, committed
         self.tables: list[tuple[str, bytes]] = []
 
     @classmethod
-    def take(cls, folder: Path, *options: str) -> "DemoSnapshot":
+    def take(cls, folder: Path, *options: str, committed: bool = False) -> "DemoSnapshot":
+        from contextlib import nullcontext
+
         from django.core.cache import cache
         from django.core.management import call_command
         from django.db import connection, transaction
@@ -165,14 +171,14 @@ class DemoSnapshot:
 
         from curation import services
 
-        snapshot = cls(options, folder / "media", folder / "models.toml")
+        snapshot = cls(options, folder / "media", folder / "models.toml", committed)
         if connection.vendor != "postgresql":
             return snapshot
         snapshot.media.mkdir(parents=True)
         tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
         quote = connection.ops.quote_name
-        # As the autouse fixtures of tests/conftest.py set them for every test, seeding as in development.
         models = {"BENCHFORGE_MODELS": snapshot.models_file} if "--demo-models" in options else {}
+        # As the autouse fixtures of tests/conftest.py set them for every test, seeding as in development.
         with (
             override_settings(
                 DEBUG=True,
@@ -181,7 +187,7 @@ class DemoSnapshot:
                 PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
                 **models,
             ),
-            transaction.atomic(),
+            nullcontext() if committed else transaction.atomic(),
             connection.cursor() as cursor,
         ):
 
@@ -207,11 +213,13 @@ class DemoSnapshot:
                 data = io.BytesIO()
                 cursor.copy_expert(f"COPY {quote(table)} TO STDOUT", data)
                 snapshot.tables.append((table, data.getvalue()))
-            # Nothing stays: the rows go with the transaction (the id sequences stay past them, so
-            # rows made later never take an id of the copy), and the in-process caches are emptied.
-            transaction.set_rollback(True)
-        # Rows another connection committed meanwhile (the LLM ledger records paid calls on a
-        # connection of its own, so that no rollback loses them) are in the copy, and go too.
+            if not committed:
+                # The rows go with the transaction (the id sequences stay past them, so rows made
+                # later never take an id of the copy).
+                transaction.set_rollback(True)
+        # What was committed goes as a transactional test's flush takes it: seeded with commits, and
+        # rows another connection committed meanwhile (the LLM ledger records paid calls on a
+        # connection of its own, so that no rollback loses them).
         with transaction.atomic(), connection.cursor() as cursor:
             for table, _ in snapshot.tables:
                 cursor.execute(f"DELETE FROM {quote(table)}")
@@ -228,6 +236,11 @@ class DemoSnapshot:
 
         from demo.management.commands.seed_demo import DEMO_USERS
 
+        if self.committed == connection.in_atomic_block:
+            raise RuntimeError(
+                "this demo snapshot was seeded "
+                + ("with commits, for transactional tests" if self.committed else "inside a transaction, for django_db tests")
+            )
         if not self.tables:
             return seed_demo(settings, *self.options)
         if "--demo-models" in self.options:

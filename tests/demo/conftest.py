@@ -9,6 +9,7 @@ PASSWORDS = {name: password for name, _, password in DEMO_USERS}
 
 
 @pytest.fixture
-def demo(settings, fresh_image_indexes, demo_snapshot):
-    # The demo as seed_demo makes it, seeded once per process and copied in (tests/factories.py).
-    return demo_snapshot.restore(settings)
+def demo(settings, fresh_image_indexes, live_demo_snapshot):
+    # The demo as seed_demo makes it in these (live server) tests, seeded once per process and
+    # copied in (tests/factories.py's DemoSnapshot).
+    return live_demo_snapshot.restore(settings)

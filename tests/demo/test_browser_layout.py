@@ -29,12 +29,12 @@ SERIOUS = ("serious", "critical")
 
 
 @pytest.fixture
-def demo(settings, fresh_image_indexes, tmp_path, full_demo_snapshot):
+def demo(settings, fresh_image_indexes, tmp_path, live_full_demo_snapshot):
     # The fuller demo `make run` seeds with no models file: two releases (one frozen and scored,
     # so the Compare select shows), a QC run with flagged items, a rewrite batch, a rated study.
     # Seeded once per process and copied in (tests/factories.py's DemoSnapshot).
     settings.BENCHFORGE_MODELS = tmp_path / "models.toml"
-    return full_demo_snapshot.restore(settings)
+    return live_full_demo_snapshot.restore(settings)
 
 
 def open_page(browser, live_server, viewport, user):
