@@ -174,6 +174,18 @@ def _fresh_cache():
 
 
 @pytest.fixture(autouse=True)
+def _default_language():
+    # A request through the test client leaves its language active in this thread (Django's
+    # LocaleMiddleware activates, nothing deactivates): each test starts from the default, whatever
+    # the test before it asked for in Chinese.
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     # Test users log in for real; the production hasher's cost is not what these tests check.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
