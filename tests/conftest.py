@@ -83,6 +83,22 @@ def pytest_collection_modifyitems(config, items):
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(group))
                 break
+        if getattr(config.option, "loadgroup", False):
+            _name_the_group(item)
+
+
+def _name_the_group(item) -> None:
+    """`--dist loadgroup` sends the tests whose node id ends in "@<group>" to one process; xdist
+    (3.8) writes that ending into `item._nodeid`, which pytest 9 no longer reads (its node ids live
+    in `item._id`), so every group was dealt out like ungrouped tests (two Label Studio servers, one
+    per process). Written where pytest 9 keeps it; with a pytest that still reads `_nodeid`, xdist
+    does it itself."""
+    groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
+    if not groups or not hasattr(item, "_id") or hasattr(item, "_nodeid") or "@" in item.nodeid.rpartition("]")[2]:
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM refuses to run
@@ -108,6 +124,32 @@ def shared_fixture(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flush_by_delete():
+    """A transactional test (live server, real workers, races) ends with Django emptying every table.
+    On Postgres Django does it with one TRUNCATE of all ~70 tables, which makes a new file for each
+    and takes ~1-3 s on a busy machine; the few rows a test leaves are gone as surely with DELETE, in
+    a hundredth of that (one transaction: Django's foreign keys are checked at commit, so any order
+    does). Resetting the id sequences, which only TRUNCATE does, still goes to Django's own."""
+    from django.conf import settings
+
+    if not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        yield
+        return
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade:
+            return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+        return [f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(table))};" for table in tables]
+
+    DatabaseOperations.sql_flush = sql_flush
+    yield
+    DatabaseOperations.sql_flush = truncate
+
+
 @pytest.fixture(autouse=True)
 def _isolated_media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
@@ -129,6 +171,18 @@ def _fresh_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _default_language():
+    # A request through the test client leaves its language active in this thread (Django's
+    # LocaleMiddleware activates, nothing deactivates): each test starts from the default, whatever
+    # the test before it asked for in Chinese.
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)
@@ -408,3 +462,36 @@ def log_in(page, user, password: str = PASSWORD):
 def login_as(browser_page):
     """Log a user in through the real login form."""
     return lambda user, password=PASSWORD: log_in(browser_page, user, password)
+
+
+# ---------------------------------------------------------------- the seeded demo, seeded once per process
+
+
+@pytest.fixture(scope="session")
+def demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The demo `seed_demo` makes inside a test's transaction, seeded once per test process;
+    `demo_snapshot.restore(settings)` copies it into a django_db test (tests/factories.py's DemoSnapshot)."""
+    from tests.factories import DemoSnapshot
+
+    with django_db_blocker.unblock():
+        return DemoSnapshot.take(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="session")
+def live_demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The same demo as a transactional test (live server) seeds it, each step committing (so the
+    jobs that run on commit have run), for those tests."""
+    from tests.factories import DemoSnapshot
+
+    with django_db_blocker.unblock():
+        return DemoSnapshot.take(tmp_path_factory.mktemp("live-demo"), committed=True)
+
+
+@pytest.fixture(scope="session")
+def live_full_demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The fuller demo `make run` seeds with no models file (`seed_demo --demo-models`), as a
+    transactional test seeds it."""
+    from tests.factories import DemoSnapshot
+
+    with django_db_blocker.unblock():
+        return DemoSnapshot.take(tmp_path_factory.mktemp("live-full-demo"), "--demo-models", committed=True)

@@ -4,6 +4,7 @@ files, complete item fields, and checks that stored files match their rows."""
 import hashlib
 import io
 import itertools
+import shutil
 import struct
 import zipfile
 import zlib
@@ -144,3 +145,111 @@ def seed_demo(settings, *options: str) -> dict:
     call_command("seed_demo", *options, stdout=io.StringIO())
     settings.DEBUG = False
     return {u.username: u for u in get_user_model().objects.filter(username__in=[name for name, _, _ in DEMO_USERS])}
+
+
+class DemoSnapshot:
+    """The rows and media files `seed_demo` makes, taken once per test process and copied into each
+    test that wants the demo (`restore`): the same demo as seeding it again, without the seconds the
+    seeding takes each time. Only on Postgres (COPY); elsewhere `restore` seeds for real.
+
+    A test's transaction holds back what waits for a commit (jobs run on commit), so the demo differs
+    with where it is seeded: `committed` takes it seeded as a transactional test (live server) seeds
+    it, every step committing; otherwise as inside a test's transaction, rolled back after."""
+
+    def __init__(self, options: tuple[str, ...], media: Path, models_file: Path, committed: bool):
+        self.options, self.media, self.models_file, self.committed = options, media, models_file, committed
+        self.tables: list[tuple[str, bytes]] = []
+
+    @classmethod
+    def take(cls, folder: Path, *options: str, committed: bool = False) -> "DemoSnapshot":
+        from contextlib import nullcontext
+
+        from django.core.cache import cache
+        from django.core.management import call_command
+        from django.db import connection, transaction
+        from django.test import override_settings
+
+        from curation import services
+
+        snapshot = cls(options, folder / "media", folder / "models.toml", committed)
+        if connection.vendor != "postgresql":
+            return snapshot
+        snapshot.media.mkdir(parents=True)
+        tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
+        quote = connection.ops.quote_name
+        models = {"BENCHFORGE_MODELS": snapshot.models_file} if "--demo-models" in options else {}
+        # As the autouse fixtures of tests/conftest.py set them for every test, seeding as in development.
+        with (
+            override_settings(
+                DEBUG=True,
+                MEDIA_ROOT=snapshot.media,
+                BENCHFORGE_JOB_RUNNER="inline",
+                PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
+                **models,
+            ),
+            nullcontext() if committed else transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
+
+            def contents() -> dict[str, tuple[int, str]]:
+                found = {}
+                for table in tables:
+                    cursor.execute(
+                        f"SELECT count(*), md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM {quote(table)} t"
+                    )
+                    found[table] = cursor.fetchone()
+                return found
+
+            services.image_indexes.forget()
+            services.known_index.forget()
+            before = contents()
+            call_command("seed_demo", *options, stdout=io.StringIO())
+            after = contents()
+            for table in tables:
+                if after[table] == before[table]:
+                    continue
+                if before[table][0]:
+                    raise RuntimeError(f"seed_demo changed {table}, which had rows before: a snapshot cannot copy it")
+                data = io.BytesIO()
+                cursor.copy_expert(f"COPY {quote(table)} TO STDOUT", data)
+                snapshot.tables.append((table, data.getvalue()))
+            if not committed:
+                # The rows go with the transaction (the id sequences stay past them, so rows made
+                # later never take an id of the copy).
+                transaction.set_rollback(True)
+        # What was committed goes as a transactional test's flush takes it: seeded with commits, and
+        # rows another connection committed meanwhile (the LLM ledger records paid calls on a
+        # connection of its own, so that no rollback loses them).
+        with transaction.atomic(), connection.cursor() as cursor:
+            for table, _ in snapshot.tables:
+                cursor.execute(f"DELETE FROM {quote(table)}")
+        services.image_indexes.forget()
+        services.known_index.forget()
+        cache.clear()
+        return snapshot
+
+    def restore(self, settings) -> dict:
+        """The demo in this test's database and MEDIA_ROOT (and models file, with --demo-models);
+        its people by username, as `seed_demo` returns them."""
+        from django.contrib.auth import get_user_model
+        from django.db import connection, transaction
+
+        from demo.management.commands.seed_demo import DEMO_USERS
+
+        if self.committed == connection.in_atomic_block:
+            raise RuntimeError(
+                "this demo snapshot was seeded "
+                + ("with commits, for transactional tests" if self.committed else "inside a transaction, for django_db tests")
+            )
+        if not self.tables:
+            return seed_demo(settings, *self.options)
+        if "--demo-models" in self.options:
+            from llm.demo import ensure_demo_models
+
+            ensure_demo_models()  # what seed_demo writes when the test's models file is missing
+        shutil.copytree(self.media, settings.MEDIA_ROOT, dirs_exist_ok=True)
+        # Postgres checks the foreign keys at commit (Django makes them deferrable): any order loads.
+        with transaction.atomic(), connection.cursor() as cursor:
+            for table, data in self.tables:
+                cursor.copy_expert(f"COPY {connection.ops.quote_name(table)} FROM STDIN", io.BytesIO(data))
+        return {u.username: u for u in get_user_model().objects.filter(username__in=[name for name, _, _ in DEMO_USERS])}

@@ -10,7 +10,6 @@ import pytest
 from django.apps import apps
 
 from demo.management.commands.seed_demo import DEMO_USERS
-from tests.factories import seed_demo
 
 pytestmark = pytest.mark.django_db
 
@@ -72,8 +71,8 @@ def crawl(client) -> list[str]:
 
 
 @pytest.fixture
-def demo(settings, fresh_image_indexes):
-    seed_demo(settings)
+def demo(settings, fresh_image_indexes, demo_snapshot):
+    demo_snapshot.restore(settings)  # seeded once per process, copied in
 
 
 @pytest.mark.parametrize("username", ["researcher", "reviewer", "annotator"])

@@ -11,7 +11,6 @@ import pytest
 from django.urls import get_resolver
 
 from tests.conftest import REPO_ROOT
-from tests.factories import seed_demo
 
 pytestmark = pytest.mark.django_db
 
@@ -80,11 +79,11 @@ def _patterns():
 
 
 @pytest.fixture
-def demo(settings, fresh_image_indexes):
+def demo(settings, fresh_image_indexes, demo_snapshot):
     from curation.models import Benchmark
     from demo.management.commands.seed_demo import DEMO_SLUG
 
-    users = seed_demo(settings)
+    users = demo_snapshot.restore(settings)  # seeded once per process, copied in
     return Benchmark.objects.get(slug=DEMO_SLUG), users
 
 

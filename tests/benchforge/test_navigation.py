@@ -17,14 +17,14 @@ from demo.management.commands.seed_demo import DEMO_SLUG
 from qc.models import QCItem
 from review.models import Review
 from rewrite.selectors import seeds_to_verify
-from tests.factories import make_image, seed_demo
+from tests.factories import make_image
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def demo(settings, fresh_image_indexes):
-    users = seed_demo(settings)
+def demo(settings, fresh_image_indexes, demo_snapshot):
+    users = demo_snapshot.restore(settings)  # seeded once per process, copied in
     return Benchmark.objects.get(slug=DEMO_SLUG), users
 
 

@@ -4,6 +4,7 @@ none fails with "database is locked"."""
 
 import concurrent.futures
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,6 +17,9 @@ import pytest
 from tests.conftest import PASSWORD, REPO_ROOT
 from tests.factories import jpeg
 
+# On one test process, so the migrated site below is made once (loadgroup).
+pytestmark = pytest.mark.xdist_group("sqlite_site")
+
 SETUP = f"""
 from benchforge.services import create_or_update_user
 from curation.services import load_preset
@@ -27,25 +31,45 @@ print(item.pk)
 """
 
 
-@pytest.fixture
-def sqlite_site(tmp_path):
+def _site_env(folder: Path) -> dict:
     env = dict(
         os.environ,
-        DATABASE_URL=f"sqlite:///{tmp_path / 'site.sqlite3'}",
-        MEDIA_ROOT=str(tmp_path / "media"),
+        DATABASE_URL=f"sqlite:///{folder / 'site.sqlite3'}",
+        MEDIA_ROOT=str(folder / "media"),
         DEBUG="1",
         PYTHONPATH=str(REPO_ROOT),
         BENCHFORGE_LOGIN_FAILURE_LIMIT="1000",
     )
     env.pop("CELERY_BROKER_URL", None)
-    manage = [sys.executable, str(REPO_ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, check=True, capture_output=True, cwd=REPO_ROOT)
+    return env
+
+
+MANAGE = [sys.executable, str(REPO_ROOT / "manage.py")]
+
+
+@pytest.fixture(scope="module")
+def _migrated_site(tmp_path_factory):
+    """A site's SQLite file migrated and set up once for the module (migrating takes most of a
+    minute on a loaded machine); each test gets a copy of it."""
+    folder = tmp_path_factory.mktemp("sqlite-site")
+    env = _site_env(folder)
+    subprocess.run([*MANAGE, "migrate", "--noinput"], env=env, check=True, capture_output=True, cwd=REPO_ROOT)
     item_id = int(
         subprocess.run(
-            [*manage, "shell", "-c", SETUP], env=env, check=True, capture_output=True, text=True, cwd=REPO_ROOT
+            [*MANAGE, "shell", "-c", SETUP], env=env, check=True, capture_output=True, text=True, cwd=REPO_ROOT
         ).stdout.split()[-1]
     )
-    return {"env": env, "manage": manage, "item_id": item_id, "tmp": tmp_path}
+    return folder, item_id
+
+
+@pytest.fixture
+def sqlite_site(tmp_path, _migrated_site):
+    template, item_id = _migrated_site
+    # The commands have exited, so the file holds every write (SQLite checkpoints WAL on the last close).
+    for path in template.iterdir():
+        copy = shutil.copytree if path.is_dir() else shutil.copy2
+        copy(path, tmp_path / path.name)
+    return {"env": _site_env(tmp_path), "manage": MANAGE, "item_id": item_id, "tmp": tmp_path}
 
 
 @pytest.fixture

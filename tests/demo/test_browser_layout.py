@@ -13,7 +13,6 @@ from playwright.sync_api import expect
 
 from demo.management.commands.seed_demo import DEMO_SLUG
 from tests.demo.conftest import PASSWORDS
-from tests.factories import seed_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -30,11 +29,12 @@ SERIOUS = ("serious", "critical")
 
 
 @pytest.fixture
-def demo(settings, fresh_image_indexes, tmp_path):
+def demo(settings, fresh_image_indexes, tmp_path, live_full_demo_snapshot):
     # The fuller demo `make run` seeds with no models file: two releases (one frozen and scored,
     # so the Compare select shows), a QC run with flagged items, a rewrite batch, a rated study.
+    # Seeded once per process and copied in (tests/factories.py's DemoSnapshot).
     settings.BENCHFORGE_MODELS = tmp_path / "models.toml"
-    return seed_demo(settings, "--demo-models")
+    return live_full_demo_snapshot.restore(settings)
 
 
 def open_page(browser, live_server, viewport, user):
