@@ -22,7 +22,7 @@ from benchforge.navigation import kept_for_benchmark
 from benchforge.paging import keyset_page
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.models import Image
-from curation.selectors import get_benchmark_for, task_choices, task_labels, tasks_of
+from curation.selectors import choices_of, get_benchmark_for, labels_of, task_choices, task_labels, task_rows, tasks_of
 from jobs.selectors import jobs_of
 
 from . import services
@@ -73,6 +73,7 @@ def item_list(request, slug):
     # Only the columns the list shows, as plain rows: no long texts besides the question, no model
     # instances (at 50 rows a page, building them cost more than the query); tasks' labels are kept.
     found = items_of(benchmark, **filters, viewer=request.user)
+    tasks = task_rows(benchmark)  # one cache read for the task select and the rows' labels
     # A benchmark may hold a million items: pages by keyset and a capped count (benchforge.paging).
     # The count is kept until something changes in the benchmark; a search's depends on the role (withheld texts).
     filtered = hashlib.sha256(urlencode(sorted(filters.items())).encode()).hexdigest()[:32]  # a short cache key
@@ -93,8 +94,8 @@ def item_list(request, slug):
             "page": page,
             "edit_url": reverse("item-list", args=[benchmark.slug]),  # + "<id>/": no URL reversing per row
             "filters": filters,
-            "task_groups": task_choices(benchmark),
-            "task_labels": task_labels(benchmark),
+            "task_groups": choices_of(tasks),
+            "task_labels": labels_of(tasks),
             "statuses": STATUS_CHOICES,
             "kinds": Item.Kind.choices,
             # Three selects list them (names only), kept until something changes in the benchmark.

@@ -92,15 +92,25 @@ def tasks_of(benchmark: Benchmark):
 def task_choices(benchmark: Benchmark, value: str = "slug") -> list[tuple[str, list[tuple]]]:
     """Choices for a task select, grouped by category in taxonomy order: [(category path,
     [(task slug or pk, task name), ...]), ...] (Django renders the groups as <optgroup>)."""
+    return choices_of(task_rows(benchmark), value)
+
+
+def choices_of(rows: list[dict], value: str = "slug") -> list[tuple[str, list[tuple]]]:
+    """task_choices from task_rows already read."""
     groups: dict[str, list[tuple]] = {}
-    for task in task_rows(benchmark):
+    for task in rows:
         groups.setdefault(task["path"], []).append((task[value], task["name"]))
     return list(groups.items())
 
 
 def task_labels(benchmark: Benchmark) -> dict[int, str]:
     """{task id: the task as people read it, with its category} (Task.label, without loading tasks)."""
-    return {task["pk"]: f"{task['name']} ({task['path']})" for task in task_rows(benchmark)}
+    return labels_of(task_rows(benchmark))
+
+
+def labels_of(rows: list[dict]) -> dict[int, str]:
+    """task_labels from task_rows already read."""
+    return {task["pk"]: f"{task['name']} ({task['path']})" for task in rows}
 
 
 def task_rows(benchmark: Benchmark) -> list[dict]:

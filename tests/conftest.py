@@ -495,3 +495,25 @@ def live_full_demo_snapshot(django_db_setup, django_db_blocker, tmp_path_factory
 
     with django_db_blocker.unblock():
         return DemoSnapshot.take(tmp_path_factory.mktemp("live-full-demo"), "--demo-models", committed=True)
+
+
+@pytest.fixture
+def cache_down(settings):
+    """The shared cache unreachable (the project's Redis backend, a port nothing listens on), with the
+    dashboard keeping counts so that it asks the cache."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once the socket is closed
+    working = settings.CACHES
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "benchforge.redis_cache.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}/0",
+            "OPTIONS": {"socket_connect_timeout": 1},
+        }
+    }
+    settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS = 60
+    yield
+    settings.CACHES = working  # before the suite's own fixtures clear the cache

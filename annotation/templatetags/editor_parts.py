@@ -5,17 +5,14 @@ The editor is opened for every item; as includes, these parts cost it about a se
 (docs/web-costs.md). Same markup as the includes they replace; every value from data is escaped and
 each text is translated once per call."""
 
-from html import escape as _escape
-
 from django import template
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 
+from benchforge.templatetags.navigation import escape
+from benchforge.templatetags.options import choice_options
+
 register = template.Library()
-
-
-def escape(value) -> str:
-    return _escape(str(value))
 
 
 def _option(letter: str, text: str, answer: str, texts: dict) -> str:
@@ -41,11 +38,7 @@ def option_rows(options=(), answer="", blank=False) -> str:
 
 
 def _criterion(criterion, kind_options, texts: dict) -> str:
-    selected = criterion.kind if criterion is not None else None
-    options = "".join(
-        f'<option value="{escape(value)}"{" selected" if value == selected else ""}>{escape(label)}</option>'
-        for value, label in kind_options
-    )
+    options = choice_options(kind_options, criterion.kind if criterion is not None else "")
     text = escape(criterion.text) if criterion is not None else ""
     return (
         f'<div class="criterion">\n  <select name="criterion_kind" aria-label="{texts["kind"]}">{options}</select>\n'

@@ -8,24 +8,17 @@ kept text is the very string Django's node rendered the first time in that langu
 cannot differ. Tags with a variable, a filter, a context or `as` are Django's own, unchanged."""
 
 from django import template
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 from django.templatetags import i18n as django_i18n
 from django.utils.translation import get_language
+
+from .kept import SettingsGeneration
 
 register = template.Library()
 register.tags.update(django_i18n.register.tags)
 register.filters.update(django_i18n.register.filters)
 
-# Bumped when the settings that choose catalogs change (tests override them): kept texts of the
-# old catalogs are then never served.
-_catalogs = [0]
-
-
-@receiver(setting_changed)
-def _catalogs_changed(setting, **_ignored) -> None:
-    if setting in {"LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS"}:
-        _catalogs[0] += 1
+# Kept texts of the old catalogs are never served once the settings that choose them change.
+_catalogs = SettingsGeneration("LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS")
 
 
 class KeptTranslateNode(django_i18n.TranslateNode):
@@ -34,7 +27,7 @@ class KeptTranslateNode(django_i18n.TranslateNode):
         self.kept: dict[tuple, str] = {}
 
     def render(self, context):
-        key = (get_language(), _catalogs[0])
+        key = (get_language(), _catalogs.value)
         found = self.kept.get(key)
         if found is None:
             found = self.kept[key] = super().render(context)

@@ -8,22 +8,15 @@ changes only with the settings (or a new manifest, which needs a restart), so it
 process; a path from a variable, or `as`, is Django's own node, unchanged."""
 
 from django import template
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 from django.templatetags import static as django_static
+
+from .kept import SettingsGeneration
 
 register = template.Library()
 register.tags.update(django_static.register.tags)
 register.filters.update(django_static.register.filters)
 
-# Bumped when a setting that decides static addresses changes (tests override them).
-_settings = [0]
-
-
-@receiver(setting_changed)
-def _static_settings_changed(setting, **_ignored) -> None:
-    if setting in {"STATIC_URL", "STORAGES", "STATICFILES_STORAGE", "INSTALLED_APPS", "FORCE_SCRIPT_NAME"}:
-        _settings[0] += 1
+_settings = SettingsGeneration("STATIC_URL", "STORAGES", "STATICFILES_STORAGE", "INSTALLED_APPS", "FORCE_SCRIPT_NAME")
 
 
 class KeptStaticNode(django_static.StaticNode):
@@ -32,7 +25,7 @@ class KeptStaticNode(django_static.StaticNode):
         self.kept: dict[tuple, str] = {}
 
     def render(self, context):
-        key = (context.autoescape, _settings[0])
+        key = (context.autoescape, _settings.value)
         found = self.kept.get(key)
         if found is None:
             found = self.kept[key] = super().render(context)

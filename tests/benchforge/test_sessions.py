@@ -62,20 +62,6 @@ def test_a_session_is_read_from_the_cache_without_a_query(annotator, django_asse
     assert isinstance(store_class(key), SessionBase) and data["_auth_user_id"] == str(annotator.pk)
 
 
-@pytest.fixture
-def cache_down(settings):
-    working = settings.CACHES
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "benchforge.redis_cache.RedisCache",
-            "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens there
-            "OPTIONS": {"socket_connect_timeout": 1},
-        }
-    }
-    yield
-    settings.CACHES = working  # before the suite's own fixtures clear the cache
-
-
 @pytest.mark.django_db
 def test_sessions_survive_the_cache_going_down(cache_down, annotator, caplog, monkeypatch):
     from benchforge import throttling

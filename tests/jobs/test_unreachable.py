@@ -100,21 +100,6 @@ def test_a_starting_worker_sends_the_jobs_the_broker_missed(celery_workers, rese
 # ---- the shared cache down -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def cache_down(settings):
-    working = settings.CACHES
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": f"redis://127.0.0.1:{closed_port()}/0",
-            "OPTIONS": {"socket_connect_timeout": 1},
-        }
-    }
-    settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS = 60
-    yield
-    settings.CACHES = working  # before the suite's own fixtures clear the cache
-
-
 @pytest.mark.django_db
 def test_token_authentication_and_throttles_answer_with_the_cache_down(
     cache_down, api_for, researcher, benchmark, caplog, monkeypatch
