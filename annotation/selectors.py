@@ -5,15 +5,16 @@ import difflib
 import re
 
 from django.db import connection
-from django.db.models import Count, F, Prefetch, Q, prefetch_related_objects
+from django.db.models import Count, F, Prefetch, Q
 from django.db.models.functions import TruncDate
 from django.http import Http404
 from django.utils import timezone
 from django.utils.html import json_script
 
 from benchforge import permissions
-from benchforge.inputs import is_digits
-from curation.models import Benchmark, Task, category_name, english_interface, task_name
+from benchforge.compiled import Compiled, as_loaded, as_prefetched
+from benchforge.inputs import MAX_ID, is_digits
+from curation.models import Benchmark, Image, Task, category_name, english_interface, task_name
 from curation.selectors import benchmarks_for, get_benchmark_for
 
 from .contract import FIELD_LABELS, field_as_text, item_payload
@@ -219,25 +220,64 @@ def items_of(
     return qs.order_by("-id")
 
 
+def _item(shape: str, *, benchmark_id: int, item_id: int):
+    """One item of the benchmark with its author's and assignee's names (a rewrite's seed is in its benchmark too)."""
+    return Item.objects.filter(benchmark_id=benchmark_id, pk=item_id).annotate(author_username=F("author__username"), assignee_username=F("assignee__username"))
+
+
+def _item_images(shape: str, *, item_id: int):
+    """An item's images in its order, each with its link's id and order."""
+    links = Image.objects.filter(item_links__item_id=item_id)
+    return links.annotate(link_id=F("item_links__id"), link_order=F("item_links__order")).order_by("link_order", "link_id")
+
+
+# The editor opens an item on every step of an annotator's day: its queries are compiled once.
+_ITEM = Compiled(_item, benchmark_id=-7_301_422_019, item_id=-7_301_422_020)
+_ITEM_IMAGES = Compiled(_item_images, item_id=-7_301_422_021)
+_ITEM_CRITERIA = Compiled(lambda shape, *, item_id: Criterion.objects.filter(item_id=item_id), item_id=-7_301_422_022)
+
+
+def _loaded_item(benchmark_id: int, item_id: int) -> Item | None:
+    """The item as `select_related("author", "assignee").prefetch_related(item_images + image, criteria)`
+    would leave it, from the compiled queries (the people are read with their names only)."""
+    item = next(iter(_ITEM.rows("item", benchmark_id=benchmark_id, item_id=item_id)), None)
+    if item is None:
+        return None
+    user_model = Item._meta.get_field("author").related_model
+    for relation in ("author", "assignee"):
+        user_id = getattr(item, f"{relation}_id")
+        person = user_model.from_db(connection.alias, ["id", "username"], [user_id, getattr(item, f"{relation}_username")])
+        as_loaded(item, relation, person if user_id is not None else None)
+    links = []
+    for image in _ITEM_IMAGES.rows("links", item_id=item.pk):
+        link = ItemImage.from_db(
+            connection.alias, ["id", "item_id", "image_id", "order"], [image.link_id, item.pk, image.pk, image.link_order]
+        )
+        as_loaded(link, "image", image)
+        as_loaded(link, "item", item)
+        links.append(link)
+    as_prefetched(item, "item_images", links)
+    as_prefetched(item, "criteria", _ITEM_CRITERIA.rows("criteria", item_id=item.pk))
+    return item
+
+
 def get_item_for(user, slug: str, item_id: int, *, payload: bool = False) -> Item:
     """An item of a benchmark the user belongs to; 404 otherwise (no hint it exists elsewhere).
-    Loaded with its images and criteria (its seed's, for a rewrite); `payload`: also everything
-    item_payload reads. The default stays lean: the editor is the busiest page."""
+    Loaded with its author and assignee, its images and criteria (and its seed's, for a rewrite);
+    `payload`: also everything item_payload reads. The default stays lean: the editor is the busiest page."""
     benchmark = get_benchmark_for(user, slug)
-    items = Item.objects.filter(benchmark=benchmark)
+    if not is_digits(str(item_id)) or not 1 <= int(item_id) <= MAX_ID:
+        raise Http404("No such item in this benchmark.")  # the compiled query takes the id as it comes
+    item_id = int(item_id)
     if payload:
-        items = with_payload_data(items, benchmark_known=True)
+        item = with_payload_data(Item.objects.filter(benchmark=benchmark), benchmark_known=True).filter(pk=item_id).first()
     else:
-        items = items.select_related("task", "author", "assignee").prefetch_related(_IMAGES, "criteria")
-    try:
-        item = items.get(pk=item_id)
-    except Item.DoesNotExist:
-        raise Http404("No such item in this benchmark.") from None
+        item = _loaded_item(benchmark.pk, item_id)
+    if item is None:
+        raise Http404("No such item in this benchmark.")
     item.benchmark = benchmark
     if item.seed_id and not payload:
-        prefetch_related_objects(
-            [item], "seed", Prefetch("seed__item_images", queryset=ItemImage.objects.select_related("image")), "seed__criteria"
-        )
+        as_loaded(item, "seed", _loaded_item(benchmark.pk, item.seed_id))
     return item
 
 

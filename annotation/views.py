@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 from benchforge import permissions
 from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
+from benchforge.i18n import PerLanguage
 from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
 from benchforge.navigation import kept_for_benchmark
 from benchforge.paging import keyset_page
@@ -122,6 +123,20 @@ def _next_url(item) -> str:
     return reverse("queue-next", args=[item.benchmark.slug])
 
 
+def _plain(choices) -> list[tuple[str, str]]:
+    return [(value, str(label)) for value, label in choices]
+
+
+# The editor's three choice lists with their labels translated, once per language.
+_EDITOR_CHOICES = PerLanguage(
+    lambda: {
+        "kinds": _plain(Item.Kind.choices),
+        "question_types": _plain(Item.QuestionType.choices),
+        "criterion_kinds": _plain(Criterion.Kind.choices),
+    }
+)
+
+
 @role_required(ANNOTATOR)
 def item_edit(request, slug, item_id):
     item = get_item_for(request.user, slug, item_id)
@@ -151,9 +166,7 @@ def item_edit(request, slug, item_id):
             "task_groups": tasks["groups"],
             "guidelines_json": mark_safe(tasks["guidelines_json"]),  # noqa: S308 - json_script's, escaped
             "current_task": current_task,
-            "kinds": Item.Kind.choices,
-            "question_types": Item.QuestionType.choices,
-            "criterion_kinds": Criterion.Kind.choices,
+            **_EDITOR_CHOICES.get(),
             "letters": CHOICE_LETTERS,
             "options": list(zip(CHOICE_LETTERS, item.choices)),
             "exchanges": [item.history[i : i + 2] for i in range(0, len(item.history), 2)],

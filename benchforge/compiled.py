@@ -47,3 +47,18 @@ class Compiled:
         model, sql, slots = found
         params = [values[slot] if type(slot) is _Slot else slot for slot in slots]
         return model._default_manager.raw(sql, params)
+
+
+def as_prefetched(instance, relation: str, objects) -> None:
+    """Leave `instance.<relation>.all()` answering `objects` without a query, as prefetch_related
+    would have (for rows read with `Compiled`, which has no prefetching of its own)."""
+    queryset = getattr(instance, relation).get_queryset()  # builds the filter only; runs nothing
+    queryset._result_cache, queryset._prefetch_done = list(objects), True
+    if not hasattr(instance, "_prefetched_objects_cache"):
+        instance._prefetched_objects_cache = {}
+    instance._prefetched_objects_cache[relation] = queryset
+
+
+def as_loaded(instance, relation: str, related) -> None:
+    """Leave `instance.<relation>` (a foreign key) answering `related` without a query."""
+    type(instance)._meta.get_field(relation).set_cached_value(instance, related)

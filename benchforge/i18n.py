@@ -5,14 +5,37 @@ page costs no query) else the browser's (LocaleMiddleware reads Accept-Language)
 its field names and codes in English and translates `detail` messages by Accept-Language only.
 """
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.http import HttpResponseRedirect
 from django.utils import translation
+from django.utils.translation import get_language
 from django.views.decorators.http import require_POST
 
 from .security import same_site_url
+from .templatetags.kept import SettingsGeneration
 
 SESSION_KEY = "account_language"
+
+# Kept texts of the old catalogs are never served once the settings that choose them change.
+CATALOGS = SettingsGeneration("LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS")
+
+
+class PerLanguage:
+    """`build()`'s value (translated texts: a tag's labels, a model's choices with their labels as
+    plain strings), built once per interface language. Lazy labels are translated anew every time
+    they are shown: the editor showed about thirty of them per view (docs/web-costs.md)."""
+
+    def __init__(self, build: Callable[[], object]):
+        self._build, self._kept = build, {}
+
+    def get(self):
+        key = (get_language(), CATALOGS.value)
+        found = self._kept.get(key)
+        if found is None:
+            found = self._kept[key] = self._build()
+        return found
 
 
 def account_language(user) -> str:

@@ -3,12 +3,13 @@
 
 The editor is opened for every item; as includes, these parts cost it about a seventh of its CPU
 (docs/web-costs.md). Same markup as the includes they replace; every value from data is escaped and
-each text is translated once per call."""
+each text is translated once per language (benchforge.templatetags.kept.PerLanguage)."""
 
 from django import template
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 
+from benchforge.i18n import PerLanguage
 from benchforge.templatetags.navigation import escape
 from benchforge.templatetags.options import choice_options
 
@@ -25,14 +26,19 @@ def _option(letter: str, text: str, answer: str, texts: dict) -> str:
     )
 
 
-@register.simple_tag
-def option_rows(options=(), answer="", blank=False) -> str:
-    """(letter, text) pairs, the one whose letter is `answer` marked correct."""
-    texts = {
+_OPTION_TEXTS = PerLanguage(
+    lambda: {
         "option": escape(gettext("option text")),
         "correct": escape(gettext("correct")),
         "remove": escape(gettext("remove this option")),
     }
+)
+
+
+@register.simple_tag
+def option_rows(options=(), answer="", blank=False) -> str:
+    """(letter, text) pairs, the one whose letter is `answer` marked correct."""
+    texts = _OPTION_TEXTS.get()
     rows = [("", "")] if blank else options
     return mark_safe("".join(_option(letter, text, answer or "", texts) for letter, text in rows))  # noqa: S308 - escaped
 
@@ -47,26 +53,31 @@ def _criterion(criterion, kind_options, texts: dict) -> str:
     )
 
 
-@register.simple_tag
-def criterion_rows(criteria, kind_options, blank=False) -> str:
-    """The criteria's rows, each with its kind chosen among `kind_options` ((value, label) pairs)."""
-    texts = {
+_CRITERION_TEXTS = PerLanguage(
+    lambda: {
         "kind": escape(gettext("criterion type")),
         "text": escape(gettext("criterion text")),
         "remove": escape(gettext("remove this criterion")),
     }
+)
+
+
+@register.simple_tag
+def criterion_rows(criteria, kind_options, blank=False) -> str:
+    """The criteria's rows, each with its kind chosen among `kind_options` ((value, label) pairs)."""
+    texts = _CRITERION_TEXTS.get()
     rows = [None] if blank else criteria
     return mark_safe("".join(_criterion(c, kind_options, texts) for c in rows))  # noqa: S308 - escaped
 
 
+_CHIP_TEXTS = PerLanguage(
+    lambda: (gettext("image #%(id)s"), escape(gettext("earlier")), escape(gettext("later")), escape(gettext("remove")))
+)
+
+
 @register.simple_tag
 def image_chips(images) -> str:
-    label, earlier, later, remove = (
-        gettext("image #%(id)s"),
-        escape(gettext("earlier")),
-        escape(gettext("later")),
-        escape(gettext("remove")),
-    )
+    label, earlier, later, remove = _CHIP_TEXTS.get()
     out = []
     for image in images:
         url = escape(image.file.url)
@@ -81,11 +92,21 @@ def image_chips(images) -> str:
     return mark_safe("".join(out))  # noqa: S308 - escaped
 
 
+_EXCHANGE_TEXTS = PerLanguage(
+    lambda: tuple(
+        escape(text)
+        for text in (
+            *(gettext("Exchange"), gettext("move up"), gettext("move down")),
+            *(gettext("remove this exchange"), gettext("User"), gettext("Assistant")),
+        )
+    )
+)
+
+
 @register.simple_tag
 def exchange_rows(exchanges=(), blank=False) -> str:
     """Pairs of turns (the user's, the assistant's reply) of a dialogue's history."""
-    exchange, up, down = escape(gettext("Exchange")), escape(gettext("move up")), escape(gettext("move down"))
-    remove, user, assistant = escape(gettext("remove this exchange")), escape(gettext("User")), escape(gettext("Assistant"))
+    exchange, up, down, remove, user, assistant = _EXCHANGE_TEXTS.get()
     rows = [("", "")] if blank else [(pair[0]["content"], pair[1]["content"]) for pair in exchanges]
     return mark_safe(  # noqa: S308 - escaped
         "".join(

@@ -11,14 +11,11 @@ from django import template
 from django.templatetags import i18n as django_i18n
 from django.utils.translation import get_language
 
-from .kept import SettingsGeneration
+from benchforge.i18n import CATALOGS
 
 register = template.Library()
 register.tags.update(django_i18n.register.tags)
 register.filters.update(django_i18n.register.filters)
-
-# Kept texts of the old catalogs are never served once the settings that choose them change.
-_catalogs = SettingsGeneration("LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS")
 
 
 class KeptTranslateNode(django_i18n.TranslateNode):
@@ -27,7 +24,7 @@ class KeptTranslateNode(django_i18n.TranslateNode):
         self.kept: dict[tuple, str] = {}
 
     def render(self, context):
-        key = (get_language(), _catalogs.value)
+        key = (get_language(), CATALOGS.value)
         found = self.kept.get(key)
         if found is None:
             found = self.kept[key] = super().render(context)

@@ -177,3 +177,26 @@ def test_a_stored_job_report_is_read_in_the_readers_language():
     with translation.override("zh-hans"):
         assert reports.shown(summary).startswith("已导入 3 道题目（2 道种子题目") and "2 张图片未提供" in reports.shown(summary)
         assert reports.shown(reports.text(IMPORTED, **counts)).endswith("1 行有错误。")
+
+
+def test_texts_kept_per_language_are_built_once_per_language_and_again_after_a_catalog_change():
+    from django.test import override_settings
+    from django.utils.translation import gettext, override
+
+    from benchforge.i18n import PerLanguage
+
+    built = []
+
+    def build():
+        built.append(1)
+        return gettext("Save")
+
+    kept = PerLanguage(build)
+    seen = []
+    for language in ("en", "zh-hans", "en", "zh-hans"):
+        with override(language):
+            seen.append(kept.get())
+    assert seen == ["Save", "保存", "Save", "保存"] and len(built) == 2
+    with override_settings(LOCALE_PATHS=[]), override("zh-hans"):
+        kept.get()
+    assert len(built) == 3
