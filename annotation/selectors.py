@@ -222,7 +222,9 @@ def items_of(
 
 def _item(shape: str, *, benchmark_id: int, item_id: int):
     """One item of the benchmark with its author's and assignee's names (a rewrite's seed is in its benchmark too)."""
-    return Item.objects.filter(benchmark_id=benchmark_id, pk=item_id).annotate(author_username=F("author__username"), assignee_username=F("assignee__username"))
+    return Item.objects.filter(benchmark_id=benchmark_id, pk=item_id).annotate(
+        author_username=F("author__username"), assignee_username=F("assignee__username")
+    )
 
 
 def _item_images(shape: str, *, item_id: int):

@@ -54,7 +54,9 @@ def _as_seen(item) -> dict:
 
 def test_an_item_is_loaded_as_the_orm_would_load_it_and_read_without_a_query(items, researcher, benchmark):
     for item in items:
-        expected = Item.objects.select_related("author", "assignee").prefetch_related("item_images__image", "criteria").get(pk=item.pk)
+        expected = (
+            Item.objects.select_related("author", "assignee").prefetch_related("item_images__image", "criteria").get(pk=item.pk)
+        )
         found = get_item_for(researcher, benchmark.slug, item.pk)
         with CaptureQueriesContext(connection) as queries:
             seen = _as_seen(found)
