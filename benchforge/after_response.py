@@ -1,15 +1,23 @@
 """Work a request leaves for after its response is sent: the person who asked does not wait for it.
 
 The WSGI server sends the response, then closes it, which sends Django's `request_finished`; the
-work runs then, in the same worker (which serves nothing else meanwhile: use it for work that must
-happen but that nobody should wait for, such as recounting a dashboard part at a million items).
+work is then handed to one background thread of the web process (BENCHFORGE_AFTER_RESPONSE =
+"thread", the default), which runs it in order with its own database connection. Run in the worker
+itself instead ("inline"), a recount of a dashboard part at a million items (about two seconds of
+database time) kept that sync worker from serving anyone meanwhile, and every request queued behind
+it waited (issue 43). Work lost with its process (a restart) is work nobody waited for: whoever
+left it must cope with it never running (the dashboard's recount claim expires and is taken again).
 Outside a request (a job, a command, a test calling a service) the work runs at once.
 """
 
 import logging
+import os
+import queue
 import threading
 
+from django.conf import settings
 from django.core.signals import request_finished, request_started
+from django.db import connections
 
 log = logging.getLogger(__name__)
 _local = threading.local()
@@ -28,17 +36,64 @@ def after_response(work) -> None:
         pending.append(work)
 
 
+def _run(work) -> None:
+    try:
+        work()
+    except Exception:  # the response is gone: nobody else can be told
+        log.exception("work left for after a response failed")
+
+
+class _Runner:
+    """The process's background thread and its queue; started on first use, and again in a forked
+    child (a thread does not survive a fork)."""
+
+    def __init__(self):
+        self._queue: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._pid = None
+
+    def put(self, works) -> None:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._queue, self._pid = queue.Queue(), os.getpid()
+                threading.Thread(target=self._serve, args=(self._queue,), name="after-response", daemon=True).start()
+            for work in works:
+                self._queue.put(work)
+
+    @staticmethod
+    def _serve(works: queue.Queue) -> None:
+        while True:
+            work = works.get()
+            try:
+                _run(work)
+            finally:
+                if works.empty():
+                    connections.close_all()  # this thread's own: none kept open while idle
+                works.task_done()
+
+    def wait(self) -> None:
+        """Until everything handed over so far has run (tests, a clean shutdown)."""
+        if self._pid == os.getpid():
+            self._queue.join()
+
+
+_runner = _Runner()
+wait = _runner.wait
+
+
 def _started(**_ignored) -> None:
     _local.pending = []
 
 
 def _finished(**_ignored) -> None:
     pending, _local.pending = getattr(_local, "pending", None), None
-    for work in pending or ():
-        try:
-            work()
-        except Exception:  # the response is gone: nobody else can be told
-            log.exception("work left for after a response failed")
+    if not pending:
+        return
+    if settings.BENCHFORGE_AFTER_RESPONSE == "thread":
+        _runner.put(pending)
+    else:
+        for work in pending:
+            _run(work)
 
 
 def connect() -> None:

@@ -209,6 +209,13 @@ MB = 1024 * 1024
 # A benchmark's dashboard counts whole tables (items per task and stage, submissions per day,
 # review rounds): its numbers are kept this long in the cache; 0 recounts on every view.
 BENCHFORGE_DASHBOARD_CACHE_SECONDS = int(os.environ.get("BENCHFORGE_DASHBOARD_CACHE_SECONDS", "30"))
+# Where work left for after a response runs (benchforge.after_response): "thread" (a background
+# thread of the web process) or "inline" (the worker itself, before it takes the next request).
+BENCHFORGE_AFTER_RESPONSE = os.environ.get("BENCHFORGE_AFTER_RESPONSE", "thread")
+if BENCHFORGE_AFTER_RESPONSE not in ("thread", "inline"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"BENCHFORGE_AFTER_RESPONSE must be 'thread' or 'inline', not '{BENCHFORGE_AFTER_RESPONSE}'.")
 # The navigation's waiting counts are kept per member until something changes (benchforge.navigation),
 # and at the latest this long (a change no signal, request or job reported).
 BENCHFORGE_NAV_CACHE_SECONDS = int(os.environ.get("BENCHFORGE_NAV_CACHE_SECONDS", "60"))

@@ -161,6 +161,9 @@ def _jobs_run_inline(settings):
     # Jobs run where they are enqueued, when the transaction commits (tests that need a real
     # worker or the embedded runtime's thread set their own mode).
     settings.BENCHFORGE_JOB_RUNNER = "inline"
+    # Work left for after a response too: a background thread's own connection would not see a
+    # test's uncommitted rows (tests/benchforge/test_after_response.py runs the thread).
+    settings.BENCHFORGE_AFTER_RESPONSE = "inline"
 
 
 @pytest.fixture(autouse=True)
