@@ -77,6 +77,6 @@ def test_a_dashboard_recount_left_for_the_thread_counts_what_is_committed(settin
     navigation.changed(benchmark.pk)
     assert "7 collected · 7 waiting for screening" in client.get(f"/b/{benchmark.slug}/").content.decode()
     after_response.wait()
-    value, counted_at = cache.get(key)
+    value, counted_at, _took = cache.get(key)
     assert value["pending"] == 1 and counted_at > long_ago
     assert cache.get(f"{key}:recount") is None

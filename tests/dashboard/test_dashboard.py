@@ -115,8 +115,41 @@ def test_the_request_that_claims_a_due_recount_does_not_wait_for_it(client_for, 
 
     shown = client.get("/b/demo/").content.decode()
     assert "7 collected · 7 waiting for screening" in shown  # the last count, without waiting
-    value, counted_at = cache.get(key)
+    value, counted_at, _took = cache.get(key)
     assert value["pending"] == 1 and counted_at > long_ago  # recounted once the response was sent
     assert cache.get(f"{key}:recount") is None
     navigation.changed(benchmark.pk)
     assert "1 collected · 1 waiting for screening" in client.get("/b/demo/").content.decode()
+
+
+def test_a_part_that_takes_long_to_count_is_recounted_less_often(benchmark, settings):
+    """At a million items a part took seconds to count, every half minute, slowing every page while
+    it ran: a part is due again only after SPACING times its counting time, if that is longer."""
+    from datetime import timedelta
+
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from dashboard.views import RecentCounts
+
+    settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS = 30
+    counted = []
+
+    def count(b):
+        counted.append(b.pk)
+        return len(counted)
+
+    key = f"dashboard:{benchmark.pk}:part:{timezone.localdate().isoformat()}"
+    assert RecentCounts(benchmark).get("part", count) == 1
+    value, counted_at, took = cache.get(key)
+    assert value == 1 and 0 <= took < 1
+    # Counted 31 s ago in 2 s: due after 200 s, not 30.
+    cache.set(key, (1, timezone.now() - timedelta(seconds=31), 2.0), 3000)
+    assert RecentCounts(benchmark).get("part", count) == 1 and counted == [benchmark.pk]
+    cache.set(key, (1, timezone.now() - timedelta(seconds=201), 2.0), 3000)
+    assert RecentCounts(benchmark).get("part", count) == 2
+    # A quick part keeps the configured period; an entry from before this change (no time) too.
+    cache.set(key, (2, timezone.now() - timedelta(seconds=31)), 3000)
+    assert RecentCounts(benchmark).get("part", count) == 3
+    cache.set(key, (3, timezone.now() - timedelta(seconds=31), 0.01), 3000)
+    assert RecentCounts(benchmark).get("part", count) == 4
