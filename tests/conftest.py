@@ -15,6 +15,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # ../shared/fixtures beside the clone (CI); BENCHFORGE_SHARED_FIXTURES names another place (a worktree elsewhere).
 SHARED_FIXTURES = Path(os.environ.get("BENCHFORGE_SHARED_FIXTURES") or REPO_ROOT.parent / "shared" / "fixtures")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# A Postgres commit of a test database need not wait for the disk: nothing survives the run anyway.
+# libpq reads PGOPTIONS for every connection, the test's and those of the workers and servers it
+# starts (about a tenth off the tests that commit: jobs, exports, human evaluation).
+os.environ["PGOPTIONS"] = " ".join(filter(None, [os.environ.get("PGOPTIONS", ""), "-c synchronous_commit=off"]))
 
 # Parallel runs (`make test` runs pytest-xdist): each worker process gwN has its own test database
 # (pytest-django appends _gwN), tmp_path, live server and free ports. What is shared across processes
