@@ -80,6 +80,8 @@ class Item(models.Model):
             models.Index(fields=["benchmark", "task", "status"]),
             models.Index(fields=["benchmark", "author"]),
             models.Index(fields=["benchmark", "kind"]),
+            # The few imported items: counting them (the dashboard's QC panel) reads only them.
+            models.Index(fields=["benchmark"], condition=Q(is_external=True), name="item_external_per_benchmark"),
         ]
         constraints = [
             models.UniqueConstraint(
