@@ -279,7 +279,9 @@ def get_item_for(user, slug: str, item_id: int, *, payload: bool = False) -> Ite
         raise Http404("No such item in this benchmark.")
     item.benchmark = benchmark
     if item.seed_id and not payload:
-        as_loaded(item, "seed", _loaded_item(benchmark.pk, item.seed_id))
+        seed = _loaded_item(benchmark.pk, item.seed_id)
+        if seed is not None:  # (a seed is always in its rewrite's benchmark; else item.seed loads it as before)
+            as_loaded(item, "seed", seed)
     return item
 
 

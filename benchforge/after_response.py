@@ -72,7 +72,7 @@ class _Runner:
                 works.task_done()
 
     def wait(self) -> None:
-        """Until everything handed over so far has run (tests, a clean shutdown)."""
+        """Until everything handed over so far has run (for tests)."""
         if self._pid == os.getpid():
             self._queue.join()
 

@@ -3,7 +3,7 @@
 
 The editor is opened for every item; as includes, these parts cost it about a seventh of its CPU
 (docs/web-costs.md). Same markup as the includes they replace; every value from data is escaped and
-each text is translated once per language (benchforge.templatetags.kept.PerLanguage)."""
+each text is translated once per language (benchforge.i18n.PerLanguage)."""
 
 from django import template
 from django.utils.safestring import mark_safe
