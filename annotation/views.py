@@ -19,7 +19,7 @@ from benchforge import permissions
 from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.i18n import PerLanguage
 from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
-from benchforge.navigation import kept_for_benchmark
+from benchforge.navigation import changes_nothing_kept, kept_for_benchmark
 from benchforge.paging import keyset_page
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.models import Image
@@ -242,6 +242,7 @@ def _save_and(request, slug, item_id, then=None):
 
 @role_required(ANNOTATOR)
 @require_POST
+@changes_nothing_kept  # an edit, never a status: submitting is item_submit
 def item_save(request, slug, item_id):
     item, error = _save_and(request, slug, item_id)
     return error or _status_fragment(request, item)

@@ -285,3 +285,38 @@ def test_a_members_change_shows_in_the_kept_people_selects(benchmark, make_user,
     assert people() == {"lead", "newcomer"}
     newcomer.benchmarks.clear()
     assert people() == {"lead"}
+
+
+def test_an_editor_save_leaves_the_kept_counts_and_a_submit_drops_them(
+    benchmark, make_user, client_for, django_assert_num_queries, fresh_image_indexes
+):
+    """Autosave sends the editor's form every few seconds of typing: an edit is in no count, so the
+    members' kept counts and headers stay valid (no recount on their next page), while a submit,
+    which changes a count, still drops them."""
+    from annotation.services import create_item
+    from curation import services as curation
+    from tests.annotation.test_pages import form_data
+    from tests.factories import jpeg
+
+    lead = make_user("researcher", "lead", benchmarks=[benchmark])
+    writer = make_user("annotator", "writer", benchmarks=[benchmark])
+    task = benchmark.tasks.get(slug="counting")
+    image = curation.ingest_image(benchmark, jpeg(8300), tasks=[task]).image
+    curation.screen_images(benchmark, [image.pk], action="accept", user=lead)
+    item = create_item(benchmark, task=task, user=writer)
+    visible = [s for s in navigation.STAGES if has_role(lead, s.role)]
+    user_role(lead)
+
+    before = navigation.cached_waiting_counts(lead, benchmark, visible)
+    web = client_for(writer)
+    base = f"/b/{benchmark.slug}/items/{item.pk}"
+    for n, question in enumerate(("How many apples?", "How many red apples?"), start=1):
+        saved = web.post(f"{base}/save/", form_data(item, n, image=image, question=question), HTTP_HX_REQUEST="true")
+        assert saved.status_code == 200 and Item.objects.get(pk=item.pk).question == question
+        with django_assert_num_queries(0):  # kept: not counted again
+            assert navigation.cached_waiting_counts(lead, benchmark, visible) == before
+
+    submitted = web.post(f"{base}/submit/", form_data(item, 3, image=image, question="How many red apples?"))
+    assert submitted.status_code == 204 and Item.objects.get(pk=item.pk).status == "answered"
+    after = navigation.cached_waiting_counts(lead, benchmark, visible)
+    assert after["review"] == before["review"] + 1  # answered, waiting for a round: counted afresh
