@@ -28,6 +28,7 @@ from django.db.models.signals import post_delete, post_save
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.translation import gettext_lazy as _
 
+from .compiled import Compiled
 from .roles import ANNOTATOR, RESEARCHER, REVIEWER, has_role, user_role
 from .throttling import CACHE_ERRORS, cache_set, note_outage
 
@@ -141,21 +142,43 @@ class CountOf(Subquery):
 
 def waiting_counts(user, benchmark, stages=STAGES) -> dict[str, int | None]:
     """{stage key: how many things wait there for `user`} (None: nothing can wait there for
-    their role), all counted in one query."""
+    their role), all counted in one query. The query is built by the stages' selectors and compiled
+    once per role and set of stages (with a stand-in member and benchmark), then run with this
+    member's and benchmark's ids: after every write in a benchmark each member's counts are counted
+    again, and building and compiling the query was most of a page's CPU then (docs/web-costs.md)."""
+    shape = (type(benchmark), user_role(user), tuple((stage.key, stage.waiting) for stage in stages))
+    row = next(iter(_COUNTS.rows(shape, user_id=user.pk, benchmark_id=benchmark.pk)), None)
+    parts, counts = _COUNT_PARTS[shape]
+    counts = dict(counts)
+    for name in parts:
+        key = name.split("__")[0]
+        counts[key] = (counts.get(key) or 0) + (getattr(row, name) if row is not None else 0)
+    return counts
+
+
+def _counts_query(shape, *, user_id: int, benchmark_id: int):
+    """The counts of `shape` (benchmark model, role, stages) for a stand-in member of that role and a
+    stand-in benchmark; notes which parts it counts and which stages have none (_COUNT_PARTS)."""
+    from django.contrib.auth import get_user_model
+
+    benchmark_model, role, stages = shape
+    member, benchmark = get_user_model()(pk=user_id), benchmark_model(pk=benchmark_id)
+    member._benchforge_role = role  # what the selectors ask of a member besides its id
     parts, counts = {}, {}
-    for stage in stages:
-        found = stage.waiting(user, benchmark) if stage.waiting else None
+    for key, waiting in stages:
+        found = waiting(member, benchmark) if waiting else None
         if found is None:
-            counts[stage.key] = None
+            counts[key] = None
             continue
         for n, queryset in enumerate(found if isinstance(found, tuple) else (found,)):
-            parts[f"{stage.key}__{n}"] = CountOf(queryset.order_by().values("pk"))
-    if parts:
-        row = type(benchmark).objects.filter(pk=benchmark.pk).values(**parts).get()
-        for name, n in row.items():
-            key = name.split("__")[0]
-            counts[key] = (counts.get(key) or 0) + n
-    return counts
+            parts[f"{key}__{n}"] = CountOf(queryset.order_by().values("pk"))
+    _COUNT_PARTS[shape] = (tuple(parts), counts)
+    # The key's own column name (raw rows need it), and no ordering (one row).
+    return benchmark_model.objects.filter(pk=benchmark_id).values(benchmark_model._meta.pk.attname, **parts).order_by()
+
+
+_COUNT_PARTS: dict = {}
+_COUNTS = Compiled(_counts_query, user_id=-7_301_422_031, benchmark_id=-7_301_422_032)
 
 
 GENERATION_KEY = "nav:generation"  # every benchmark's counts

@@ -320,3 +320,23 @@ def test_an_editor_save_leaves_the_kept_counts_and_a_submit_drops_them(
     assert submitted.status_code == 204 and Item.objects.get(pk=item.pk).status == "answered"
     after = navigation.cached_waiting_counts(lead, benchmark, visible)
     assert after["review"] == before["review"] + 1  # answered, waiting for a round: counted afresh
+
+
+def test_the_compiled_counts_are_each_stages_own_count_for_every_member(demo, make_user, private_benchmark):
+    """The counts query is compiled once per role and set of stages, then run with each member's and
+    benchmark's ids: for every member of the demo (and one of another benchmark, and the same
+    members there), each stage's number is what its selector's querysets count on their own."""
+    benchmark, users = demo
+    outsider = make_user("reviewer", "other-bench", benchmarks=[private_benchmark])
+    private_benchmark.members.add(users["annotator"], users["researcher"])
+    for bench in (benchmark, private_benchmark):
+        for user in [*users.values(), outsider]:
+            visible = [s for s in navigation.STAGES if has_role(user, s.role)]
+            expected = {}
+            for stage in visible:
+                found = stage.waiting(user, bench) if stage.waiting else None
+                if found is not None:
+                    found = sum(q.count() for q in (found if isinstance(found, tuple) else (found,)))
+                expected[stage.key] = found
+            assert navigation.waiting_counts(user, bench, visible) == expected, (user.username, bench.slug)
+    assert any(n for n in navigation.waiting_counts(users["researcher"], benchmark, navigation.STAGES).values())
