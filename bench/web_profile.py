@@ -1,14 +1,15 @@
 """Where a page's milliseconds go: each of web_load's five pages rendered in this process under
 cProfile, with the CPU time (process time, not wall time: the machine is shared) per request.
 
-Run: .venv/bin/python bench/web_profile.py [--items 100000] [--requests 40] [--top 25] [--keep | --database NAME]
+Run: .venv/bin/python bench/web_profile.py [--items 100000] [--requests 40] [--top 25] [--after-write] [--keep | --database NAME]
 
 Fills a throwaway Postgres database as bench/web_load.py does (same world: same members, items,
 reviews), then asks each page --requests times through Django's test client (DEBUG off, the shared
 Redis cache of BENCH_CACHE_URL when it answers). Prints, per page, the mean CPU per request without
 the profiler, then the profiler's top functions by own time and by cumulative time. --keep keeps the
 database (and writes the members' sessions beside it) so the next run can pass --database NAME and
-skip the fill.
+skip the fill. --after-write asks each page right after a write (everything the benchmark keeps
+dropped first), as a team at work mostly finds it; web_load.py only reads.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ def _sessions_file(name: str) -> Path:
     return Path(f"/tmp/{name}.sessions.json")
 
 
-def measure(clients: dict, requests: int, top: int, profile: bool, dump: str = "") -> dict[str, float]:
+def measure(clients: dict, requests: int, top: int, profile: bool, dump: str = "", after_write: bool = False) -> dict[str, float]:
     import web_load
     from django.test import Client
+
+    from benchforge import navigation
 
     browsers = {name: Client() for name in clients}
     for name, browser in browsers.items():
@@ -57,6 +60,8 @@ def measure(clients: dict, requests: int, top: int, profile: bool, dump: str = "
         for n in range(requests):
             name = names[n % len(names)]
             path = web_load.page_path(page, clients[name], rng)
+            if after_write:  # as a write in the benchmark leaves it: nothing it kept is valid
+                navigation.changed()
             start = time.process_time()
             if profiler:
                 profiler.enable()
@@ -87,6 +92,9 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-profile", action="store_true", help="CPU per request only")
+    parser.add_argument(
+        "--after-write", action="store_true", help="each request right after a write (what the benchmark keeps is dropped first)"
+    )
     parser.add_argument("--dump", default="", help="a folder to write each page's profile to (<page>.prof)")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--database", help="a database kept by an earlier --keep run (no fill)")
@@ -117,7 +125,7 @@ def main() -> int:
         else:
             clients = web_load.fill(args.items, args.images or 2 * args.items)
             _sessions_file(name).write_text(json.dumps(clients))
-        measure(clients, args.requests, args.top, not args.no_profile, args.dump)
+        measure(clients, args.requests, args.top, not args.no_profile, args.dump, args.after_write)
     finally:
         from django.db import connections
 
