@@ -13,8 +13,8 @@ from django.utils import translation
 from django.utils.translation import get_language
 from django.views.decorators.http import require_POST
 
+from .kept import SettingsGeneration
 from .security import same_site_url
-from .templatetags.kept import SettingsGeneration
 
 SESSION_KEY = "account_language"
 

@@ -10,7 +10,7 @@ process; a path from a variable, or `as`, is Django's own node, unchanged."""
 from django import template
 from django.templatetags import static as django_static
 
-from .kept import SettingsGeneration
+from benchforge.kept import SettingsGeneration
 
 register = template.Library()
 register.tags.update(django_static.register.tags)

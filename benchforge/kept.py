@@ -1,6 +1,6 @@
-"""What the kept tag libraries (kept_i18n, kept_static) share: a generation of the settings a kept
-output depends on, bumped when one of them changes (tests override settings), so nothing rendered
-under the old ones is served."""
+"""A generation of the settings a kept output depends on, bumped when one of them changes (tests
+override settings), so nothing built under the old ones is served: the translation catalogs'
+(benchforge.i18n.CATALOGS, for kept_i18n and PerLanguage) and static addresses' (kept_static)."""
 
 from django.core.signals import setting_changed
 
