@@ -3,6 +3,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
 
+from benchforge.navigation import changes_work_only
 from benchforge.roles import ANNOTATOR, role_permission
 from curation.selectors import get_benchmark_for
 
@@ -155,7 +156,7 @@ class MyAssignments(generics.ListAPIView):
 urlpatterns = [
     path("benchmarks/<slug:slug>/items/", ItemListCreate.as_view(), name="api-items"),
     path("benchmarks/<slug:slug>/items/<id:pk>/", ItemDetail.as_view(), name="api-item-detail"),
-    path("benchmarks/<slug:slug>/items/<id:pk>/submit/", ItemSubmit.as_view(), name="api-item-submit"),
+    path("benchmarks/<slug:slug>/items/<id:pk>/submit/", changes_work_only(ItemSubmit.as_view()), name="api-item-submit"),
     path("benchmarks/<slug:slug>/items/<id:pk>/history/", ItemHistory.as_view(), name="api-item-history"),
     path("assignments/", MyAssignments.as_view(), name="api-assignments"),
 ]

@@ -19,7 +19,7 @@ from benchforge import permissions
 from benchforge.errors import Conflict, DomainError, NotAllowed, StaleVersion
 from benchforge.i18n import PerLanguage
 from benchforge.inputs import BadInput, accepts_uploads, optional_id, parse_id
-from benchforge.navigation import changes_nothing_kept, kept_for_benchmark
+from benchforge.navigation import SETUP, changes_nothing_kept, changes_work_only, kept_for_benchmark
 from benchforge.paging import keyset_page
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.models import Image
@@ -99,8 +99,10 @@ def item_list(request, slug):
             "task_labels": labels_of(tasks),
             "statuses": STATUS_CHOICES,
             "kinds": Item.Kind.choices,
-            # Three selects list them (names only), kept until something changes in the benchmark.
-            "people": kept_for_benchmark(benchmark.pk, "people", lambda: list(benchmark_people(benchmark).values("username"))),
+            # Three selects list them (names only), kept until its setup (members) changes.
+            "people": kept_for_benchmark(
+                benchmark.pk, "people", lambda: list(benchmark_people(benchmark).values("username")), on=SETUP
+            ),
         },
     )
 
@@ -150,8 +152,10 @@ def item_edit(request, slug, item_id):
         item.answer = "" if "answer" in withheld else item.answer
         if "reference_answer" in withheld:
             item.reference_answer = source.reference_answer = ""
-    # The same for every item of the benchmark: kept until something changes there (a task edited).
-    tasks = kept_for_benchmark(item.benchmark_id, f"editor-tasks:{get_language()}", lambda: editor_tasks(item.benchmark))
+    # The same for every item of the benchmark: kept until its setup changes (a task edited).
+    tasks = kept_for_benchmark(
+        item.benchmark_id, f"editor-tasks:{get_language()}", lambda: editor_tasks(item.benchmark), on=SETUP
+    )
     current_task = next(t for t in tasks["rows"] if t["id"] == item.task_id)
     return render(
         request,
@@ -250,6 +254,7 @@ def item_save(request, slug, item_id):
 
 @role_required(ANNOTATOR)
 @require_POST
+@changes_work_only
 def item_submit(request, slug, item_id):
     item, error = _save_and(
         request, slug, item_id, then=lambda saved: services.submit_item(saved, user=request.user, expected_version=saved.version)
@@ -289,6 +294,7 @@ def _start_next(request, item) -> str:
 
 @role_required(ANNOTATOR)
 @require_POST
+@changes_work_only
 def item_withdraw(request, slug, item_id):
     item = get_item_for(request.user, slug, item_id)
     services.return_to_draft(item, user=request.user, expected_version=_posted_version(request))
@@ -398,6 +404,7 @@ def _after(request):
 
 
 @role_required(ANNOTATOR)
+@changes_work_only
 def queue_next(request, slug):
     """The next piece of work (after the assignment of `?item=<id>`, if given). A GET never creates
     anything (a link crawler or a browser prefetch would make drafts): it opens work already
@@ -411,6 +418,7 @@ def queue_next(request, slug):
 
 
 @role_required(ANNOTATOR)
+@changes_work_only
 def queue_open(request, slug, assignment_id):
     benchmark = get_benchmark_for(request.user, slug)
     assignment = get_object_or_404(Assignment, pk=assignment_id, benchmark=benchmark, assignee=request.user)

@@ -11,6 +11,12 @@ DEBUG off) and runs --clients closed-loop clients in threads, each logged in as 
 going round the review queue, the items list (varied filters and pages), their queue, the
 editor of one of their items and the benchmark's dashboard, with no think time.
 
+With --writes F (e.g. 0.05), that share of each client's requests are writes that change what waits
+for the team: the client submits one of its drafts through the API, then takes it back in the editor,
+in turn (a kept world ends as it began). Every such write drops what pages keep of the benchmark's
+work (counts, queues, list counts), so the pages show what they cost in a team at work; with closed-
+loop clients and no think time that is far more writes per second than people make (the worst case).
+
 Prints per page p50/p95/p99 as the clients saw them (target: p95 < 100 ms on a quiet 2-core machine)
 and what the server spent on each request (wall time inside the worker, its CPU time, time in
 database calls, number of queries; from a timing wrapper around the WSGI app): client time far
@@ -374,6 +380,8 @@ def fill(n_items: int, n_images: int) -> dict[str, dict]:
         clients[person.username] = {
             "cookie": session.session_key,
             "items": list(range(k or MEMBERS, n_items + 1, MEMBERS))[:2000],  # their items: ids n with n % MEMBERS == k
+            # Complete drafts in their queue: what --writes submits and takes back.
+            "drafts": open_items.get(k, [])[:20],
             "username": person.username,
             "tasks": [t.slug for t in tasks],
             "top": n_items,
@@ -465,10 +473,18 @@ def page_path(page: str, info: dict, rng: random.Random) -> str:
     return f"/b/{SLUG}/"
 
 
-def load(port: int, clients: dict, n_clients: int, seconds: float, on_start=lambda: None) -> tuple[dict[str, list[tuple]], int]:
+WRITE = "write"  # what --writes measures beside the pages (no budget of its own)
+
+
+def load(
+    port: int, clients: dict, n_clients: int, seconds: float, on_start=lambda: None, writes: float = 0.0
+) -> tuple[dict[str, list[tuple]], int]:
     """Per page: (client ms, server wall ms, server CPU ms, database ms, queries) per request; and
-    how many requests failed."""
+    how many requests failed. With `writes`, that share of each client's requests are writes that
+    change what waits for the team: a submit of one of their drafts (the API's), then taking it
+    back (the editor's withdraw), in turn, so a kept world ends as it began."""
     timings: dict[str, list[tuple]] = {page: [] for page in PAGES}
+    timings[WRITE] = []
     errors: list[str] = []
     lock = threading.Lock()
     names = sorted(clients)[:n_clients]
@@ -476,37 +492,84 @@ def load(port: int, clients: dict, n_clients: int, seconds: float, on_start=lamb
     go = threading.Event()
     stop = 0.0
 
-    def get(path: str, cookie: str) -> tuple[int, list[float]]:
+    def request(path: str, cookie: str, method: str = "GET", body: str = "", headers=None) -> tuple[int, list[float], dict]:
         # http.client, not httpx: the clients share the 2 cores with the server, so keep them cheap.
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         try:
-            conn.request("GET", path, headers={"Cookie": f"sessionid={cookie}"})
+            conn.request(method, path, body=body or None, headers={"Cookie": cookie, **(headers or {})})
             resp = conn.getresponse()
-            resp.read()
-            return resp.status, [float(x) for x in (resp.getheader(TIMING_HEADER) or "0 0 0 0").split()]
+            data = resp.read()
+            seen = {"csrftoken": re.search(r"csrftoken=([^;]+)", " ".join(resp.msg.get_all("Set-Cookie") or [])), "body": data}
+            return resp.status, [float(x) for x in (resp.getheader(TIMING_HEADER) or "0 0 0 0").split()], seen
         finally:
             conn.close()
+
+    def write(info: dict, state: dict) -> tuple[str, int, list[float]]:
+        """The client's next write: submit its draft through the API, or take it back in the editor."""
+        item, csrf = state["item"], state["csrf"]
+        headers = {"X-CSRFToken": csrf}
+        if not state["submitted"]:
+            path = f"/api/v1/benchmarks/{SLUG}/items/{item}/submit/"
+            body, headers["Content-Type"] = json.dumps({"version": state["version"]}), "application/json"
+        else:
+            path = f"/b/{SLUG}/items/{item}/withdraw/"
+            body, headers["Content-Type"] = f"version={state['version']}", "application/x-www-form-urlencoded"
+        status, server, seen = request(path, state["cookie"], "POST", body, headers)
+        if status < 400:
+            state["submitted"] = not state["submitted"]
+            state["version"] += 1  # a submit and a withdraw each make one version
+        return path, status, server
+
+    def warm_up(info: dict, rng: random.Random, cookie: str) -> dict | None:
+        """Each page once; with --writes, the client's draft and CSRF token (what its writes send)."""
+        state = None
+        for page in PAGES:
+            _, _, seen = request(page_path(page, info, rng), cookie)
+            if writes and state is None and seen["csrftoken"]:
+                csrf = seen["csrftoken"][1]
+                if not info.get("drafts"):
+                    raise RuntimeError("--writes needs a world filled by this version of the bench (its members' drafts)")
+                state = {"item": info["drafts"][0], "csrf": csrf, "cookie": f"{cookie}; csrftoken={csrf}", "submitted": False}
+                editor = request(f"/b/{SLUG}/items/{state['item']}/", cookie)
+                found = re.search(rb'name="version"[^>]*value="(\d+)"', editor[2]["body"])
+                if found is None:
+                    raise RuntimeError(
+                        f"no version in the editor of item {state['item']}: HTTP {editor[0]} {editor[2]['body'][:300]!r}"
+                    )
+                state["version"] = int(found[1])
+        return state
 
     def run(username: str) -> None:
         rng = random.Random(username)
         info = clients[username]
-        for page in PAGES:  # warm up
-            get(page_path(page, info, rng), info["cookie"])
+        cookie = f"sessionid={info['cookie']}"
+        try:
+            state = warm_up(info, rng, cookie)
+        except Exception:
+            warmed.abort()  # the run cannot start: every thread and the main one stop waiting
+            raise
         warmed.wait()
         go.wait()
         turn = rng.randrange(len(PAGES))
         while time.monotonic() < stop:
-            page = PAGES[turn % len(PAGES)]
-            path = page_path(page, info, rng)
-            start = time.perf_counter()
-            status, server = get(path, info["cookie"])
+            if state is not None and rng.random() < writes:
+                start = time.perf_counter()
+                path, status, server = write(info, state)
+                page = WRITE
+            else:
+                page = PAGES[turn % len(PAGES)]
+                path = page_path(page, info, rng)
+                start = time.perf_counter()
+                status, server, _ = request(path, cookie)
+                turn += 1
             elapsed = (time.perf_counter() - start) * 1000
             with lock:
-                if status != 200:
+                if status >= 400 or (page != WRITE and status != 200):
                     errors.append(f"{path}: HTTP {status}")
                 else:
                     timings[page].append((elapsed, *server))
-            turn += 1
+        if state is not None and state["submitted"]:  # leave the world as it was found
+            write(info, state)
 
     threads = [threading.Thread(target=run, args=(name,)) for name in names]
     for t in threads:
@@ -525,6 +588,14 @@ def load(port: int, clients: dict, n_clients: int, seconds: float, on_start=lamb
 def report(timings: dict[str, list[tuple]]) -> bool:
     ok = True
     for page, rows in timings.items():
+        if page == WRITE:
+            if rows:
+                print(
+                    f"{page:>12}: n={len(rows):5d}  CPU per request {statistics.mean(r[2] for r in rows):5.1f} ms (no budget)"
+                    f"  client p50 {statistics.median(r[0] for r in rows):6.1f}  p95 {percentile([r[0] for r in rows], 95):6.1f} ms"
+                    f" | mean db {statistics.mean(r[3] for r in rows):5.1f} ms"
+                )
+            continue
         if not rows:
             print(f"{page:>12}: no successful request")
             ok = False
@@ -554,6 +625,12 @@ def main() -> int:
     # One sync worker per core did best at 5,000 items (2: p95 224 ms, 3: 232 ms, 4: 243 ms in one quiet window);
     # at 100,000 items on a busy machine 4 did better (39 req/s against 30 with 2, load average 5-8).
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--writes",
+        type=float,
+        default=0.0,
+        help="share of each client's requests that are writes changing what waits (a submit, then its withdraw), e.g. 0.05",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the database (its name is printed) for EXPLAIN")
     parser.add_argument(
         "--database",
@@ -605,6 +682,7 @@ def main() -> int:
             args.clients,
             args.seconds,
             on_start=lambda: cpu_before.update(zip(("web", "db"), map(cpu_seconds, server_pids(server.pid, name)))),
+            writes=args.writes,
         )
         after = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         workers, backends = server_pids(server.pid, name)
@@ -614,6 +692,7 @@ def main() -> int:
         print(
             f"gunicorn {args.workers} sync workers, {args.clients} clients, {args.seconds:.0f} s, {os.cpu_count()} CPUs, "
             f"load average before {before}, after {after}: {total} requests, {total / args.seconds:.0f} req/s"
+            + (f", {len(timings[WRITE])} of them writes" if args.writes else "")
         )
         print("times in ms; client = as the clients saw it (queueing for a worker included); server = inside the worker")
         ok = report(timings) and not failed

@@ -8,8 +8,9 @@ reviews), then asks each page --requests times through Django's test client (DEB
 Redis cache of BENCH_CACHE_URL when it answers). Prints, per page, the mean CPU per request without
 the profiler, then the profiler's top functions by own time and by cumulative time. --keep keeps the
 database (and writes the members' sessions beside it) so the next run can pass --database NAME and
-skip the fill. --after-write asks each page right after a write (everything the benchmark keeps
-dropped first), as a team at work mostly finds it; web_load.py only reads.
+skip the fill. --after-write asks each page right after a submit or a verdict (what the benchmark keeps
+of its work dropped first), as a team at work mostly finds it; web_load.py --writes measures the same
+under load.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def measure(clients: dict, requests: int, top: int, profile: bool, dump: str = "
     from django.test import Client
 
     from benchforge import navigation
+    from curation.models import Benchmark
 
+    benchmark_id = Benchmark.objects.get(slug=web_load.SLUG).pk
     browsers = {name: Client() for name in clients}
     for name, browser in browsers.items():
         browser.cookies["sessionid"] = clients[name]["cookie"]
@@ -60,8 +63,8 @@ def measure(clients: dict, requests: int, top: int, profile: bool, dump: str = "
         for n in range(requests):
             name = names[n % len(names)]
             path = web_load.page_path(page, clients[name], rng)
-            if after_write:  # as a write in the benchmark leaves it: nothing it kept is valid
-                navigation.changed()
+            if after_write:  # as a submit or a verdict in the benchmark leaves it: what its work changes is dropped
+                navigation.changed(benchmark_id)
             start = time.process_time()
             if profiler:
                 profiler.enable()
@@ -93,7 +96,9 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-profile", action="store_true", help="CPU per request only")
     parser.add_argument(
-        "--after-write", action="store_true", help="each request right after a write (what the benchmark keeps is dropped first)"
+        "--after-write",
+        action="store_true",
+        help="each request right after a submit or verdict (what the benchmark keeps of its work is dropped first)",
     )
     parser.add_argument("--dump", default="", help="a folder to write each page's profile to (<page>.prof)")
     parser.add_argument("--keep", action="store_true")

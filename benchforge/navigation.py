@@ -15,6 +15,15 @@ that is not a read (`NavigationCountsMiddleware`: bulk updates send no signals),
 the latest after BENCHFORGE_NAV_CACHE_SECONDS. Each benchmark has its own version of the counts, so
 one team's edits leave every other benchmark's kept counts valid; a change whose benchmark is not
 known (a write outside /b/<slug>/, a deleted row whose parent went first) drops every benchmark's.
+
+What pages keep comes in two kinds (`kept_for_benchmark(..., on=...)`), each with its version:
+- WORK: what the team's work changes (counts, queues, list counts, the dashboard);
+- SETUP: what only the benchmark's setup changes (its tasks and categories, members, name and
+  settings): the header without its counts, task rows, the editor's tasks and guidelines, people
+  selects. A change of setup is a change of work too (a queue shows task names).
+A team at work writes all day (submits, verdicts, ratings); those views are marked
+`changes_work_only`, so the next page of each member counts again but rebuilds none of its setup.
+Any other write request, a job's end and a save or delete of a setup model (`watch_setup`) drop both.
 """
 
 from collections.abc import Callable
@@ -181,11 +190,14 @@ _COUNT_PARTS: dict = {}
 _COUNTS = Compiled(_counts_query, user_id=-7_301_422_031, benchmark_id=-7_301_422_032)
 
 
-GENERATION_KEY = "nav:generation"  # every benchmark's counts
+GENERATION_KEY = "nav:generation"  # every benchmark's kept values, of both kinds
+
+# The two kinds of kept values (see the module's docstring).
+WORK, SETUP = "work", "setup"
 
 
-def _generation_key(benchmark_id) -> str:
-    return f"nav:generation:{benchmark_id}"
+def _generation_key(benchmark_id, on: str = WORK) -> str:
+    return f"nav:generation:{benchmark_id}" if on == WORK else f"nav:setup:{benchmark_id}"
 
 
 def _bump(key: str) -> None:
@@ -200,10 +212,20 @@ def _bump(key: str) -> None:
 
 
 def changed(benchmark_id=None, **_ignored) -> None:
-    """Something a count may read changed in benchmark `benchmark_id`: its members' cached counts
-    are dropped (one counter per benchmark, so one cache write however many members); without a
-    benchmark, every benchmark's are."""
+    """Work changed in benchmark `benchmark_id` (something a count may read): what it keeps of the
+    WORK kind is dropped (one counter per benchmark, so one cache write however many members);
+    without a benchmark, everything every benchmark keeps."""
     _bump(_generation_key(benchmark_id) if benchmark_id is not None else GENERATION_KEY)
+
+
+def setup_changed(benchmark_id=None, **_ignored) -> None:
+    """The setup of benchmark `benchmark_id` changed (tasks, members, name, settings), or may have:
+    everything it keeps is dropped, of both kinds; without a benchmark, every benchmark's."""
+    if benchmark_id is None:
+        _bump(GENERATION_KEY)
+        return
+    _bump(_generation_key(benchmark_id, SETUP))
+    _bump(_generation_key(benchmark_id))
 
 
 # How to find the benchmark of a watched row whose model has no `benchmark_id`: the path through its
@@ -240,24 +262,47 @@ def _row_deleted(sender, instance, **_ignored) -> None:
     changed(_benchmark_id_of(instance, deleted=True))
 
 
+def _setup_row_saved(sender, instance, **_ignored) -> None:
+    setup_changed(_benchmark_id_of(instance))
+
+
+def _setup_row_deleted(sender, instance, **_ignored) -> None:
+    setup_changed(_benchmark_id_of(instance, deleted=True))
+
+
 def watch(models) -> None:
     """Drop the cached counts of a row's benchmark whenever a row of these models is saved or
     deleted. Each entry is a model with a `benchmark_id`, or (model, path to the benchmark's id)."""
+    _connect(models, _row_saved, _row_deleted, "nav-counts")
+
+
+def watch_setup(models) -> None:
+    """As watch(), for the models of a benchmark's setup: a row saved or deleted drops everything the
+    benchmark keeps. The benchmark model itself is given as (model, "pk")."""
+    _connect(models, _setup_row_saved, _setup_row_deleted, "nav-setup")
+
+
+def _connect(models, saved, deleted, uid: str) -> None:
     for entry in models:
         model, path = entry if isinstance(entry, tuple) else (entry, "benchmark_id")
         _benchmark_paths[model] = path
-        post_save.connect(_row_saved, sender=model, dispatch_uid=f"nav-counts-save-{model._meta.label}")
-        post_delete.connect(_row_deleted, sender=model, dispatch_uid=f"nav-counts-delete-{model._meta.label}")
+        post_save.connect(saved, sender=model, dispatch_uid=f"{uid}-save-{model._meta.label}")
+        post_delete.connect(deleted, sender=model, dispatch_uid=f"{uid}-delete-{model._meta.label}")
 
 
 def kept_for_benchmark(
-    benchmark_id, key: str, compute: Callable, *, consequence: str = "counted afresh", keep_for: Callable | None = None
+    benchmark_id,
+    key: str,
+    compute: Callable,
+    *,
+    on: str = WORK,
+    consequence: str = "counted afresh",
+    keep_for: Callable | None = None,
 ):
-    """compute(), kept in the cache until something changes in the benchmark (the navigation's
-    counts' versions: a save, delete, write request or job's end there) or for at most
-    BENCHFORGE_NAV_CACHE_SECONDS (or keep_for() seconds, asked once the value is computed): one
-    cache read instead of building and running a query."""
-    own, full = _generation_key(benchmark_id), f"nav:kept:{benchmark_id}:{key}"
+    """compute(), kept in the cache until something it reads (`on`: WORK or SETUP, see the module's
+    docstring) changes in the benchmark, or for at most BENCHFORGE_NAV_CACHE_SECONDS (or keep_for()
+    seconds, asked once the value is computed): one cache read instead of building and running a query."""
+    own, full = _generation_key(benchmark_id, on), f"nav:kept:{benchmark_id}:{on}:{key}"
     try:
         found = cache.get_many([GENERATION_KEY, own, full])
     except CACHE_ERRORS as exc:
@@ -284,22 +329,37 @@ def cached_waiting_counts(user, benchmark, stages) -> dict[str, int | None]:
 
 
 class NavigationCountsMiddleware:
-    """A request that may have written (any method but GET, HEAD, OPTIONS) drops the cached counts
+    """A request that may have written (any method but GET, HEAD, OPTIONS) drops what pages keep
     once it is answered: services also write with bulk updates, which send no signals. A write to a
-    page inside a benchmark (/b/<slug>/...) drops that benchmark's; any other write, every one's;
-    a view marked `changes_nothing_kept`, nothing."""
+    page inside a benchmark (/b/<slug>/..., /api/v1/benchmarks/<slug>/...) drops that benchmark's;
+    any other write, every one's.
+    By default both kinds (setup_changed); a view marked `changes_work_only`, the WORK kind; one
+    marked `changes_nothing_kept`, nothing."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
         response = self.get_response(request)
-        if request.method not in ("GET", "HEAD", "OPTIONS") and not getattr(request, _NOTHING_KEPT, False):
-            changed(_written_benchmark_id(request))
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            kind = getattr(request, _WRITES, SETUP)
+            if kind == WORK:
+                changed(_written_benchmark_id(request))
+            elif kind == SETUP:
+                setup_changed(_written_benchmark_id(request))
         return response
 
 
-_NOTHING_KEPT = "_benchforge_changes_nothing_kept"
+_WRITES = "_benchforge_writes"
+
+
+def _marked(view, kind):
+    @wraps(view)
+    def marked(request, *args, **kwargs):
+        setattr(request, _WRITES, kind)
+        return view(request, *args, **kwargs)
+
+    return marked
 
 
 def changes_nothing_kept(view):
@@ -309,18 +369,25 @@ def changes_nothing_kept(view):
     which had dropped every member's counts and header with each save (at a million items a page
     then cost two to four times its CPU and up to 25 ms more in the database). Only for views whose
     writes are sure to be of that kind: anything else keeps the default."""
+    return _marked(view, None)
 
-    @wraps(view)
-    def marked(request, *args, **kwargs):
-        setattr(request, _NOTHING_KEPT, True)
-        return view(request, *args, **kwargs)
 
-    return marked
+def changes_work_only(view):
+    """For a write view that changes the team's work (items' statuses, assignments, reviews,
+    ratings...) and never the benchmark's setup (tasks, categories, members, name, settings): its
+    requests drop the WORK kind of kept values only. A submit or a verdict had also rebuilt every
+    member's header, task rows and selects. A setup model saved meanwhile still drops both
+    (watch_setup); only for views whose bulk writes touch no setup table."""
+    return _marked(view, WORK)
+
+
+# Where a `slug` in the address is a benchmark's: its pages and its part of the API.
+_BENCHMARK_PREFIXES = ("/b/", "/api/v1/benchmarks/")
 
 
 def _written_benchmark_id(request):
     match = getattr(request, "resolver_match", None)
-    slug = match.kwargs.get("slug") if match and request.path_info.startswith("/b/") else None
+    slug = match.kwargs.get("slug") if match and request.path_info.startswith(_BENCHMARK_PREFIXES) else None
     user = getattr(request, "user", None)
     if not slug or user is None or not user.is_authenticated:
         return None
@@ -345,6 +412,11 @@ def _current_stage(url_name: str) -> str:
     return ""
 
 
+def visible_stages(user) -> list[Stage]:
+    """The stages the user's role sees, in pipeline order."""
+    return [stage for stage in STAGES if has_role(user, stage.role)]
+
+
 def benchmark_navigation(request, benchmark) -> dict:
     """What the benchmark bar shows `request.user`: the stages their role sees, each with its
     link, what waits there and whether the page is in it; the current stage's pages; the
@@ -357,7 +429,7 @@ def benchmark_navigation(request, benchmark) -> dict:
     match = getattr(request, "resolver_match", None)
     url_name = (match.url_name or "") if match else ""
     current = _current_stage(url_name)
-    visible = [s for s in STAGES if has_role(user, s.role)]
+    visible = visible_stages(user)
     counts = cached_waiting_counts(user, benchmark, visible)
     stages = []
     for stage in visible:
@@ -368,6 +440,7 @@ def benchmark_navigation(request, benchmark) -> dict:
         one, several = stage.waiting_text
         stages.append(
             {
+                "stage": stage,
                 "key": stage.key,
                 "label": stage.label,
                 "url": url,

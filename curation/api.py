@@ -7,6 +7,7 @@ from rest_framework.response import Response
 
 from benchforge import permissions
 from benchforge.inputs import accepts_uploads, refused_uploads
+from benchforge.navigation import changes_work_only
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_permission
 
 from . import services
@@ -275,7 +276,7 @@ class KnownSetDetail(generics.RetrieveDestroyAPIView):
 
 urlpatterns += [
     path("benchmarks/<slug:slug>/images/", ImageListUpload.as_view(), name="api-images"),
-    path("benchmarks/<slug:slug>/images/screen/", ImageScreen.as_view(), name="api-images-screen"),
+    path("benchmarks/<slug:slug>/images/screen/", changes_work_only(ImageScreen.as_view()), name="api-images-screen"),
     path("benchmarks/<slug:slug>/images/import/", ImageImport.as_view(), name="api-images-import"),
     path("benchmarks/<slug:slug>/images/<id:pk>/", ImageDetail.as_view(), name="api-image-detail"),
     path("known-sets/", KnownSetList.as_view(), name="api-known-sets"),

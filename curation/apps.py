@@ -35,10 +35,12 @@ class CurationConfig(AppConfig):
         from benchforge import navigation, permissions
         from jobs import registry
 
-        from . import selectors, services, signals  # noqa: F401 (signals: a deleted benchmark's jobs go)
+        from . import models, selectors, services, signals  # noqa: F401 (signals: a deleted benchmark's jobs go)
 
         navigation.register_benchmark_finder(selectors.find_benchmark_for)
         navigation.register_stage(collect_stage())
+        # What pages keep of the setup (task rows, headers, selects) is dropped when one of these changes.
+        navigation.watch_setup(((models.Benchmark, "pk"), models.Category, models.Task))
         permissions.register_member_benchmark_ids(selectors.member_benchmark_ids)
         registry.register_benchmarks(by_id=selectors.benchmarks_by_id, ids_with_slug=selectors.benchmark_ids_with_slug)
         registry.register("load_preset", services.run_preset_load, label=gettext_lazy("taxonomy preset"))

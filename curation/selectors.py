@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from benchforge import permissions
 from benchforge.compiled import Compiled
-from benchforge.navigation import kept_for_benchmark
+from benchforge.navigation import SETUP, kept_for_benchmark
 from benchforge.roles import user_role
 from jobs.selectors import jobs_of
 
@@ -115,9 +115,9 @@ def labels_of(rows: list[dict]) -> dict[int, str]:
 
 def task_rows(benchmark: Benchmark) -> list[dict]:
     """The benchmark's tasks in taxonomy order as plain rows (pk, slug, name and category path, named
-    as this interface names them), kept per language until something changes in the benchmark:
+    as this interface names them), kept per language until the benchmark's setup changes:
     every list page's filter bar and rows ask for them."""
-    return kept_for_benchmark(benchmark.pk, f"task-rows:{get_language()}", lambda: _task_rows(benchmark))
+    return kept_for_benchmark(benchmark.pk, f"task-rows:{get_language()}", lambda: _task_rows(benchmark), on=SETUP)
 
 
 def _task_rows(benchmark: Benchmark) -> list[dict]:

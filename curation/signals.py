@@ -1,6 +1,6 @@
 """Jobs keep only their benchmark's id (jobs sits below curation): a deleted benchmark's jobs go here.
-A benchmark's members changing counts as a change in it for what pages keep (benchforge.navigation):
-its people selects, its members' counts."""
+A benchmark's members changing is a change of its setup for what pages keep (benchforge.navigation):
+its people selects, its members' counts and headers."""
 
 from django.db.models.signals import m2m_changed, post_delete
 from django.dispatch import receiver
@@ -21,9 +21,9 @@ def members_changed(sender, instance, action, reverse, pk_set, **kwargs):
     if not action.startswith("post_"):
         return
     if not reverse:
-        navigation.changed(instance.pk)  # benchmark.members.add(...)
+        navigation.setup_changed(instance.pk)  # benchmark.members.add(...)
     elif pk_set:
         for benchmark_id in pk_set:  # user.benchmarks.add(...)
-            navigation.changed(benchmark_id)
+            navigation.setup_changed(benchmark_id)
     else:
-        navigation.changed()  # user.benchmarks.clear(): which ones is not told
+        navigation.setup_changed()  # user.benchmarks.clear(): which ones is not told

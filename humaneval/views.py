@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from benchforge import permissions
 from benchforge.errors import DomainError
 from benchforge.inputs import accepts_uploads, is_digits
+from benchforge.navigation import changes_work_only
 from benchforge.roles import ANNOTATOR, RESEARCHER, role_required
 from curation.selectors import get_benchmark_for
 from exports import card
@@ -139,6 +140,7 @@ def next_rating(request, slug, number):
 
 
 @role_required(ANNOTATOR)
+@changes_work_only
 def rate(request, slug, number, pk):
     benchmark, study = _study(request, slug, number)
     rating = selectors.get_rating_for(request.user, study, pk)

@@ -338,6 +338,7 @@ def _finish(run: JobRun, status: str, *, message: str = "", result: dict | None 
     if owned and status == Job.Status.SUCCEEDED:
         discard_staged(job)
     log.info("job %s (%s) run %s ended: %s", job.pk, job.kind, run.job.runs, status if owned else f"{job.status} meanwhile")
-    navigation.changed(job.benchmark_id)  # what the job wrote may change what waits there (bulk writes send no signals)
+    # What the job wrote (bulk writes send no signals) may change what waits there, or the setup (a preset's tasks).
+    navigation.setup_changed(job.benchmark_id)
     _note_finished()
     return job

@@ -16,6 +16,7 @@ from annotation.models import Item
 from annotation.selectors import with_payload_data
 from benchforge.errors import DomainError
 from benchforge.inputs import accepts_uploads, optional_id
+from benchforge.navigation import changes_work_only
 from benchforge.roles import RESEARCHER, role_required
 from curation.selectors import benchmarks_for, get_benchmark_for
 from jobs.selectors import get_job_for, with_benchmarks
@@ -110,6 +111,7 @@ def flagged_list(request, slug, number):
 
 
 @role_required(RESEARCHER)
+@changes_work_only
 def adjudicate(request, slug, number, item_id):
     benchmark = get_benchmark_for(request.user, slug)
     run = selectors.get_run(benchmark, number)

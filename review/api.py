@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from benchforge import spreadsheet
 from benchforge.inputs import id_field
+from benchforge.navigation import changes_work_only
 from benchforge.roles import RESEARCHER, REVIEWER, role_permission
 from curation.selectors import get_benchmark_for
 
@@ -212,5 +213,5 @@ urlpatterns = [
     path("benchmarks/<slug:slug>/review/rounds/<id:number>/", RoundStats.as_view(), name="api-review-round"),
     path("benchmarks/<slug:slug>/review/rounds/<id:number>/close/", RoundClose.as_view(), name="api-review-round-close"),
     path("benchmarks/<slug:slug>/reviews/", MyReviews.as_view(), name="api-reviews"),
-    path("benchmarks/<slug:slug>/reviews/<id:pk>/", ReviewDetail.as_view(), name="api-review-detail"),
+    path("benchmarks/<slug:slug>/reviews/<id:pk>/", changes_work_only(ReviewDetail.as_view()), name="api-review-detail"),
 ]

@@ -17,7 +17,7 @@ from annotation.models import Criterion, Item
 from annotation.selectors import editors_of, get_item_for, with_payload_data
 from benchforge import permissions, spreadsheet
 from benchforge.errors import DomainError
-from benchforge.navigation import kept_for_benchmark
+from benchforge.navigation import changes_work_only, kept_for_benchmark
 from benchforge.paging import keyset_page
 from benchforge.roles import ANNOTATOR, RESEARCHER, REVIEWER, role_required
 from curation.selectors import get_benchmark_for, task_labels
@@ -145,6 +145,7 @@ def review_next(request, slug):
 
 
 @role_required(REVIEWER)
+@changes_work_only
 def review_item(request, slug, review_id):
     benchmark = get_benchmark_for(request.user, slug)
     review = selectors.get_review_for(request.user, benchmark, review_id)

@@ -14,6 +14,7 @@ from annotation.selectors import get_item_for
 from benchforge import permissions
 from benchforge.errors import DomainError
 from benchforge.inputs import optional_id, parse_id
+from benchforge.navigation import changes_work_only
 from benchforge.roles import ANNOTATOR, REVIEWER, role_required
 from curation.selectors import get_benchmark_for
 from llm.client import load_models
@@ -154,6 +155,7 @@ def _act(request, benchmark, seed) -> str:
 
 
 @role_required(REVIEWER)
+@changes_work_only
 def verify_seed(request, slug, item_id):
     benchmark = get_benchmark_for(request.user, slug)
     seed = selectors.get_seed(benchmark, item_id)

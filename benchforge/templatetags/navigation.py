@@ -63,11 +63,27 @@ def _csrf_field(context) -> str:
     return f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">' if token not in ("", "NOTPROVIDED") else ""
 
 
+def _count_mark(key: str) -> str:
+    """Where the kept header takes a stage's count."""
+    return f"\x00count:{key}\x00"
+
+
+def _count(stage: navigation.Stage, n) -> str:
+    """A stage's count as the header shows it (nothing when nothing waits)."""
+    if not n:
+        return ""
+    one, several = stage.waiting_text
+    text = escape((one if n == 1 else several) % {"n": n})
+    return f'<span class="count" title="{text}"><span aria-hidden="true">{n}</span><span class="vh">: {text}</span></span>'
+
+
 @register.simple_tag(takes_context=True)
 def site_header(context):
-    """Inside a benchmark the header is kept per member, role, language and page name (under the
-    versions and lifetime of the counts it shows: navigation.kept_for_benchmark), with this request's
-    CSRF field and address put in; elsewhere it is built for the request."""
+    """Inside a benchmark the header is kept per member, role, language and page name, without its
+    counts, until the benchmark's setup changes (navigation.kept_for_benchmark on SETUP: a team's
+    submits and verdicts change the counts all day, and rebuilding the header after each had been a
+    third of a page's CPU). This request's counts (kept until the work changes), CSRF field and
+    address are put in. Elsewhere the header is built for the request."""
     request, user, benchmark = context.get("request"), context.get("user"), context.get("benchmark")
     if request is None or user is None or not user.is_authenticated or benchmark is None:
         return mark_safe(_header(context, _csrf_field(context), escape(request.get_full_path() if request else "")))  # noqa: S308
@@ -77,12 +93,21 @@ def site_header(context):
     # with more in its address (an item's) is no link's, and a named page has one address per benchmark.
     key = f"header:{user.pk}:{user_role(user)}:{get_language()}:{url_name}"
     kept = navigation.kept_for_benchmark(
-        benchmark.pk, key, lambda: _header(context, _CSRF_FIELD, _NEXT), consequence="the header is built afresh"
+        benchmark.pk,
+        key,
+        lambda: _header(context, _CSRF_FIELD, _NEXT, counts=False),
+        on=navigation.SETUP,
+        consequence="the header is built afresh",
     )
+    stages = navigation.visible_stages(user)
+    counts = navigation.cached_waiting_counts(user, benchmark, stages)
+    for stage in stages:
+        kept = kept.replace(_count_mark(stage.key), _count(stage, counts.get(stage.key)))
     return mark_safe(kept.replace(_CSRF_FIELD, _csrf_field(context)).replace(_NEXT, escape(request.get_full_path())))  # noqa: S308
 
 
-def _header(context, csrf: str, next_path: str) -> str:
+def _header(context, csrf: str, next_path: str, *, counts: bool = True) -> str:
+    """The header's HTML; without `counts`, with a mark where each stage's count goes (_count_mark)."""
     user = context.get("user")
     out = ['<header class="site-header" id="site-header">\n  <div class="topbar">\n']
     out.append(f'    <a class="brand" href="{escape(reverse_once("home"))}">benchforge</a>\n    ')
@@ -138,13 +163,7 @@ def _header(context, csrf: str, next_path: str) -> str:
             f'    <nav class="pipeline" aria-label="{pipeline}">\n      <ol>'
         )
         for stage in nav["stages"]:
-            count = ""
-            if stage["waiting"]:
-                text = escape(stage["waiting_text"])
-                count = (
-                    f'<span class="count" title="{text}"><span aria-hidden="true">{stage["waiting"]}</span>'
-                    f'<span class="vh">: {text}</span></span>'
-                )
+            count = _count(stage["stage"], stage["waiting"]) if counts else _count_mark(stage["key"])
             current = ' aria-current="true"' if stage["current"] else ""
             out.append(
                 f'<li><a href="{escape(stage["url"])}" class="stage" data-stage="{escape(stage["key"])}"{current}>'

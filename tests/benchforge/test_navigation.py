@@ -340,3 +340,129 @@ def test_the_compiled_counts_are_each_stages_own_count_for_every_member(demo, ma
                 expected[stage.key] = found
             assert navigation.waiting_counts(user, bench, visible) == expected, (user.username, bench.slug)
     assert any(n for n in navigation.waiting_counts(users["researcher"], benchmark, navigation.STAGES).values())
+
+
+def test_a_submit_refreshes_the_kept_headers_counts_and_rebuilds_none_of_the_setup(
+    benchmark, make_user, client_for, monkeypatch, fresh_image_indexes
+):
+    """A team submits and gives verdicts all day: such a write drops what counts its work, not what
+    only its setup changes. After a submit the lead's next page shows the new count in its header,
+    with the header, task rows and people select kept (none of them rebuilt), and the header with
+    its count is the one built afresh for the request."""
+    from annotation.services import create_item
+    from benchforge.templatetags import navigation as header_tag
+    from curation import selectors as curation_selectors
+    from curation import services as curation
+    from tests.annotation.test_pages import form_data
+    from tests.factories import jpeg
+
+    lead = make_user("researcher", "lead", benchmarks=[benchmark])
+    writer = make_user("annotator", "writer", benchmarks=[benchmark])
+    task = benchmark.tasks.get(slug="counting")
+    image = curation.ingest_image(benchmark, jpeg(8301), tasks=[task]).image
+    curation.screen_images(benchmark, [image.pk], action="accept", user=lead)
+    item = create_item(benchmark, task=task, user=writer)
+    built = {"header": 0, "task rows": 0}
+    real_header, real_rows = header_tag._header, curation_selectors._task_rows
+
+    def counting_header(*args, **kwargs):
+        built["header"] += 1
+        return real_header(*args, **kwargs)
+
+    def counting_rows(*args, **kwargs):
+        built["task rows"] += 1
+        return real_rows(*args, **kwargs)
+
+    monkeypatch.setattr(header_tag, "_header", counting_header)
+    monkeypatch.setattr(curation_selectors, "_task_rows", counting_rows)
+    lead_web = client_for(lead)
+    items_list = f"/b/{benchmark.slug}/items/"
+
+    def review_count(page: str):
+        link = re.search(r'<a href="[^"]*" class="stage" data-stage="review"[^>]*>(.*?)</a>', page, re.S)[1]
+        found = re.search(r'<span aria-hidden="true">(\d+)</span>', link)
+        return int(found[1]) if found else 0
+
+    first = lead_web.get(items_list).content.decode()
+    assert built == {"header": 1, "task rows": 1}
+    before = review_count(first)
+
+    submitted = client_for(writer).post(
+        f"/b/{benchmark.slug}/items/{item.pk}/submit/", form_data(item, 1, image=image, question="How many apples?")
+    )
+    assert submitted.status_code == 204 and Item.objects.get(pk=item.pk).status == "answered"
+    after = lead_web.get(items_list).content.decode()
+    assert review_count(after) == before + 1  # counted afresh
+    assert built == {"header": 1, "task rows": 1}  # kept: nothing of the setup rebuilt
+
+    def header_of(page: str) -> str:
+        found = re.search(r'<header class="site-header".*?</header>', page, re.S)[0]
+        return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "TOKEN", found)
+
+    navigation.changed()  # every kept value dropped: the header built for this request, with its count
+    assert header_of(lead_web.get(items_list).content.decode()) == header_of(after)
+    assert built["header"] == 2
+
+
+def test_a_change_of_setup_rebuilds_what_the_pages_keep_of_it(benchmark, private_benchmark, make_user, client_for):
+    """What is kept of a benchmark's setup (header, task rows, people selects) follows every way its
+    setup changes: a task or benchmark saved (the admin, a service), a bulk update by a write request
+    that is not marked as work only, a job's end; and another benchmark's stays kept meanwhile."""
+    from jobs import registry
+    from jobs import services as jobs
+
+    lead = make_user("researcher", "lead", benchmarks=[benchmark, private_benchmark])
+    web = client_for(lead)
+
+    def items_page(bench) -> str:
+        return web.get(f"/b/{bench.slug}/items/").content.decode()
+
+    def task_options(page: str) -> str:
+        return re.search(r'<select name="task"[^>]*>(.*?)</select>', page, re.S)[1]
+
+    other_before = items_page(private_benchmark)
+    task = benchmark.tasks.get(slug="counting")
+    assert "Counting things" not in task_options(items_page(benchmark))
+
+    task.name = "Counting things"
+    task.save()  # a save of a setup model
+    assert "Counting things" in task_options(items_page(benchmark))
+
+    benchmark.name = "Renamed benchmark"
+    benchmark.save()
+    assert '<a class="bench-name"' in (page := items_page(benchmark)) and ">Renamed benchmark</a>" in page
+
+    type(task).objects.filter(pk=task.pk).update(name="Counting, bulk")  # no signal
+    web.post(f"/b/{benchmark.slug}/settings/", {})  # a write request in the benchmark, not marked work only
+    assert "Counting, bulk" in task_options(items_page(benchmark))
+
+    type(task).objects.filter(pk=task.pk).update(name="Counting by a job")
+    registry.register("nav-test-noop", _bulk_accept_pending_images, label="a job")
+    jobs.run_now(jobs.create_job("nav-test-noop", benchmark=benchmark))  # a job's end
+    assert "Counting by a job" in task_options(items_page(benchmark))
+
+    # Another benchmark's kept page is unchanged (the same names; its counts had no cause to move).
+    assert task_options(items_page(private_benchmark)) == task_options(other_before)
+
+
+def test_a_write_through_the_api_drops_its_own_benchmarks_kept_counts_only(
+    benchmark, private_benchmark, make_user, client_for, django_assert_num_queries
+):
+    """Screening through the API (what the screening grid calls) counts its benchmark afresh and
+    leaves another benchmark's kept counts valid, as a write to the benchmark's pages does."""
+    lead = make_user("researcher", "lead", benchmarks=[benchmark, private_benchmark])
+    images = [make_image(bench, status="pending") for bench in (benchmark, private_benchmark)]
+    user_role(lead)
+    visible = navigation.visible_stages(lead)
+    kept = {bench.pk: navigation.cached_waiting_counts(lead, bench, visible) for bench in (benchmark, private_benchmark)}
+    assert kept[benchmark.pk]["collect"] == 1
+
+    screened = client_for(lead).post(
+        f"/api/v1/benchmarks/{benchmark.slug}/images/screen/",
+        {"ids": [images[0].pk], "action": "accept"},
+        content_type="application/json",
+    )
+    assert screened.status_code == 200, screened.content
+    assert navigation.cached_waiting_counts(lead, benchmark, visible)["collect"] == 0
+    with django_assert_num_queries(0):  # still kept
+        assert navigation.cached_waiting_counts(lead, private_benchmark, visible) == kept[private_benchmark.pk]
