@@ -159,8 +159,10 @@ def _counts_context(benchmark, recent: RecentCounts) -> dict:
 def counts_html(request, benchmark, recent: RecentCounts) -> str:
     """The dashboard's counts (cards, the task table, the stages' panels, the pace) rendered. The
     same for every member of one role in one language and the costliest part of the page, so it is
-    kept rendered until something changes in the benchmark (its task names, say) or its oldest count
-    is due a recount: never older than the counts it shows."""
+    kept rendered until the benchmark's setup changes (its task names, say) or its oldest count is
+    due a recount: never older than the counts it shows. A team's submits and verdicts leave it (its
+    counts are RecentCounts', which no write drops): rendering it after each had made the dashboard
+    the costliest page after a write."""
 
     def render_part():
         return render_to_string("dashboard/_counts.html", _counts_context(benchmark, recent), request=request), recent.counted_at
@@ -171,6 +173,7 @@ def counts_html(request, benchmark, recent: RecentCounts) -> str:
         benchmark.pk,
         f"dashboard:{get_language()}:{user_role(request.user)}",
         render_part,
+        on=navigation.SETUP,
         consequence="the dashboard renders its counts afresh",
         keep_for=lambda: max(1.0, recent.seconds - (timezone.now() - recent.counted_at).total_seconds()),
     )

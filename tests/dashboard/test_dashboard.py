@@ -111,14 +111,14 @@ def test_the_request_that_claims_a_due_recount_does_not_wait_for_it(client_for, 
     cache.set(key, ({"pending": 7}, long_ago), 300)  # due, and not what the table holds
     from benchforge import navigation
 
-    navigation.changed(benchmark.pk)  # the kept rendering too
+    navigation.setup_changed(benchmark.pk)  # the kept rendering too (a write of work leaves it)
 
     shown = client.get("/b/demo/").content.decode()
     assert "7 collected · 7 waiting for screening" in shown  # the last count, without waiting
     value, counted_at, _took = cache.get(key)
     assert value["pending"] == 1 and counted_at > long_ago  # recounted once the response was sent
     assert cache.get(f"{key}:recount") is None
-    navigation.changed(benchmark.pk)
+    navigation.setup_changed(benchmark.pk)
     assert "1 collected · 1 waiting for screening" in client.get("/b/demo/").content.decode()
 
 
@@ -153,3 +153,25 @@ def test_a_part_that_takes_long_to_count_is_recounted_less_often(benchmark, sett
     assert RecentCounts(benchmark).get("part", count) == 3
     cache.set(key, (3, timezone.now() - timedelta(seconds=31), 0.01), 3000)
     assert RecentCounts(benchmark).get("part", count) == 4
+
+
+def test_the_kept_counts_survive_a_teams_writes_and_follow_its_setup(client_for, annotator, benchmark, settings, monkeypatch):
+    """The rendered counts show RecentCounts' numbers, which no write drops: a submit or a verdict
+    (a write of work) leaves the rendering kept, a task renamed (the setup) renders it again."""
+    from benchforge import navigation
+    from dashboard import views
+
+    settings.BENCHFORGE_DASHBOARD_CACHE_SECONDS = 300
+    rendered = []
+    real = views._counts_context
+    monkeypatch.setattr(views, "_counts_context", lambda *args: rendered.append(1) or real(*args))
+    client = client_for(annotator)
+    client.get("/b/demo/")
+    navigation.changed(benchmark.pk)  # what a submit, a verdict or a rating drops
+    client.get("/b/demo/")
+    assert len(rendered) == 1
+    task = benchmark.tasks.get(slug="counting")
+    task.name = "Counting, renamed"
+    task.save()
+    assert "Counting, renamed" in client.get("/b/demo/").content.decode()
+    assert len(rendered) == 2
