@@ -76,9 +76,14 @@ class Item(models.Model):
 
     class Meta:
         ordering = ["id"]
+        # The items list's filters (none, status, task, author) each have an index ending in the id: its
+        # rows (newest first) and its capped count read the index alone. At a million items the count
+        # of an author's drafts had read 26,000 table pages (180 ms), a task's 31 ms, after every submit.
         indexes = [
-            models.Index(fields=["benchmark", "task", "status"]),
-            models.Index(fields=["benchmark", "author"]),
+            models.Index(fields=["benchmark", "id"], name="item_per_benchmark"),
+            models.Index(fields=["benchmark", "status", "id"], name="item_per_status"),
+            models.Index(fields=["benchmark", "task", "status", "id"], name="item_per_task"),
+            models.Index(fields=["benchmark", "author", "status", "id"], name="item_per_author"),
             models.Index(fields=["benchmark", "kind"]),
             # The few imported items: counting them (the dashboard's QC panel) reads only them.
             models.Index(fields=["benchmark"], condition=Q(is_external=True), name="item_external_per_benchmark"),

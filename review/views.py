@@ -116,7 +116,10 @@ def review_queue(request, slug):
     # Paged by keyset with a capped count (benchforge.paging): a reviewer's queue may hold thousands.
     rows = selectors.review_queue_rows(request.user, benchmark)
     keep = partial(kept_for_benchmark, benchmark.pk, f"review-queue:{request.user.pk}")  # until something changes there
-    page = keyset_page(request, rows, selectors.PENDING_ORDER, REVIEW_QUEUE_PAGE_SIZE, keep_count=keep)
+    # Counted without the rows' join to the items: from the pending reviews' index alone (at a million
+    # items the join made the count 19 ms, recounted after every verdict).
+    counted = selectors.pending_reviews(request.user, benchmark)
+    page = keyset_page(request, rows, selectors.PENDING_ORDER, REVIEW_QUEUE_PAGE_SIZE, count_queryset=counted, keep_count=keep)
     # + "<id>/": no URL reversing per row
     review_url = reverse("review-item", args=[slug, 0]).removesuffix("0/")
     # Ready-made cells, each label translated once per page (the page is opened between reviews).
