@@ -370,7 +370,7 @@ def image_picker(request, slug):
 def queue(request, slug):
     benchmark = get_benchmark_for(request.user, slug)
     # Counted without the rows' joins, and capped; paged by keyset (benchforge.paging).
-    rows, count_rows = queue_rows(request.user, benchmark), queue_for(request.user, benchmark)
+    rows, count_rows = queue_rows(request.user, benchmark), partial(queue_for, request.user, benchmark)
     keep = partial(kept_for_benchmark, benchmark.pk, f"queue:{request.user.pk}")
     page = keyset_page(request, rows, ("created_at", "id"), QUEUE_PAGE_SIZE, count_queryset=count_rows, keep_count=keep)
     # Ready-made strings, each text translated once per page: this page is hit after every item.

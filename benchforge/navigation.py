@@ -290,6 +290,42 @@ def _connect(models, saved, deleted, uid: str) -> None:
         post_delete.connect(deleted, sender=model, dispatch_uid=f"{uid}-delete-{model._meta.label}")
 
 
+@dataclass(frozen=True)
+class Keep:
+    """A value a page keeps (kept_together): its key, how to compute it, what it reads (`on`: WORK or
+    SETUP, see the module's docstring) and, if not the default, how long to keep it (keep_for())."""
+
+    key: str
+    compute: Callable
+    on: str = WORK
+    keep_for: Callable | None = None
+
+
+def kept_together(benchmark_id, wanted: list[Keep], *, consequence: str = "counted afresh") -> list:
+    """Each wanted value, kept in the cache until something it reads changes in the benchmark, or for
+    at most BENCHFORGE_NAV_CACHE_SECONDS (or keep_for() seconds, asked once the value is computed);
+    all read in one cache round trip (a page's header and its counts are two values). Values are
+    computed in the order given, when not kept."""
+    generations = {keep.on: _generation_key(benchmark_id, keep.on) for keep in wanted}
+    keys = [f"nav:kept:{benchmark_id}:{keep.on}:{keep.key}" for keep in wanted]
+    try:
+        found = cache.get_many([GENERATION_KEY, *generations.values(), *keys])
+    except CACHE_ERRORS as exc:
+        note_outage(exc, consequence)
+        return [keep.compute() for keep in wanted]
+    values = []
+    for keep, full in zip(wanted, keys):
+        generation = (found.get(GENERATION_KEY, 0), found.get(generations[keep.on], 0))
+        kept = found.get(full)
+        if kept is not None and kept[0] == generation:
+            values.append(kept[1])
+            continue
+        value = keep.compute()
+        cache_set(full, (generation, value), keep.keep_for() if keep.keep_for else settings.BENCHFORGE_NAV_CACHE_SECONDS)
+        values.append(value)
+    return values
+
+
 def kept_for_benchmark(
     benchmark_id,
     key: str,
@@ -299,33 +335,21 @@ def kept_for_benchmark(
     consequence: str = "counted afresh",
     keep_for: Callable | None = None,
 ):
-    """compute(), kept in the cache until something it reads (`on`: WORK or SETUP, see the module's
-    docstring) changes in the benchmark, or for at most BENCHFORGE_NAV_CACHE_SECONDS (or keep_for()
-    seconds, asked once the value is computed): one cache read instead of building and running a query."""
-    own, full = _generation_key(benchmark_id, on), f"nav:kept:{benchmark_id}:{on}:{key}"
-    try:
-        found = cache.get_many([GENERATION_KEY, own, full])
-    except CACHE_ERRORS as exc:
-        note_outage(exc, consequence)
-        return compute()
-    generation = (found.get(GENERATION_KEY, 0), found.get(own, 0))
-    kept = found.get(full)
-    if kept is not None and kept[0] == generation:
-        return kept[1]
-    value = compute()
-    cache_set(full, (generation, value), keep_for() if keep_for else settings.BENCHFORGE_NAV_CACHE_SECONDS)
-    return value
+    """compute(), kept as kept_together keeps it: one cache read instead of building and running a query."""
+    return kept_together(benchmark_id, [Keep(key, compute, on, keep_for)], consequence=consequence)[0]
+
+
+def kept_counts(user, benchmark, stages) -> Keep:
+    """waiting_counts, kept per member, benchmark and role until the work changes (see the module's
+    docstring), for kept_together."""
+    return Keep(
+        f"counts:{user.pk}:{user_role(user)}:{','.join(s.key for s in stages)}", lambda: waiting_counts(user, benchmark, stages)
+    )
 
 
 def cached_waiting_counts(user, benchmark, stages) -> dict[str, int | None]:
-    """waiting_counts, kept per member, benchmark and role until something changes (see the
-    module's docstring): one cache read per page instead of building and running the query."""
-    return kept_for_benchmark(
-        benchmark.pk,
-        f"counts:{user.pk}:{user_role(user)}:{','.join(s.key for s in stages)}",
-        lambda: waiting_counts(user, benchmark, stages),
-        consequence="the navigation counts afresh",
-    )
+    """waiting_counts, kept (kept_counts): one cache read per page instead of building and running the query."""
+    return kept_together(benchmark.pk, [kept_counts(user, benchmark, stages)], consequence="the navigation counts afresh")[0]
 
 
 class NavigationCountsMiddleware:

@@ -101,7 +101,9 @@ def keyset_page(
 ) -> KeysetPage:
     """One page of `queryset` in `ordering` (whose last column is unique, e.g. the id), after
     `?after=` or before `?before=` (cursors this page's links carry), with the capped count of
-    `count_queryset` (default: the queryset; a leaner one counts without the rows' joins).
+    `count_queryset` (default: the queryset; a leaner one counts without the rows' joins), or a
+    function that makes it, called only when the count is not kept (building a queryset costs a
+    page view more than reading a kept count).
     `keep_count(compute)` may keep the count between page views (navigation.kept_for_benchmark)."""
     fields = [_field(queryset.model, name.lstrip("-")) for name in ordering]
     params = request.GET.copy()
@@ -128,8 +130,11 @@ def keyset_page(
     def query(**cursor) -> str:
         return "?" + urlencode(kept + list(cursor.items()))
 
-    counted = queryset if count_queryset is None else count_queryset
-    n, more = keep_count(lambda: capped_count(counted)) if keep_count else capped_count(counted)
+    def count() -> tuple[int, bool]:
+        counted = queryset if count_queryset is None else count_queryset
+        return capped_count(counted() if callable(counted) else counted)
+
+    n, more = keep_count(count) if keep_count else count()
     return KeysetPage(
         object_list=rows,
         has_next=has_next and bool(rows),

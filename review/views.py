@@ -118,7 +118,7 @@ def review_queue(request, slug):
     keep = partial(kept_for_benchmark, benchmark.pk, f"review-queue:{request.user.pk}")  # until something changes there
     # Counted without the rows' join to the items: from the pending reviews' index alone (at a million
     # items the join made the count 19 ms, recounted after every verdict).
-    counted = selectors.pending_reviews(request.user, benchmark)
+    counted = partial(selectors.pending_reviews, request.user, benchmark)
     page = keyset_page(request, rows, selectors.PENDING_ORDER, REVIEW_QUEUE_PAGE_SIZE, count_queryset=counted, keep_count=keep)
     # + "<id>/": no URL reversing per row
     review_url = reverse("review-item", args=[slug, 0]).removesuffix("0/")

@@ -92,15 +92,16 @@ def site_header(context):
     # The page's name settles which link is current: every header link takes the slug alone, so a page
     # with more in its address (an item's) is no link's, and a named page has one address per benchmark.
     key = f"header:{user.pk}:{user_role(user)}:{get_language()}:{url_name}"
-    kept = navigation.kept_for_benchmark(
+    stages = navigation.visible_stages(user)
+    # One cache read for both; the counts first, so that building the header finds them kept.
+    counts, kept = navigation.kept_together(
         benchmark.pk,
-        key,
-        lambda: _header(context, _CSRF_FIELD, _NEXT, counts=False),
-        on=navigation.SETUP,
+        [
+            navigation.kept_counts(user, benchmark, stages),
+            navigation.Keep(key, lambda: _header(context, _CSRF_FIELD, _NEXT, counts=False), on=navigation.SETUP),
+        ],
         consequence="the header is built afresh",
     )
-    stages = navigation.visible_stages(user)
-    counts = navigation.cached_waiting_counts(user, benchmark, stages)
     for stage in stages:
         kept = kept.replace(_count_mark(stage.key), _count(stage, counts.get(stage.key)))
     return mark_safe(kept.replace(_CSRF_FIELD, _csrf_field(context)).replace(_NEXT, escape(request.get_full_path())))  # noqa: S308

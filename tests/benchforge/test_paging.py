@@ -142,3 +142,23 @@ def test_a_kept_count_follows_every_change_in_its_benchmark(benchmark, make_user
     _items(benchmark, lead, 2)  # in bulk: no signal...
     client.post(f"/b/{benchmark.slug}/items/")  # ...but the request that wrote it drops the kept numbers
     assert _page(client, url)[1].count == 7
+
+
+def test_a_kept_count_builds_no_count_queryset(rf, monkeypatch):
+    """A page whose count is kept does not even build the queryset that would count it: the queue and
+    the review queue pass a function, called only when the count is counted."""
+    from benchforge import paging
+
+    built = []
+
+    def count_rows():
+        built.append(1)
+        return Item.objects.none()
+
+    def kept(compute):
+        return 42, False  # what a kept count gives back without computing
+
+    page = paging.keyset_page(rf.get("/"), Item.objects.none(), ("id",), 10, count_queryset=count_rows, keep_count=kept)
+    assert page.count == 42 and built == []
+    page = paging.keyset_page(rf.get("/"), Item.objects.none(), ("id",), 10, count_queryset=count_rows, keep_count=lambda f: f())
+    assert page.count == 0 and built == [1]
