@@ -17,10 +17,11 @@ one team's edits leave every other benchmark's kept counts valid; a change whose
 known (a write outside /b/<slug>/, a deleted row whose parent went first) drops every benchmark's.
 
 What pages keep comes in two kinds (`kept_for_benchmark(..., on=...)`), each with its version:
-- WORK: what the team's work changes (counts, queues, list counts, the dashboard);
+- WORK: what the team's work changes (counts, queues, list counts);
 - SETUP: what only the benchmark's setup changes (its tasks and categories, members, name and
   settings): the header without its counts, task rows, the editor's tasks and guidelines, people
-  selects. A change of setup is a change of work too (a queue shows task names).
+  selects, the dashboard's rendered counts (their numbers are its RecentCounts', which no write
+  drops). A change of setup is a change of work too (a queue shows task names).
 A team at work writes all day (submits, verdicts, ratings); those views are marked
 `changes_work_only`, so the next page of each member counts again but rebuilds none of its setup.
 Any other write request, a job's end and a save or delete of a setup model (`watch_setup`) drop both.

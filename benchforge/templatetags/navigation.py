@@ -80,7 +80,7 @@ def _count(stage: navigation.Stage, n) -> str:
 @register.simple_tag(takes_context=True)
 def site_header(context):
     """Inside a benchmark the header is kept per member, role, language and page name, without its
-    counts, until the benchmark's setup changes (navigation.kept_for_benchmark on SETUP: a team's
+    counts, until the benchmark's setup changes (navigation.kept_together, SETUP: a team's
     submits and verdicts change the counts all day, and rebuilding the header after each had been a
     third of a page's CPU). This request's counts (kept until the work changes), CSRF field and
     address are put in. Elsewhere the header is built for the request."""
