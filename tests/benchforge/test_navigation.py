@@ -11,7 +11,7 @@ from django.urls import resolve
 
 from annotation.models import Assignment, Item
 from benchforge import navigation
-from benchforge.roles import has_role, user_role
+from benchforge.roles import user_role
 from curation.models import Benchmark, Image
 from demo.management.commands.seed_demo import DEMO_SLUG
 from qc.models import QCItem
@@ -187,7 +187,7 @@ def test_a_change_in_one_benchmark_refreshes_its_counts_and_leaves_the_others_ke
 
     def counts_of(user, bench) -> dict:
         user_role(user)
-        visible = [s for s in navigation.STAGES if has_role(user, s.role)]
+        visible = navigation.visible_stages(user)
         return navigation.cached_waiting_counts(user, bench, visible)
 
     def b_is_kept() -> None:
@@ -287,15 +287,11 @@ def test_a_members_change_shows_in_the_kept_people_selects(benchmark, make_user,
     assert people() == {"lead"}
 
 
-def test_an_editor_save_leaves_the_kept_counts_and_a_submit_drops_them(
-    benchmark, make_user, client_for, django_assert_num_queries, fresh_image_indexes
-):
-    """Autosave sends the editor's form every few seconds of typing: an edit is in no count, so the
-    members' kept counts and headers stay valid (no recount on their next page), while a submit,
-    which changes a count, still drops them."""
+@pytest.fixture
+def submittable(benchmark, make_user, fresh_image_indexes):
+    """A lead, a writer and the writer's draft with an accepted image: what a submit needs."""
     from annotation.services import create_item
     from curation import services as curation
-    from tests.annotation.test_pages import form_data
     from tests.factories import jpeg
 
     lead = make_user("researcher", "lead", benchmarks=[benchmark])
@@ -303,9 +299,20 @@ def test_an_editor_save_leaves_the_kept_counts_and_a_submit_drops_them(
     task = benchmark.tasks.get(slug="counting")
     image = curation.ingest_image(benchmark, jpeg(8300), tasks=[task]).image
     curation.screen_images(benchmark, [image.pk], action="accept", user=lead)
-    item = create_item(benchmark, task=task, user=writer)
-    visible = [s for s in navigation.STAGES if has_role(lead, s.role)]
+    return lead, writer, image, create_item(benchmark, task=task, user=writer)
+
+
+def test_an_editor_save_leaves_the_kept_counts_and_a_submit_drops_them(
+    benchmark, submittable, client_for, django_assert_num_queries
+):
+    """Autosave sends the editor's form every few seconds of typing: an edit is in no count, so the
+    members' kept counts and headers stay valid (no recount on their next page), while a submit,
+    which changes a count, still drops them."""
+    from tests.annotation.test_pages import form_data
+
+    lead, writer, image, item = submittable
     user_role(lead)
+    visible = navigation.visible_stages(lead)
 
     before = navigation.cached_waiting_counts(lead, benchmark, visible)
     web = client_for(writer)
@@ -331,7 +338,7 @@ def test_the_compiled_counts_are_each_stages_own_count_for_every_member(demo, ma
     private_benchmark.members.add(users["annotator"], users["researcher"])
     for bench in (benchmark, private_benchmark):
         for user in [*users.values(), outsider]:
-            visible = [s for s in navigation.STAGES if has_role(user, s.role)]
+            visible = navigation.visible_stages(user)
             expected = {}
             for stage in visible:
                 found = stage.waiting(user, bench) if stage.waiting else None
@@ -343,25 +350,17 @@ def test_the_compiled_counts_are_each_stages_own_count_for_every_member(demo, ma
 
 
 def test_a_submit_refreshes_the_kept_headers_counts_and_rebuilds_none_of_the_setup(
-    benchmark, make_user, client_for, monkeypatch, fresh_image_indexes
+    benchmark, submittable, client_for, monkeypatch
 ):
     """A team submits and gives verdicts all day: such a write drops what counts its work, not what
     only its setup changes. After a submit the lead's next page shows the new count in its header,
     with the header, task rows and people select kept (none of them rebuilt), and the header with
     its count is the one built afresh for the request."""
-    from annotation.services import create_item
     from benchforge.templatetags import navigation as header_tag
     from curation import selectors as curation_selectors
-    from curation import services as curation
     from tests.annotation.test_pages import form_data
-    from tests.factories import jpeg
 
-    lead = make_user("researcher", "lead", benchmarks=[benchmark])
-    writer = make_user("annotator", "writer", benchmarks=[benchmark])
-    task = benchmark.tasks.get(slug="counting")
-    image = curation.ingest_image(benchmark, jpeg(8301), tasks=[task]).image
-    curation.screen_images(benchmark, [image.pk], action="accept", user=lead)
-    item = create_item(benchmark, task=task, user=writer)
+    lead, writer, image, item = submittable
     built = {"header": 0, "task rows": 0}
     real_header, real_rows = header_tag._header, curation_selectors._task_rows
 
