@@ -1,7 +1,8 @@
 """Where a page's milliseconds go: each of web_load's five pages rendered in this process under
 cProfile, with the CPU time (process time, not wall time: the machine is shared) per request.
 
-Run: .venv/bin/python bench/web_profile.py [--items 100000] [--requests 40] [--top 25] [--after-write] [--keep | --database NAME]
+Run: .venv/bin/python bench/web_profile.py [--items 100000] [--requests 40] [--top 25] [--after-write | --writes]
+     [--keep | --database NAME]
 
 Fills a throwaway Postgres database as bench/web_load.py does (same world: same members, items,
 reviews), then asks each page --requests times through Django's test client (DEBUG off, the shared
@@ -10,7 +11,8 @@ the profiler, then the profiler's top functions by own time and by cumulative ti
 database (and writes the members' sessions beside it) so the next run can pass --database NAME and
 skip the fill. --after-write asks each page right after a submit or a verdict (what the benchmark keeps
 of its work dropped first), as a team at work mostly finds it; web_load.py --writes measures the same
-under load.
+under load. --writes profiles the writes of web_load.py --writes themselves (each member's submit
+through the API, then its withdraw in the editor) instead of the pages.
 """
 
 from __future__ import annotations
@@ -88,6 +90,61 @@ def measure(clients: dict, requests: int, top: int, profile: bool, dump: str = "
     return cpu
 
 
+def measure_writes(clients: dict, requests: int, top: int, profile: bool, dump: str = "") -> dict[str, float]:
+    """What a write costs itself: web_load's two writes (a member submits one of their drafts through
+    the API, then takes it back in the editor), each `requests` times in turn over the members, in
+    this process, so a kept world ends as it began."""
+    import web_load
+    from django.test import Client
+
+    from annotation.models import Item
+
+    names = sorted(name for name in clients if clients[name].get("drafts"))
+    if not names:
+        raise SystemExit("--writes needs a world filled by this version of the bench (its members' drafts)")
+    browsers = {name: Client() for name in names}
+    for name, browser in browsers.items():
+        browser.cookies["sessionid"] = clients[name]["cookie"]
+    kinds = {
+        "submit": lambda item, version: (
+            f"/api/v1/benchmarks/{web_load.SLUG}/items/{item}/submit/",
+            {"data": json.dumps({"version": version}), "content_type": "application/json"},
+        ),
+        "withdraw": lambda item, version: (f"/b/{web_load.SLUG}/items/{item}/withdraw/", {"data": {"version": version}}),
+    }
+    times: dict[str, list[float]] = {kind: [] for kind in kinds}
+    profilers = {kind: cProfile.Profile(time.process_time) for kind in kinds} if profile else {}
+    for n in range(requests + 1):  # the first pair warms up
+        name = names[n % len(names)]
+        item = clients[name]["drafts"][0]
+        for kind, request in kinds.items():
+            path, arguments = request(item, Item.objects.values_list("version", flat=True).get(pk=item))
+            profiler = profilers.get(kind) if n else None
+            start = time.process_time()
+            if profiler:
+                profiler.enable()
+            response = browsers[name].post(path, **arguments)
+            if profiler:
+                profiler.disable()
+            if n:
+                times[kind].append((time.process_time() - start) * 1000)
+            assert response.status_code < 400, (path, response.status_code, response.content[:300])
+    cpu = {}
+    for kind, taken in times.items():
+        cpu[kind] = statistics.mean(taken)
+        print(f"\n=== {kind}: mean CPU {cpu[kind]:.2f} ms per write (median {statistics.median(taken):.2f}, n={requests})")
+        if kind in profilers:
+            if dump:
+                Path(dump).mkdir(parents=True, exist_ok=True)
+                profilers[kind].dump_stats(Path(dump) / f"{kind}.prof")
+            for order in ("tottime", "cumulative"):
+                out = io.StringIO()
+                pstats.Stats(profilers[kind], stream=out).strip_dirs().sort_stats(order).print_stats(top)
+                text = out.getvalue()
+                print(text[text.find("   ncalls") :])
+    return cpu
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=100_000)
@@ -99,6 +156,9 @@ def main() -> int:
         "--after-write",
         action="store_true",
         help="each request right after a submit or verdict (what the benchmark keeps of its work is dropped first)",
+    )
+    parser.add_argument(
+        "--writes", action="store_true", help="the writes of web_load --writes (a submit, then its withdraw) instead of the pages"
     )
     parser.add_argument("--dump", default="", help="a folder to write each page's profile to (<page>.prof)")
     parser.add_argument("--keep", action="store_true")
@@ -130,7 +190,10 @@ def main() -> int:
         else:
             clients = web_load.fill(args.items, args.images or 2 * args.items)
             _sessions_file(name).write_text(json.dumps(clients))
-        measure(clients, args.requests, args.top, not args.no_profile, args.dump, args.after_write)
+        if args.writes:
+            measure_writes(clients, args.requests, args.top, not args.no_profile, args.dump)
+        else:
+            measure(clients, args.requests, args.top, not args.no_profile, args.dump, args.after_write)
     finally:
         from django.db import connections
 

@@ -218,7 +218,11 @@ def _bump(current: Item, expected: int, **fields) -> Item:
     updated = Item.objects.filter(pk=current.pk, version=expected).update(version=F("version") + 1, updated_at=now, **fields)
     if not updated:
         raise _stale(Item.objects.select_related("benchmark", "task").get(pk=current.pk))
-    current.refresh_from_db()
+    # The row now holds exactly these values (the UPDATE matched the version read): set them rather
+    # than read the row again. Setting a foreign key's id drops a related row loaded for the old one.
+    current.version, current.updated_at = expected + 1, now
+    for name, value in fields.items():
+        setattr(current, name, value)
     return current
 
 
@@ -261,10 +265,14 @@ def change_status(
     """Move an item along the transition table (one version, one history row). For other apps'
     workflow steps too (review, rewrite, QC, release); `fields` are extra columns to set."""
     with transaction.atomic():
-        current = _locked(item, expected_version)
-        check_transition(current.status, target)
-        current = _bump(current, current.version, status=target, **fields)
-        _record_revision(current, action=action, user=user, note=note)
+        return _move(_locked(item, expected_version), target, user=user, action=action, note=note, **fields)
+
+
+def _move(current: Item, target: str, *, user, action: str, note: str = "", **fields) -> Item:
+    """change_status() of an item this transaction has just locked and read (lock_item)."""
+    check_transition(current.status, target)
+    current = _bump(current, current.version, status=target, **fields)
+    _record_revision(current, action=action, user=user, note=note)
     return current
 
 
@@ -317,7 +325,7 @@ def submit_item(item: Item, *, user, expected_version: int | None = None) -> Ite
                 code="not_ready",
                 extra={"problems": problems},
             )
-        current = change_status(current, ANSWERED, user=user, action=ItemRevision.Action.SUBMITTED, submitted_at=timezone.now())
+        current = _move(current, ANSWERED, user=user, action=ItemRevision.Action.SUBMITTED, submitted_at=timezone.now())
         Assignment.objects.filter(item=current, status=Assignment.Status.OPEN).update(
             status=Assignment.Status.DONE, done_at=timezone.now()
         )
@@ -340,7 +348,7 @@ def return_to_draft(item: Item, *, user, expected_version: int | None = None, no
     with transaction.atomic():
         current = _locked(item, expected_version)
         permissions.require(permissions.item_withdraw_refusal(user, current))
-        current = change_status(current, DRAFT, user=user, action=ItemRevision.Action.RETURNED, note=note)
+        current = _move(current, DRAFT, user=user, action=ItemRevision.Action.RETURNED, note=note)
         requeue_for_author(current, by=user)  # an item written outside any assignment gets one: it is work in a queue again
     return current
 
