@@ -12,6 +12,7 @@ from .selectors import (
     ITEM_FILTERS,
     assignments_for,
     get_item_for,
+    item_to_change,
     items_of,
     payloads_for,
     redact_revisions,
@@ -109,7 +110,7 @@ class ItemSubmit(generics.GenericAPIView):
 
     @extend_schema(request=SubmitSerializer, responses={200: ItemSerializer, 400: ProblemSerializer, 409: StaleSerializer})
     def post(self, request, slug, pk):
-        item = get_item_for(request.user, slug, pk)
+        item = item_to_change(request.user, slug, pk)
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item = services.submit_item(item, user=request.user, expected_version=serializer.validated_data.get("version"))

@@ -263,14 +263,29 @@ def _loaded_item(benchmark_id: int, item_id: int) -> Item | None:
     return item
 
 
+def _item_id(item_id) -> int:
+    if not is_digits(str(item_id)) or not 1 <= int(item_id) <= MAX_ID:
+        raise Http404("No such item in this benchmark.")  # the compiled query takes the id as it comes
+    return int(item_id)
+
+
+def item_to_change(user, slug: str, item_id) -> Item:
+    """An item of a benchmark the user belongs to (404 otherwise), its row only: for a view that hands
+    it to a service that locks and reads it again (a submit, a withdraw), so its images and criteria
+    are not read twice."""
+    benchmark = get_benchmark_for(user, slug)
+    item = next(iter(_ITEM.rows("item", benchmark_id=benchmark.pk, item_id=_item_id(item_id))), None)
+    if item is None:
+        raise Http404("No such item in this benchmark.")
+    item.benchmark = benchmark
+    return item
+
+
 def get_item_for(user, slug: str, item_id: int, *, payload: bool = False) -> Item:
     """An item of a benchmark the user belongs to; 404 otherwise (no hint it exists elsewhere).
     Loaded with its author and assignee, its images and criteria (and its seed's, for a rewrite);
     `payload`: also everything item_payload reads. The default stays lean: the editor is the busiest page."""
-    benchmark = get_benchmark_for(user, slug)
-    if not is_digits(str(item_id)) or not 1 <= int(item_id) <= MAX_ID:
-        raise Http404("No such item in this benchmark.")  # the compiled query takes the id as it comes
-    item_id = int(item_id)
+    benchmark, item_id = get_benchmark_for(user, slug), _item_id(item_id)
     if payload:
         item = with_payload_data(Item.objects.filter(benchmark=benchmark), benchmark_known=True).filter(pk=item_id).first()
     else:

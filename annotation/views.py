@@ -44,6 +44,7 @@ from .selectors import (
     benchmark_people,
     editor_tasks,
     get_item_for,
+    item_to_change,
     items_of,
     latest_assignment_for_item,
     open_assignments_of,
@@ -296,7 +297,7 @@ def _start_next(request, item) -> str:
 @require_POST
 @changes_work_only
 def item_withdraw(request, slug, item_id):
-    item = get_item_for(request.user, slug, item_id)
+    item = item_to_change(request.user, slug, item_id)
     services.return_to_draft(item, user=request.user, expected_version=_posted_version(request))
     messages.success(request, gettext("Item #%(id)s is a draft again.") % {"id": item.pk})
     return redirect("item-edit", slug=slug, item_id=item.pk)

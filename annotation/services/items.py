@@ -268,11 +268,12 @@ def change_status(
         return _move(_locked(item, expected_version), target, user=user, action=action, note=note, **fields)
 
 
-def _move(current: Item, target: str, *, user, action: str, note: str = "", **fields) -> Item:
-    """change_status() of an item this transaction has just locked and read (lock_item)."""
+def _move(current: Item, target: str, *, user, action: str, note: str = "", snapshot: dict | None = None, **fields) -> Item:
+    """change_status() of an item this transaction has just locked and read (lock_item); `snapshot`:
+    its item_snapshot() when the caller read it meanwhile (its new status is set here)."""
     check_transition(current.status, target)
     current = _bump(current, current.version, status=target, **fields)
-    _record_revision(current, action=action, user=user, note=note)
+    _record_revision(current, action=action, user=user, note=note, snapshot={**snapshot, "status": target} if snapshot else None)
     return current
 
 
@@ -318,14 +319,17 @@ def submit_item(item: Item, *, user, expected_version: int | None = None) -> Ite
             raise _stale(current)
         check_transition(current.status, ANSWERED)
         check_can_edit(user, current)
-        problems = readiness_problems(current)
+        snapshot = item_snapshot(current)
+        problems = readiness_problems(current, snapshot)
         if problems:
             raise DomainError(
                 gettext("Not submitted yet: %(problems)s") % {"problems": " ".join(problems)},
                 code="not_ready",
                 extra={"problems": problems},
             )
-        current = _move(current, ANSWERED, user=user, action=ItemRevision.Action.SUBMITTED, submitted_at=timezone.now())
+        current = _move(
+            current, ANSWERED, user=user, action=ItemRevision.Action.SUBMITTED, snapshot=snapshot, submitted_at=timezone.now()
+        )
         Assignment.objects.filter(item=current, status=Assignment.Status.OPEN).update(
             status=Assignment.Status.DONE, done_at=timezone.now()
         )
@@ -374,11 +378,10 @@ def requeue_for_author(item: Item, *, by) -> Assignment:
 
 def reopen_assignment(item: Item) -> Assignment | None:
     """Put an item back in its assignee's queue (e.g. when it is sent back for revision)."""
-    if Assignment.objects.filter(item=item, status=Assignment.Status.OPEN).exists():
+    assignments = list(Assignment.objects.filter(item=item).order_by("-done_at", "-id"))  # an item has few
+    if not assignments or any(a.status == Assignment.Status.OPEN for a in assignments):
         return None
-    assignment = Assignment.objects.filter(item=item).order_by("-done_at", "-id").first()
-    if assignment is None:
-        return None
+    assignment = assignments[0]
     assignment.status, assignment.done_at = Assignment.Status.OPEN, None
     assignment.save(update_fields=["status", "done_at"])
     _follow(item, assignment)

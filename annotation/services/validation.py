@@ -233,8 +233,9 @@ def completeness_problems(item: Item, state: dict, image_rows: dict | None = Non
     return problems
 
 
-def readiness_problems(item: Item) -> list[str]:
-    """What the item lacks before it can be submitted for review; empty when it is ready."""
+def readiness_problems(item: Item, snapshot: dict | None = None) -> list[str]:
+    """What the item lacks before it can be submitted for review; empty when it is ready.
+    `snapshot`: its item_snapshot() when the caller has it."""
     rows = None
     if "item_images" in getattr(item, "_prefetched_objects_cache", {}):
         # Loaded with their images (selectors.with_payload_data): no extra query.
@@ -247,7 +248,7 @@ def readiness_problems(item: Item) -> list[str]:
             }
             for link in item.item_images.all()
         }
-    return completeness_problems(item, item_snapshot(item), rows)
+    return completeness_problems(item, snapshot if snapshot is not None else item_snapshot(item), rows)
 
 
 def raise_problems(problems: list[str], *, prefix: str = "Not saved") -> None:

@@ -288,6 +288,29 @@ def test_every_edit_bumps_the_version_and_records_a_full_snapshot(draft, annotat
     assert revisions[3].snapshot["status"] == ANSWERED and revisions[3].changed_by == annotator
 
 
+def test_a_write_returns_the_item_as_stored_and_its_history_keeps_the_whole_item(draft, annotator, image, benchmark):
+    """A version bump sets the values it wrote instead of reading the row back, and a submit records
+    the snapshot it checked: what each write returns and keeps equals the row and its children."""
+    from django.forms.models import model_to_dict
+
+    from annotation.contract import item_snapshot
+
+    def stored(item):
+        fresh = Item.objects.get(pk=item.pk)
+        assert model_to_dict(item) == model_to_dict(fresh)
+        assert (item.version, item.updated_at, item.submitted_at) == (fresh.version, fresh.updated_at, fresh.submitted_at)
+        assert item.revisions.get(version=fresh.version).snapshot == item_snapshot(fresh)
+        return fresh
+
+    ocr = benchmark.tasks.get(slug="ocr")
+    edited = save(draft, annotator, **complete_fields(image), task=ocr.pk)
+    assert edited.task == ocr  # the task loaded for the old id is not kept
+    submitted = services.submit_item(stored(edited), user=annotator, expected_version=edited.version)
+    assert stored(submitted).status == ANSWERED and submitted.submitted_at is not None
+    withdrawn = services.return_to_draft(submitted, user=annotator, expected_version=submitted.version)
+    assert stored(withdrawn).status == DRAFT
+
+
 def test_status_changes_follow_the_transition_table(draft, annotator, image, researcher):
     with pytest.raises(IllegalTransition):
         services.return_to_draft(draft, user=annotator)
