@@ -125,6 +125,10 @@ class Sequence:
     def _fresh(self, item) -> Item:
         return with_payload_data(Item.objects.filter(pk=item.pk)).get()
 
+    def _all_fresh(self) -> dict[int, Item]:
+        # One read for every item of the sequence: the check after each step reads them all.
+        return {item.pk: item for item in with_payload_data(Item.objects.filter(pk__in=[m.item.pk for m in self.models]))}
+
     def _text(self, what: str) -> str:
         self.counter += 1
         return f"{what} {self.counter}."
@@ -227,7 +231,8 @@ class Sequence:
         self._annotation(model, self.rng.choice(model.prefills[:-1]), stale=True)
 
     def push(self, first: bool = False):
-        behind = [m for m in self.models if first or self._fresh(m.item).version != m.prefills[-1]["version"]]
+        versions = dict(Item.objects.filter(pk__in=[m.item.pk for m in self.models]).values_list("pk", "version"))
+        behind = [m for m in self.models if first or versions[m.item.pk] != m.prefills[-1]["version"]]
         job = lss.push_items_to_labelstudio(
             self.benchmark, [m.item for m in self.models], project_title=self.title, user=self.researcher
         )
@@ -235,9 +240,10 @@ class Sequence:
         assert job.result["pushed" if first else "refreshed"] == len(behind), (job.result, len(behind))
         self.link = LabelStudioLink.objects.get(pk=job.result["link_id"])
         rows = {row.item_id: row for row in self.link.tasks.all()}
+        fresh = self._all_fresh()
         for model in self.models:
             model.task_id = rows[model.item.pk].task_id
-            item = self._fresh(model.item)
+            item = fresh[model.item.pk]
             prefill = self.side.prefill(model.task_id)
             if model in behind:
                 model.prefills.append(
@@ -362,8 +368,9 @@ class Sequence:
 
     def check(self, step: str):
         rows = {row.item_id: row for row in LabelStudioTask.objects.filter(link=self.link)}
+        fresh = self._all_fresh()
         for model in self.models:
-            item = self._fresh(model.item)
+            item = fresh[model.item.pk]
             values = ls.field_values(item_payload(item))
             where = f"step {self.steps} ({step}), item #{item.pk}"
             for key, value in values.items():  # no field ever holds what nobody gave it
