@@ -61,7 +61,7 @@ $(INSPECT_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,labelstudio,inspect]'
 	touch $(INSPECT_STAMP)
 
-# The suite runs in parallel processes (pytest-xdist): `auto` is one per core, 2 to 4 (tests/conftest.py
+# The suite runs in parallel processes (pytest-xdist): `auto` is one per core plus one, 2 to 4 (tests/conftest.py
 # keeps the processes apart and picks the number; loadgroup keeps the tests that share one server,
 # Label Studio, on one process). TEST_PROCESSES=0 runs it in this process alone.
 TEST_PROCESSES ?= auto
