@@ -162,6 +162,18 @@ def _isolated_media(settings, tmp_path):
     settings.MEDIA_ROOT.mkdir()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_job_threads_between_tests():
+    """Inline jobs between tests too. A browser's request that reaches the live server after its test
+    has ended (a picture still loading) met the default runner, `thread`, and started this process's
+    sweeper, which then read the database during the next test's setup (a logged traceback where the
+    test had no database, or a sweep in the middle of another test's rows)."""
+    from django.test import override_settings
+
+    with override_settings(BENCHFORGE_JOB_RUNNER="inline", BENCHFORGE_AFTER_RESPONSE="inline"):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _jobs_run_inline(settings):
     # Jobs run where they are enqueued, when the transaction commits (tests that need a real
