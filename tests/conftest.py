@@ -77,7 +77,8 @@ SERIAL_GROUPS = {"labelstudio_server": "labelstudio"}
 def pytest_xdist_auto_num_workers(config):
     # `-n auto`: one process more than there are cores, since much of the suite waits on servers,
     # browsers and subprocesses (2 cores: the CPU was busy 72% of a run with 3 processes, which took
-    # 1,281 s where 2 took 1,454 s), and at most 4 (each starts its own browser, live server and workers).
+    # 1,281 s where 2 took 1,454 s; 4 were no further after 20 minutes, and two tests errored), and
+    # at most 4 (each starts its own browser, live server and workers).
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(4, max(2, cores + 1))
 
