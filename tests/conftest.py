@@ -164,25 +164,17 @@ def _isolated_media(settings, tmp_path):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _no_job_threads_between_tests():
-    """Inline jobs between tests too. A browser's request that reaches the live server after its test
-    has ended (a picture still loading) met the default runner, `thread`, and started this process's
-    sweeper, which then read the database during the next test's setup (a logged traceback where the
-    test had no database, or a sweep in the middle of another test's rows)."""
+def _jobs_run_inline():
+    """Jobs run where they are enqueued, when the transaction commits, and work left for after a
+    response runs inline too (a background thread's own connection would not see a test's uncommitted
+    rows). Tests that need a real worker or a thread set their own mode with the `settings` fixture,
+    which puts this back. Set for the whole session, not per test: a browser's request that reached the
+    live server after its test had ended met the default runner, `thread`, and started this process's
+    job sweeper, which then read the database during the next test's setup."""
     from django.test import override_settings
 
     with override_settings(BENCHFORGE_JOB_RUNNER="inline", BENCHFORGE_AFTER_RESPONSE="inline"):
         yield
-
-
-@pytest.fixture(autouse=True)
-def _jobs_run_inline(settings):
-    # Jobs run where they are enqueued, when the transaction commits (tests that need a real
-    # worker or the embedded runtime's thread set their own mode).
-    settings.BENCHFORGE_JOB_RUNNER = "inline"
-    # Work left for after a response too: a background thread's own connection would not see a
-    # test's uncommitted rows (tests/benchforge/test_after_response.py runs the thread).
-    settings.BENCHFORGE_AFTER_RESPONSE = "inline"
 
 
 @pytest.fixture(autouse=True)
