@@ -131,6 +131,57 @@ def shared_fixture(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_use_migrations,
+    django_db_keepdb,
+    django_db_createdb,
+    django_db_modify_db_settings,
+    tmp_path_factory,
+):
+    """pytest-django's own, except that the processes of a parallel run on Postgres copy one migrated
+    template instead of each migrating its database (tests/databases.py)."""
+    from django.db import connection
+    from django.test.utils import setup_databases, teardown_databases
+    from pytest_django.fixtures import _disable_migrations
+
+    from tests.databases import create_from_template
+
+    if not django_db_use_migrations:
+        _disable_migrations()
+    keepdb = django_db_keepdb and not django_db_createdb
+    worker = getattr(request.config, "workerinput", None)
+    verbosity = request.config.option.verbose
+    with django_db_blocker.unblock():
+        if worker and connection.vendor == "postgresql" and not keepdb:
+            old_config = create_from_template(connection, worker["workerid"], tmp_path_factory.getbasetemp().parent, verbosity)
+        else:
+            old_config = setup_databases(verbosity=verbosity, interactive=False, keepdb=keepdb)
+    yield
+    if not django_db_keepdb:
+        with django_db_blocker.unblock():
+            teardown_databases(old_config, verbosity=verbosity)
+
+
+def pytest_sessionfinish(session):
+    # The controller of a parallel run on Postgres drops the template its processes copied.
+    if hasattr(session.config, "workerinput") or not getattr(session.config.option, "numprocesses", None):
+        return
+    from django.conf import settings
+
+    if settings.configured and settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        from django.db import connection
+        from pytest_django.plugin import blocking_manager_key
+
+        from tests.databases import drop_template
+
+        with session.config.stash[blocking_manager_key].unblock():
+            drop_template(connection)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _flush_by_delete():
     """A transactional test (live server, real workers, races) ends with Django emptying every table.
