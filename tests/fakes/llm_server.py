@@ -140,6 +140,7 @@ class FakeLLMServer:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
+        self._latency_changed: asyncio.Event | None = None  # set (and replaced) whenever a latency changes
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -165,6 +166,7 @@ class FakeLLMServer:
 
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
+        self._latency_changed = asyncio.Event()
         try:
             server = loop.run_until_complete(
                 asyncio.start_server(self._serve_connection, self.host, self.port, backlog=1024, limit=1 << 20)
@@ -211,11 +213,35 @@ class FakeLLMServer:
             self._positions[model] = 0
 
     def set_latency(self, seconds: float, model: str | None = None) -> None:
+        """Seconds between a request's arrival and its reply, from now on for requests being held
+        too: lowered, a held request whose arrival is that long ago is answered at once."""
         with self._lock:
             if model is None:
                 self._latency = seconds
             else:
                 self._model_latency[model] = seconds
+        self._latency_was_set()
+
+    def _latency_was_set(self) -> None:
+        def wake() -> None:
+            woken, self._latency_changed = self._latency_changed, asyncio.Event()
+            woken.set()
+
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(wake)
+
+    async def _wait_latency(self, model: str | None) -> None:
+        arrived = asyncio.get_running_loop().time()
+        while True:
+            with self._lock:
+                latency = self._model_latency.get(model, self._latency)
+            remaining = arrived + latency - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return
+            try:
+                await asyncio.wait_for(self._latency_changed.wait(), remaining)
+            except TimeoutError:
+                return
 
     def requests(self, model: str | None = None) -> list[dict]:
         with self._lock:
@@ -253,6 +279,8 @@ class FakeLLMServer:
                 self._positions.clear()
                 self._model_latency.clear()
                 self._latency = self._initial_latency
+        if scripts:
+            self._latency_was_set()
 
     def _next_reply(self, model: str | None, body: dict) -> Reply | None:
         with self._lock:
@@ -342,10 +370,7 @@ class FakeLLMServer:
         self._enter(model, body, headers)
         try:
             reply = self._next_reply(model, body)
-            with self._lock:
-                latency = self._model_latency.get(model, self._latency)
-            if latency:
-                await asyncio.sleep(latency)
+            await self._wait_latency(model)
             if reply is None:
                 await self._send(
                     writer,

@@ -139,9 +139,10 @@ def kill_with_every_counted_request_sent(workers, proc, *, fake_llm, job, latenc
     SIGKILL between them). Replies are held back for `hold` seconds, so the worker's calls stop
     at the server with their slots held; once the ledger equals what the server received and
     nothing new arrived for a second, nothing is between its count and its send. Then replies go
-    back to `latency`, and this returns once the held calls have ended at the server (their replies
-    go to the dead worker): the slots they hold expire after their lease, and a restarted worker
-    taking them while the server still held the dead calls would be counted against the bound."""
+    back to `latency` (the held calls, older than that, are answered at once: their replies go to
+    the dead worker), and this returns once they have ended at the server: the slots they hold
+    expire after their lease, and a restarted worker taking them while the server still held the
+    dead calls would be counted against the bound."""
     from llm.selectors import sent_requests
 
     fake_llm.set_latency(hold)
