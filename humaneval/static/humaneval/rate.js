@@ -32,4 +32,11 @@
     clearTimeout(timer);
     timer = setTimeout(save, 800);
   });
+  // keys.js runs before the page is parsed, this deferred file after: a key pressed the moment the
+  // page showed chose an option with nobody listening yet. What differs from the page as served
+  // was chosen or typed before now, and is saved as if just done.
+  const reason = form.elements.namedItem("reason");
+  const early = Array.from(form.querySelectorAll("input[type=radio]")).some(function (r) { return r.checked !== r.defaultChecked; });
+  if (early) save();
+  else if (reason && reason.value !== reason.defaultValue) timer = setTimeout(save, 800);
 })();
