@@ -131,6 +131,9 @@ def shared_fixture(*parts: str) -> Path:
     return path
 
 
+_TEST_DATABASE: dict[str, str] = {}  # the name of this process's test database, while it exists
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(
     request,
@@ -160,7 +163,9 @@ def django_db_setup(
             old_config = create_from_template(connection, worker["workerid"], tmp_path_factory.getbasetemp().parent, verbosity)
         else:
             old_config = setup_databases(verbosity=verbosity, interactive=False, keepdb=keepdb)
+    _TEST_DATABASE["name"] = connection.settings_dict["NAME"]
     yield
+    _TEST_DATABASE.clear()
     if not django_db_keepdb:
         with django_db_blocker.unblock():
             teardown_databases(old_config, verbosity=verbosity)
@@ -180,6 +185,29 @@ def pytest_sessionfinish(session):
 
         with session.config.stash[blocking_manager_key].unblock():
             drop_template(connection)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a database test, once its fixtures are gone (its transaction rolled back): empty the
+    tables the LLM call threads write on connections of their own (the reply cache and the usage
+    ledger), which commit whatever the test's transaction does. Left there, a later test in the
+    process met another test's cached replies (asked nothing, or got another script's answer) and
+    a demo snapshot refused to seed over them."""
+    result = yield
+    if item.get_closest_marker("django_db") is None and not {"db", "transactional_db"} & set(getattr(item, "fixturenames", ())):
+        return result
+    from django.db import connection
+    from pytest_django.plugin import blocking_manager_key
+
+    from llm.models import CachedReply, Usage
+
+    if connection.settings_dict["NAME"] != _TEST_DATABASE.get("name"):
+        return result  # not on the test database (none made: the test was skipped first): touch nothing
+    with item.config.stash[blocking_manager_key].unblock(), connection.cursor() as cursor:
+        for model in (CachedReply, Usage):
+            cursor.execute(f"DELETE FROM {connection.ops.quote_name(model._meta.db_table)}")
+    return result
 
 
 @pytest.fixture(scope="session", autouse=True)
