@@ -10,7 +10,6 @@ import krippendorff
 import numpy as np
 from django.db.models import Count, Max, Q
 from django.http import Http404
-from sklearn.metrics import cohen_kappa_score
 
 from annotation.contract import item_snapshot
 from annotation.models import Item, ItemRevision
@@ -152,6 +151,10 @@ def _kappa(a: list[str], b: list[str]) -> float | None:
     two items, or both gave one same verdict throughout: no variation to agree beyond chance)."""
     if len(a) < 2 or len(set(a) | set(b)) < 2:
         return None
+    # Imported here: scikit-learn takes about a second to import, and this module is loaded by every
+    # process that starts Django (each command, web and job worker) through the release provenance.
+    from sklearn.metrics import cohen_kappa_score
+
     value = cohen_kappa_score(a, b)
     return None if math.isnan(value) else float(value)
 
