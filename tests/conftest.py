@@ -76,9 +76,9 @@ SERIAL_GROUPS = {"labelstudio_server": "labelstudio"}
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run with `-p no:xdist` has no such hook
 def pytest_xdist_auto_num_workers(config):
     # `-n auto`: one process more than there are cores, since much of the suite waits on servers,
-    # browsers and subprocesses (2 cores: the CPU was busy 72% of a run with 3 processes, which took
-    # 1,281 s where 2 took 1,454 s; 4 were no further after 20 minutes, and two tests errored), and
-    # at most 4 (each starts its own browser, live server and workers).
+    # browsers and subprocesses (2 cores: 3 processes took 1,281 s where 2 took 1,454 s; 4 took 552 s
+    # where 3 took 517 s on a faster machine), and at most 4 (each starts its own browser, live server
+    # and workers).
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(4, max(2, cores + 1))
 

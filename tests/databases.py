@@ -11,9 +11,9 @@ import fcntl
 from pathlib import Path
 
 
-def template_name(test_name: str, worker: str) -> str:
-    """`test_x_gw0` -> `test_x_template`: one name for every process of a run."""
-    return f"{test_name.removesuffix(f'_{worker}')}_template"
+def template_name(test_name: str) -> str:
+    """`test_x` (the test database's name without a process's `_gwN`) -> `test_x_template`."""
+    return f"{test_name}_template"
 
 
 def create_from_template(connection, worker: str, run_folder: Path, verbosity: int) -> list:
@@ -22,7 +22,7 @@ def create_from_template(connection, worker: str, run_folder: Path, verbosity: i
     the one folder every process of the run shares (their temporary folders' parent)."""
     creation = connection.creation
     test_name = creation._get_test_db_name()
-    template = template_name(test_name, worker)
+    template = template_name(test_name.removesuffix(f"_{worker}"))
     old_name = connection.settings_dict["NAME"]
     quote = connection.ops.quote_name
     # The lock file records that this run made its template: a second run (a new folder) makes it afresh.
@@ -52,6 +52,6 @@ def create_from_template(connection, worker: str, run_folder: Path, verbosity: i
 
 def drop_template(connection) -> None:
     """At the end of a parallel run, in the controller (whose test database name has no suffix)."""
-    name = f"{connection.creation._get_test_db_name()}_template"
+    name = template_name(connection.creation._get_test_db_name())
     with connection.creation._nodb_cursor() as cursor:
         cursor.execute(f"DROP DATABASE IF EXISTS {connection.ops.quote_name(name)}")

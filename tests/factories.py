@@ -207,9 +207,7 @@ class DemoSnapshot:
             after = contents()
             changed = [table for table in tables if after[table] != before[table]]
             crowded = [table for table in changed if before[table][0]]
-            for table in changed:
-                if table in crowded:
-                    continue
+            for table in (table for table in changed if table not in crowded):
                 data = io.BytesIO()
                 cursor.copy_expert(f"COPY {quote(table)} TO STDOUT", data)
                 snapshot.tables.append((table, data.getvalue()))
@@ -219,9 +217,8 @@ class DemoSnapshot:
                 transaction.set_rollback(True)
         # What was committed goes as a transactional test's flush takes it: seeded with commits, and
         # rows another connection committed meanwhile (the LLM ledger records paid calls on a
-        # connection of its own, so that no rollback loses them).
-        # Emptied even when the snapshot cannot be used (below), so that the demo seeded with commits
-        # is not left for the next test.
+        # connection of its own, so that no rollback loses them). Also when the snapshot cannot be
+        # used (below): the demo seeded with commits is not left for the next test.
         with transaction.atomic(), connection.cursor() as cursor:
             for table in changed:
                 cursor.execute(f"DELETE FROM {quote(table)}")
