@@ -309,10 +309,55 @@ def make_user(db):
 
 
 @pytest.fixture
-def benchmark(db):
+def benchmark(request, db):
     from curation.services import load_preset
 
+    if "accepted" in request.fixturenames:
+        copied = _copy_in_accepted(request)
+        if copied is not None:
+            return copied
     return load_preset("alignmmbench", slug="demo")
+
+
+def _copy_in_accepted(request):
+    """For a test that wants `accepted` (tests/exports/conftest.py): the benchmark, its annotator and
+    researcher and the accepted items, copied in from what `accepted_snapshot` made once in this
+    process, as the fixtures would make them (0.8 s each time: ~130 tests). None where they cannot
+    be: not on Postgres, a transactional test (its rows are committed step by step), or the people's
+    usernames already taken by the test's own fixtures."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from curation.models import Benchmark
+    from tests.factories import ACCEPTED_ITEMS
+
+    if connection.vendor != "postgresql" or not connection.in_atomic_block:
+        return None
+    if get_user_model().objects.filter(username__in=["anna", "ross"]).exists() or Benchmark.objects.filter(slug="demo").exists():
+        return None
+    snapshot = request.getfixturevalue("accepted_snapshot")
+    snapshot.copy_in(request.getfixturevalue("settings"))
+    request.node.stash[ACCEPTED_ITEMS] = snapshot.made
+    return Benchmark.objects.get(slug="demo")
+
+
+@pytest.fixture(scope="session")
+def accepted_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The benchmark, anna (annotator), ross (researcher) and the accepted items, made once per process
+    inside a transaction as a django_db test makes them; `made` is the items' ids in order."""
+    from benchforge.services import create_or_update_user
+    from curation.services import load_preset
+    from tests.exports.conftest import accept_items
+    from tests.factories import RowSnapshot
+
+    def seed() -> list[int]:
+        benchmark = load_preset("alignmmbench", slug="demo")
+        annotator, _ = create_or_update_user("anna", "annotator", password=PASSWORD, benchmarks=[benchmark])
+        researcher, _ = create_or_update_user("ross", "researcher", password=PASSWORD)
+        return [item.pk for item in accept_items(benchmark, annotator, researcher, benchmark.tasks.get(slug="counting"))]
+
+    with django_db_blocker.unblock():
+        return RowSnapshot(tmp_path_factory.mktemp("accepted") / "media", committed=False).take(seed)
 
 
 @pytest.fixture

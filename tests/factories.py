@@ -1,6 +1,7 @@
 """Builders shared by the tests: generated pictures and their encodings, zips, image rows without
 files, complete item fields, and checks that stored files match their rows."""
 
+import functools
 import hashlib
 import io
 import itertools
@@ -11,6 +12,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
@@ -46,7 +48,15 @@ def png_header_only(width, height):
 
 
 def jpeg(seed=0, size=(640, 520), **kw):
-    return encode(photo(size, seed), "JPEG", quality=kw.pop("quality", 92), **kw)
+    return _jpeg(seed, tuple(size), tuple(sorted(kw.items())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _jpeg(seed, size, options):
+    # The same picture for the same arguments: made once per process (about 4 ms each), since many
+    # tests ingest the same seeds (a release's ten pictures in ~130 tests). Bytes: nothing can change them.
+    options = dict(options)
+    return encode(photo(size, seed), "JPEG", quality=options.pop("quality", 92), **options)
 
 
 def media_files(settings):
@@ -147,47 +157,52 @@ def seed_demo(settings, *options: str) -> dict:
     return {u.username: u for u in get_user_model().objects.filter(username__in=[name for name, _, _ in DEMO_USERS])}
 
 
-class DemoSnapshot:
-    """The rows and media files `seed_demo` makes, taken once per test process and copied into each
-    test that wants the demo (`restore`): the same demo as seeding it again, without the seconds the
-    seeding takes each time. Only on Postgres (COPY); elsewhere `restore` seeds for real.
+# The ids of the accepted items a test's `benchmark` fixture copied in (tests/conftest.py), for `accepted`.
+ACCEPTED_ITEMS = pytest.StashKey[list]()
 
-    A test's transaction holds back what waits for a commit (jobs run on commit), so the demo differs
-    with where it is seeded: `committed` takes it seeded as a transactional test (live server) seeds
-    it, every step committing; otherwise as inside a test's transaction, rolled back after."""
 
-    def __init__(self, options: tuple[str, ...], media: Path, models_file: Path, committed: bool):
-        self.options, self.media, self.models_file, self.committed = options, media, models_file, committed
+class RowSnapshot:
+    """The rows and media files `seed()` makes, taken once per test process and copied into each test
+    that wants them (`copy_in`): the same rows as making them again, without the seconds that takes.
+    Only on Postgres (COPY); elsewhere `taken` is False and the test makes them for real.
+
+    A test's transaction holds back what waits for a commit (jobs run on commit), so the rows differ
+    with where they are made: `committed` takes them made as a transactional test (live server) makes
+    them, every step committing; otherwise as inside a test's transaction, rolled back after."""
+
+    def __init__(self, media: Path, committed: bool):
+        self.media, self.committed = media, committed
         self.tables: list[tuple[str, bytes]] = []
+        self.made = None  # what seed() returned
 
-    @classmethod
-    def take(cls, folder: Path, *options: str, committed: bool = False) -> "DemoSnapshot":
+    @property
+    def taken(self) -> bool:
+        return bool(self.tables)
+
+    def take(self, seed, **overrides) -> "RowSnapshot":
+        """Run seed() (with these settings on top of the ones every test has) and keep what it made."""
         from contextlib import nullcontext
 
         from django.core.cache import cache
-        from django.core.management import call_command
         from django.db import connection, transaction
         from django.test import override_settings
 
         from curation import services
 
-        snapshot = cls(options, folder / "media", folder / "models.toml", committed)
         if connection.vendor != "postgresql":
-            return snapshot
-        snapshot.media.mkdir(parents=True)
+            return self
+        self.media.mkdir(parents=True)
         tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
         quote = connection.ops.quote_name
-        models = {"BENCHFORGE_MODELS": snapshot.models_file} if "--demo-models" in options else {}
-        # As the autouse fixtures of tests/conftest.py set them for every test, seeding as in development.
+        # As the autouse fixtures of tests/conftest.py set them for every test.
         with (
             override_settings(
-                DEBUG=True,
-                MEDIA_ROOT=snapshot.media,
+                MEDIA_ROOT=self.media,
                 BENCHFORGE_JOB_RUNNER="inline",
                 PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
-                **models,
+                **overrides,
             ),
-            nullcontext() if committed else transaction.atomic(),
+            nullcontext() if self.committed else transaction.atomic(),
             connection.cursor() as cursor,
         ):
 
@@ -203,22 +218,22 @@ class DemoSnapshot:
             services.image_indexes.forget()
             services.known_index.forget()
             before = contents()
-            call_command("seed_demo", *options, stdout=io.StringIO())
+            self.made = seed()
             after = contents()
             changed = [table for table in tables if after[table] != before[table]]
             crowded = [table for table in changed if before[table][0]]
             for table in (table for table in changed if table not in crowded):
                 data = io.BytesIO()
                 cursor.copy_expert(f"COPY {quote(table)} TO STDOUT", data)
-                snapshot.tables.append((table, data.getvalue()))
-            if not committed:
+                self.tables.append((table, data.getvalue()))
+            if not self.committed:
                 # The rows go with the transaction (the id sequences stay past them, so rows made
                 # later never take an id of the copy).
                 transaction.set_rollback(True)
-        # What was committed goes as a transactional test's flush takes it: seeded with commits, and
+        # What was committed goes as a transactional test's flush takes it: made with commits, and
         # rows another connection committed meanwhile (the LLM ledger records paid calls on a
         # connection of its own, so that no rollback loses them). Also when the snapshot cannot be
-        # used (below): the demo seeded with commits is not left for the next test.
+        # used (below): rows made with commits are not left for the next test.
         with transaction.atomic(), connection.cursor() as cursor:
             for table in changed:
                 cursor.execute(f"DELETE FROM {quote(table)}")
@@ -226,34 +241,62 @@ class DemoSnapshot:
         services.known_index.forget()
         cache.clear()
         if crowded:
+            self.tables = []
             raise RuntimeError(
-                f"seed_demo changed {', '.join(crowded)}, which had rows before (an earlier test of this process"
+                f"seeding changed {', '.join(crowded)}, which had rows before (an earlier test of this process"
                 " left them): a snapshot cannot copy them"
             )
-        return snapshot
+        return self
 
-    def restore(self, settings) -> dict:
-        """The demo in this test's database and MEDIA_ROOT (and models file, with --demo-models);
-        its people by username, as `seed_demo` returns them."""
-        from django.contrib.auth import get_user_model
+    def copy_in(self, settings) -> None:
+        """The rows into this test's database and the files into its MEDIA_ROOT."""
         from django.db import connection, transaction
 
-        from demo.management.commands.seed_demo import DEMO_USERS
+        from curation import services
 
         if self.committed == connection.in_atomic_block:
             raise RuntimeError(
-                "this demo snapshot was seeded "
+                "this snapshot was taken "
                 + ("with commits, for transactional tests" if self.committed else "inside a transaction, for django_db tests")
             )
-        if not self.tables:
-            return seed_demo(settings, *self.options)
-        if "--demo-models" in self.options:
-            from llm.demo import ensure_demo_models
-
-            ensure_demo_models()  # what seed_demo writes when the test's models file is missing
         shutil.copytree(self.media, settings.MEDIA_ROOT, dirs_exist_ok=True)
         # Postgres checks the foreign keys at commit (Django makes them deferrable): any order loads.
         with transaction.atomic(), connection.cursor() as cursor:
             for table, data in self.tables:
                 cursor.copy_expert(f"COPY {connection.ops.quote_name(table)} FROM STDIN", io.BytesIO(data))
+        # The in-process hash indexes are rebuilt from the rows on their next use.
+        services.image_indexes.forget()
+        services.known_index.forget()
+
+
+class DemoSnapshot(RowSnapshot):
+    """The demo `seed_demo` makes (with `options`, e.g. "--demo-models"), as a RowSnapshot."""
+
+    def __init__(self, options: tuple[str, ...], media: Path, models_file: Path, committed: bool):
+        super().__init__(media, committed)
+        self.options, self.models_file = options, models_file
+
+    @classmethod
+    def take(cls, folder: Path, *options: str, committed: bool = False) -> "DemoSnapshot":
+        from django.core.management import call_command
+
+        snapshot = cls(options, folder / "media", folder / "models.toml", committed)
+        models = {"BENCHFORGE_MODELS": snapshot.models_file} if "--demo-models" in options else {}
+        # seed_demo only seeds in development
+        return RowSnapshot.take(snapshot, lambda: call_command("seed_demo", *options, stdout=io.StringIO()), DEBUG=True, **models)
+
+    def restore(self, settings) -> dict:
+        """The demo in this test's database and MEDIA_ROOT (and models file, with --demo-models);
+        its people by username, as `seed_demo` returns them."""
+        from django.contrib.auth import get_user_model
+
+        from demo.management.commands.seed_demo import DEMO_USERS
+
+        if not self.taken:
+            return seed_demo(settings, *self.options)
+        if "--demo-models" in self.options:
+            from llm.demo import ensure_demo_models
+
+            ensure_demo_models()  # what seed_demo writes when the test's models file is missing
+        self.copy_in(settings)
         return {u.username: u for u in get_user_model().objects.filter(username__in=[name for name, _, _ in DEMO_USERS])}

@@ -12,16 +12,15 @@ from annotation.models import Item
 from annotation.services import create_item, submit_item, update_item
 from exports import services
 from exports.models import Release
-from tests.factories import complete_fields, jpeg
+from tests.factories import ACCEPTED_ITEMS, complete_fields, jpeg
 from tests.llm.conftest import _llm_settings, declare  # noqa: F401 - the models file on the loopback server
 
 REFERENCE = "There are exactly three red apples on the wooden table, SECRET-REFERENCE-{n}."
 CRITERION = "SECRET-CRITERION-{n}: the count is three."
 
 
-@pytest.fixture
-def accepted(benchmark, annotator, researcher, counting):
-    """Accepted items: 6 seeds with 2 rewrites each in counting, 4 MCQ seeds in OCR."""
+def accept_items(benchmark, annotator, researcher, counting) -> list[Item]:
+    """6 seeds with 2 rewrites each in counting, 4 MCQ seeds in OCR, all accepted."""
     from curation.services import ingest_image, screen_images
 
     ocr = benchmark.tasks.get(slug="ocr")
@@ -44,6 +43,17 @@ def accepted(benchmark, annotator, researcher, counting):
             items.append(rewrite)
     Item.objects.filter(pk__in=[i.pk for i in items]).update(status="accepted")
     return items
+
+
+@pytest.fixture
+def accepted(request, benchmark, annotator, researcher, counting):
+    """Accepted items (`accept_items`), as saved. In most tests they were copied in with the benchmark
+    and its people, made once per process (tests/conftest.py's `benchmark`): the same rows."""
+    copied = request.node.stash.get(ACCEPTED_ITEMS, None)
+    if copied is None:
+        copied = [item.pk for item in accept_items(benchmark, annotator, researcher, counting)]
+    items = Item.objects.in_bulk(copied)  # read back either way: every test sees them as saved
+    return [items[pk] for pk in copied]
 
 
 @pytest.fixture
