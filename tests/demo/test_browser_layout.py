@@ -72,8 +72,9 @@ def axe_violations(page) -> list[dict]:
     return page.evaluate("axe.run(document, {resultTypes: ['violations']}).then(results => results.violations)")
 
 
-def crawl(page, width: int, per_kind: int) -> tuple[list[str], list[str]]:
-    """Visit the demo from the benchmark list: (pages visited, problems found)."""
+def crawl(page, width: int, per_kind: int, header) -> tuple[list[str], list[str]]:
+    """Visit the demo from the benchmark list: (pages visited, problems found). `header` checks the
+    header of the pages it asks for, as they are visited."""
     todo, seen, kinds, visited, problems = ["/", f"/b/{DEMO_SLUG}/"], set(), {}, [], []
     while todo:
         url = todo.pop(0)
@@ -98,6 +99,7 @@ def crawl(page, width: int, per_kind: int) -> tuple[list[str], list[str]]:
                 node = violation["nodes"][0]
                 problems.append(f"{url}: axe {violation['id']} ({violation['impact']}) at {node['target']}: {node['html'][:120]}")
         todo += links_on(page)
+        problems += header.check_if_wanted(url)  # last: on a phone it opens the menu
     return visited, problems
 
 
@@ -105,18 +107,25 @@ def header_targets(page) -> list[str]:
     return page.eval_on_selector_all("header a[href]:not(.skip-link)", "els => els.map(e => e.getAttribute('href'))")
 
 
-def check_navigation(page, name: str, width: int, opened: set[str]) -> list[str]:
+class HeaderCheck:
     """On the dashboard and on the first page of each stage: every header link can be seen (after
     the menu button on a phone), lies within the screen and opens a page; at 1280 px each level
-    of the header is one row. A target in `opened` was already opened by this page (the crawl
-    recorded its status), so it is not fetched again."""
-    problems = []
-    page.goto(f"/b/{DEMO_SLUG}/")
-    stage_urls = page.eval_on_selector_all(".pipeline a", "els => els.map(e => e.getAttribute('href'))")
-    targets = set()
-    for url in [f"/b/{DEMO_SLUG}/", *stage_urls]:
-        page.goto(url)
-        if name == "phone":
+    of the header is one row. Done on those pages as the crawl opens them (`check_if_wanted`);
+    `finish` opens those the crawl did not reach, then the header targets no page has opened."""
+
+    def __init__(self, page, name: str, width: int):
+        self.page, self.name, self.width = page, name, width
+        self.dashboard = f"/b/{DEMO_SLUG}/"
+        self.wanted, self.checked, self.targets = {self.dashboard}, set(), set()
+
+    def check_if_wanted(self, url: str) -> list[str]:
+        if url not in self.wanted or url in self.checked:
+            return []
+        if url == self.dashboard:
+            self.wanted.update(self.page.eval_on_selector_all(".pipeline a", "els => els.map(e => e.getAttribute('href'))"))
+        self.checked.add(url)
+        page, problems = self.page, []
+        if self.name == "phone":
             expect(page.locator(".pipeline")).to_be_hidden()  # folded away until asked for
             page.locator("#menu-toggle").click()
             expect(page.locator("#menu-toggle")).to_have_attribute("aria-expanded", "true")
@@ -127,13 +136,27 @@ def check_navigation(page, name: str, width: int, opened: set[str]) -> list[str]
                      .filter(Boolean).map(el => [el.className, Math.round(el.getBoundingClientRect().height)])"""
             )
             problems += [f"{url}: the header's {cls} wraps ({height} px high)" for cls, height in rows if height > 52]
-        problems += [f"{url}: header link {href} is not within reach" for href in header_links_out_of_reach(page, width)]
-        targets.update(header_targets(page))
-    for target in sorted(targets - opened):
-        response = page.goto(target)
-        if response.status >= 400:
-            problems.append(f"header link {target}: {response.status}")
-    return problems
+        problems += [f"{url}: header link {href} is not within reach" for href in header_links_out_of_reach(page, self.width)]
+        self.targets.update(header_targets(page))
+        return problems
+
+    def finish(self, opened: set[str]) -> list[str]:
+        """`opened`: the pages this page has opened (the crawl recorded their status)."""
+        problems = []
+        while unchecked := sorted(self.wanted - self.checked):  # the dashboard first: it names the stages
+            url = self.dashboard if self.dashboard in unchecked else unchecked[0]
+            response = self.page.goto(url)
+            opened = opened | {url}
+            if response.status >= 400:
+                problems.append(f"{url}: {response.status}")
+                self.checked.add(url)
+                continue
+            problems += self.check_if_wanted(url)
+        for target in sorted(self.targets - opened):
+            response = self.page.goto(target)
+            if response.status >= 400:
+                problems.append(f"header link {target}: {response.status}")
+        return problems
 
 
 def header_links_out_of_reach(page, width: int) -> list[str]:
@@ -155,8 +178,9 @@ def header_links_out_of_reach(page, width: int) -> list[str]:
 def test_every_demo_page_fits_both_screens_passes_axe_and_every_navigation_target_is_reachable(browser, live_server, demo, role):
     for name, viewport in VIEWPORTS.items():
         page = open_page(browser, live_server, viewport, demo[role])
-        visited, problems = crawl(page, viewport["width"], PER_KIND[name])
-        problems += check_navigation(page, name, viewport["width"], set(visited))
+        header = HeaderCheck(page, name, viewport["width"])
+        visited, problems = crawl(page, viewport["width"], PER_KIND[name], header)
+        problems += header.finish(set(visited))
         problems += page.problems
         page.context.close()
         assert len(visited) > (15 if role == "annotator" else 25), visited  # the whole demo, not one page
