@@ -323,15 +323,16 @@ def _copy_in_accepted(request):
     """For a test that wants `accepted` (tests/exports/conftest.py): the benchmark, its annotator and
     researcher and the accepted items, copied in from what `accepted_snapshot` made once in this
     process, as the fixtures would make them (0.8 s each time: ~130 tests). None where they cannot
-    be: not on Postgres, a transactional test (its rows are committed step by step), or the people's
-    usernames already taken by the test's own fixtures."""
+    be: not on Postgres, a transactional test (its rows are committed step by step), media not on the
+    local disk (S3), or the people's usernames already taken by the test's own fixtures."""
     from django.contrib.auth import get_user_model
+    from django.core.files.storage import FileSystemStorage, default_storage
     from django.db import connection
 
     from curation.models import Benchmark
     from tests.factories import ACCEPTED_ITEMS
 
-    if connection.vendor != "postgresql" or not connection.in_atomic_block:
+    if connection.vendor != "postgresql" or not connection.in_atomic_block or not isinstance(default_storage, FileSystemStorage):
         return None
     if get_user_model().objects.filter(username__in=["anna", "ross"]).exists() or Benchmark.objects.filter(slug="demo").exists():
         return None
