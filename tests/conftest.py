@@ -324,8 +324,9 @@ def _copy_in_accepted(request, snapshot):
     """For a test that wants `accepted` (tests/exports/conftest.py): the benchmark, its annotator and
     researcher and the accepted items, copied in from what `accepted_snapshot` made once in this
     process, as the fixtures would make them (0.8 s each time: ~130 tests). None where they cannot
-    be: not on Postgres (no snapshot), a transactional test (its rows are committed step by step), media not on the
-    local disk (S3), or the people's usernames already taken by the test's own fixtures."""
+    be: not on Postgres (no snapshot), a transactional test (its rows are committed step by step),
+    media not on the local disk (S3), or the people's usernames already taken by the test's own
+    fixtures."""
     from django.contrib.auth import get_user_model
     from django.core.files.storage import FileSystemStorage, default_storage
     from django.db import connection
@@ -362,7 +363,7 @@ def accepted_snapshot(django_db_setup, django_db_blocker, tmp_path_factory):
     snapshot = RowSnapshot(tmp_path_factory.mktemp("accepted") / "media", committed=False)
     with django_db_blocker.unblock():
         try:
-            return snapshot.take(seed)
+            return snapshot.record(seed)
         except RuntimeError as exc:  # rows an earlier test left behind: each test makes the items itself
             warnings.warn(f"the accepted items are made in each test: {exc}", stacklevel=1)
             return snapshot

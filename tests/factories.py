@@ -163,7 +163,7 @@ ACCEPTED_ITEMS = pytest.StashKey[list]()
 
 class RowSnapshot:
     """The rows and media files `seed()` makes, taken once per test process and copied into each test
-    that wants them (`copy_in`): the same rows as making them again, without the seconds that takes.
+    that wants them (`record`, then `copy_in`): the same rows as making them again, without the seconds that takes.
     Only on Postgres (COPY); elsewhere `taken` is False and the test makes them for real.
 
     A test's transaction holds back what waits for a commit (jobs run on commit), so the rows differ
@@ -179,7 +179,7 @@ class RowSnapshot:
     def taken(self) -> bool:
         return bool(self.tables)
 
-    def take(self, seed, **overrides) -> "RowSnapshot":
+    def record(self, seed, **overrides) -> "RowSnapshot":
         """Run seed() (with these settings on top of the ones every test has) and keep what it made."""
         from contextlib import nullcontext
 
@@ -283,7 +283,7 @@ class DemoSnapshot(RowSnapshot):
         snapshot = cls(options, folder / "media", folder / "models.toml", committed)
         models = {"BENCHFORGE_MODELS": snapshot.models_file} if "--demo-models" in options else {}
         # seed_demo only seeds in development
-        return RowSnapshot.take(snapshot, lambda: call_command("seed_demo", *options, stdout=io.StringIO()), DEBUG=True, **models)
+        return snapshot.record(lambda: call_command("seed_demo", *options, stdout=io.StringIO()), DEBUG=True, **models)
 
     def restore(self, settings) -> dict:
         """The demo in this test's database and MEDIA_ROOT (and models file, with --demo-models);
