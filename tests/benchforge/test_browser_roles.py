@@ -25,7 +25,9 @@ def test_wrong_password_is_refused_with_a_message(browser_page, world):
     page.fill("input[name=username]", "anna")
     page.fill("input[name=password]", "not-it")
     page.click("main button[type=submit]")
-    assert "Wrong username or password" in page.content()
+    # A click does not wait for the page it posts to: reading page.content() at once can catch
+    # the document between the two (an empty string). expect() waits for the answer.
+    expect(page.locator("main")).to_contain_text("Wrong username or password")
     assert page.url.endswith("/accounts/login/")
 
 
@@ -79,7 +81,7 @@ def test_researcher_creates_a_benchmark_from_a_preset_and_edits_a_task(login_as,
     page.click("#task-email-writing a.task-edit")
     page.fill("input[name=quota]", "55")
     page.click("main button[type=submit]")
-    assert "Saved task" in page.content()
+    expect(page.locator("main")).to_contain_text("Saved task")
     assert page.locator("#task-email-writing td.num").inner_text() == "55"
 
 
