@@ -81,6 +81,14 @@ _runner = _Runner()
 wait = _runner.wait
 
 
+def forget_unfinished_request() -> None:
+    """Leave a request this thread started and never finished. A WSGI server always closes a
+    response (which finishes the request), but Django's test client finishes a streamed one only
+    once it is read to the end: one left unread keeps the thread "in a request", so work it asks
+    for later waits for a response that never ends (tests call this between tests)."""
+    _local.pending = None
+
+
 def _started(**_ignored) -> None:
     _local.pending = []
 

@@ -265,6 +265,15 @@ def _jobs_run_inline():
 
 
 @pytest.fixture(autouse=True)
+def _outside_any_request():
+    # A streamed response an earlier test left unread never finished its request in this thread:
+    # RecentCounts would then leave its recount for a response that never ends.
+    from benchforge import after_response
+
+    after_response.forget_unfinished_request()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_cache():
     # API throttle and token-failure counters live in the cache: each test starts from zero.
     from django.core.cache import cache
