@@ -62,7 +62,7 @@ def issue_token(request, username: str, password: str) -> tuple[AuthToken, str]:
     user = authenticate(getattr(request, "_request", request), username=username, password=password)
     if user is None:
         raise DomainError("Unable to log in with this username and password.", code="invalid_credentials")
-    return AuthToken.objects.create(user=user, expiry=settings.REST_KNOX["TOKEN_TTL"])
+    return _new_token(user, settings.REST_KNOX["TOKEN_TTL"])
 
 
 def revoke_tokens(user) -> int:
@@ -73,7 +73,14 @@ def revoke_tokens(user) -> int:
 
 def create_token_for(user, ttl: timedelta | None = None) -> str:
     """A new API token for `user` (management command): returns the token, shown once."""
-    return AuthToken.objects.create(user=user, expiry=ttl or settings.REST_KNOX["TOKEN_TTL"])[1]
+    return _new_token(user, ttl or settings.REST_KNOX["TOKEN_TTL"])[1]
+
+
+def _new_token(user, ttl: timedelta) -> tuple[AuthToken, str]:
+    # The user's expired tokens go here, when they get a new one, not on every API call (see
+    # ThrottledTokenAuthentication._cleanup_token): a user's tokens cannot pile up unseen.
+    AuthToken.objects.filter(user=user, expiry__lt=timezone.now()).delete()
+    return AuthToken.objects.create(user=user, expiry=ttl)
 
 
 class ThrottledTokenAuthentication(TokenAuthentication):
@@ -100,6 +107,15 @@ class ThrottledTokenAuthentication(TokenAuthentication):
         except AuthenticationFailed:
             cache_count(key, window, consequence="invalid API tokens are not counted until it is back")
             raise
+
+    def _cleanup_token(self, auth_token) -> bool:
+        """Whether the token in hand has expired (then it is deleted). knox also reads every other
+        token of the user on every API call, to delete the expired ones: a query per request, for
+        rows a new token's creation removes anyway (`_new_token`)."""
+        if auth_token.expiry is not None and auth_token.expiry < timezone.now():
+            auth_token.delete()
+            return True
+        return False
 
 
 # ---- lockouts a researcher can see and lift ------------------------------------------------------

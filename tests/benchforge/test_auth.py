@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 from knox.models import AuthToken
+from knox.settings import CONSTANTS
 
 from tests.conftest import PASSWORD
 
@@ -119,6 +120,31 @@ def test_tokens_are_stored_hashed_expire_and_can_be_revoked(annotator, settings)
     token = client.post("/api/v1/auth/token/", {"username": "anna", "password": PASSWORD}).json()["token"]
     assert client.post("/api/v1/auth/token/revoke/", HTTP_AUTHORIZATION=f"Token {token}").status_code == 204
     assert client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {token}").status_code == 401
+
+
+def test_an_api_call_reads_only_its_own_token_and_a_new_token_clears_the_expired_ones(annotator):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from benchforge.auth import create_token_for
+
+    stale = [create_token_for(annotator) for _ in range(3)]
+    AuthToken.objects.filter(user=annotator).update(expiry=timezone.now() - timedelta(days=1))
+    token = create_token_for(annotator)
+    assert AuthToken.objects.filter(user=annotator).count() == 1  # the expired three went with it
+
+    for _ in range(3):
+        create_token_for(annotator)
+    client = Client()
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {token}").json()["username"] == "anna"
+    token_reads = [q["sql"] for q in queries if "knox_authtoken" in q["sql"]]
+    assert len(token_reads) == 1, token_reads  # the token's own row (with its user), not the user's others
+    # An expired token is refused, and deleted, when it is used; the user's others are left alone.
+    assert client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {stale[0]}").status_code == 401
+    AuthToken.objects.filter(token_key=token[: CONSTANTS.TOKEN_KEY_LENGTH]).update(expiry=timezone.now())
+    assert client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {token}").status_code == 401
+    assert AuthToken.objects.filter(user=annotator).count() == 3
 
 
 @pytest.mark.parametrize(
