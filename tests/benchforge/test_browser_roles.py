@@ -91,5 +91,7 @@ def test_researcher_creates_a_benchmark_from_a_preset_and_edits_a_task(login_as,
 def test_logout_ends_the_session(login_as, world):
     page = login_as(world["annotator"])
     page.click("text=Log out")
+    # The logout is a form post: a goto before its answer could cancel it.
+    expect(page).to_have_url(re.compile(r"/accounts/login/$"))
     page.goto("/")
     assert "/accounts/login/" in page.url
